@@ -1,0 +1,614 @@
+"""Attrs types for the ACP messages the agent reads and writes, and their method names.
+
+Knows the shape of ACP messages; knows nothing of providers or failures. Use `make_converter()`
+from `acp_agent.wire` to move between these classes and JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from attrs import field, frozen
+
+from acp_agent.wire import UNSET, Unset
+
+PROTOCOL_VERSION = 1
+
+Meta = dict[str, Any]
+
+
+# --- content blocks ---------------------------------------------------------------------------
+
+
+@frozen
+class TextContent:
+    text: str
+    annotations: Any | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    type: Literal["text"] = "text"
+
+
+@frozen
+class ImageContent:
+    data: str
+    mime_type: str
+    uri: str | None | Unset = UNSET
+    annotations: Any | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    type: Literal["image"] = "image"
+
+
+@frozen
+class AudioContent:
+    data: str
+    mime_type: str
+    annotations: Any | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    type: Literal["audio"] = "audio"
+
+
+@frozen
+class ResourceLink:
+    uri: str
+    name: str
+    mime_type: str | None | Unset = UNSET
+    title: str | None | Unset = UNSET
+    description: str | None | Unset = UNSET
+    size: int | None | Unset = UNSET
+    annotations: Any | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    type: Literal["resource_link"] = "resource_link"
+
+
+@frozen
+class TextResourceContents:
+    uri: str
+    text: str
+    mime_type: str | None | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class BlobResourceContents:
+    uri: str
+    blob: str
+    mime_type: str | None | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class EmbeddedResource:
+    resource: TextResourceContents | BlobResourceContents
+    annotations: Any | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    type: Literal["resource"] = "resource"
+
+
+ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+
+CONTENT_TYPES: dict[str, type] = {
+    "text": TextContent,
+    "image": ImageContent,
+    "audio": AudioContent,
+    "resource_link": ResourceLink,
+    "resource": EmbeddedResource,
+}
+
+
+# --- tool calls ------------------------------------------------------------------------------
+
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
+ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+@frozen
+class ToolContent:
+    content: ContentBlock
+    type: Literal["content"] = "content"
+
+
+@frozen
+class ToolDiff:
+    path: str
+    new_text: str
+    old_text: str | None = None
+    type: Literal["diff"] = "diff"
+
+
+@frozen
+class ToolTerminal:
+    terminal_id: str
+    type: Literal["terminal"] = "terminal"
+
+
+ToolCallContent = ToolContent | ToolDiff | ToolTerminal
+
+
+@frozen
+class ToolLocation:
+    path: str
+    line: int | None | Unset = UNSET
+
+
+# --- session updates ---------------------------------------------------------------------------
+
+
+@frozen
+class UserMessageChunk:
+    content: ContentBlock
+    meta: Meta | Unset = UNSET
+    session_update: Literal["user_message_chunk"] = "user_message_chunk"
+
+
+@frozen
+class AgentMessageChunk:
+    content: ContentBlock
+    meta: Meta | Unset = UNSET
+    session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+
+
+@frozen
+class AgentThoughtChunk:
+    content: ContentBlock
+    meta: Meta | Unset = UNSET
+    session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+
+
+@frozen
+class ToolCall:
+    tool_call_id: str
+    title: str
+    kind: ToolKind | Unset = UNSET
+    status: ToolStatus | Unset = UNSET
+    content: list[ToolCallContent] | Unset = UNSET
+    locations: list[ToolLocation] | Unset = UNSET
+    raw_input: Any | Unset = UNSET
+    raw_output: Any | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    session_update: Literal["tool_call"] = "tool_call"
+
+
+@frozen
+class ToolCallUpdate:
+    tool_call_id: str
+    title: str | None | Unset = UNSET
+    kind: ToolKind | None | Unset = UNSET
+    status: ToolStatus | None | Unset = UNSET
+    content: list[ToolCallContent] | None | Unset = UNSET
+    locations: list[ToolLocation] | None | Unset = UNSET
+    raw_input: Any | Unset = UNSET
+    raw_output: Any | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    session_update: Literal["tool_call_update"] = "tool_call_update"
+
+
+@frozen
+class PlanEntry:
+    content: str
+    priority: Literal["high", "medium", "low"] = "medium"
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+@frozen
+class Plan:
+    entries: list[PlanEntry]
+    meta: Meta | Unset = UNSET
+    session_update: Literal["plan"] = "plan"
+
+
+@frozen
+class AvailableCommandInput:
+    hint: str
+
+
+@frozen
+class AvailableCommand:
+    name: str
+    description: str
+    input: AvailableCommandInput | None | Unset = UNSET
+
+
+@frozen
+class AvailableCommandsUpdate:
+    available_commands: list[AvailableCommand]
+    meta: Meta | Unset = UNSET
+    session_update: Literal["available_commands_update"] = "available_commands_update"
+
+
+@frozen
+class CurrentModeUpdate:
+    current_mode_id: str
+    meta: Meta | Unset = UNSET
+    session_update: Literal["current_mode_update"] = "current_mode_update"
+
+
+@frozen
+class ConfigOptionValue:
+    value: str
+    name: str
+    description: str | None | Unset = UNSET
+
+
+@frozen
+class ConfigOption:
+    id: str
+    name: str
+    current_value: str
+    options: list[ConfigOptionValue]
+    description: str | None | Unset = UNSET
+    category: str | None | Unset = UNSET
+    type: Literal["select"] = "select"
+
+
+@frozen
+class ConfigOptionUpdate:
+    config_options: list[ConfigOption]
+    meta: Meta | Unset = UNSET
+    session_update: Literal["config_option_update"] = "config_option_update"
+
+
+@frozen
+class SessionInfoUpdate:
+    """`title: None` clears the title on the client; UNSET leaves it alone."""
+
+    title: str | None | Unset = UNSET
+    updated_at: str | None | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    session_update: Literal["session_info_update"] = "session_info_update"
+
+
+@frozen
+class Cost:
+    amount: float
+    currency: str = "USD"
+
+
+@frozen
+class UsageUpdate:
+    used: int
+    size: int
+    cost: Cost | None | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    session_update: Literal["usage_update"] = "usage_update"
+
+
+SessionUpdate = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCall
+    | ToolCallUpdate
+    | Plan
+    | AvailableCommandsUpdate
+    | CurrentModeUpdate
+    | ConfigOptionUpdate
+    | SessionInfoUpdate
+    | UsageUpdate
+)
+
+
+@frozen
+class SessionNotification:
+    session_id: str
+    update: SessionUpdate
+    meta: Meta | Unset = UNSET
+
+
+# --- initialize / auth ---------------------------------------------------------------------------
+
+
+@frozen
+class FileSystemCapability:
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+@frozen
+class ClientAuthCapabilities:
+    terminal: bool = False
+
+
+@frozen
+class ClientCapabilities:
+    fs: FileSystemCapability = field(factory=FileSystemCapability)
+    terminal: bool = False
+    auth: ClientAuthCapabilities = field(factory=ClientAuthCapabilities)
+    meta: Meta | None | Unset = UNSET
+
+
+@frozen
+class Implementation:
+    name: str
+    version: str
+    title: str | None | Unset = UNSET
+
+
+@frozen
+class InitializeRequest:
+    protocol_version: int
+    client_capabilities: ClientCapabilities = field(factory=ClientCapabilities)
+    client_info: Implementation | None | Unset = UNSET
+    meta: Meta | None | Unset = UNSET
+
+
+@frozen
+class PromptCapabilities:
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+
+
+@frozen
+class McpCapabilities:
+    http: bool = False
+    sse: bool = False
+
+
+@frozen
+class SessionCapabilities:
+    """Each present capability is `{}`; absent means unsupported."""
+
+    list: Meta | Unset = UNSET
+    resume: Meta | Unset = UNSET
+    close: Meta | Unset = UNSET
+    fork: Meta | Unset = UNSET
+
+
+@frozen
+class AgentAuthCapabilities:
+    logout: Meta | Unset = UNSET
+
+
+@frozen
+class AgentCapabilities:
+    load_session: bool = False
+    prompt_capabilities: PromptCapabilities = field(factory=PromptCapabilities)
+    mcp_capabilities: McpCapabilities = field(factory=McpCapabilities)
+    session_capabilities: SessionCapabilities = field(factory=SessionCapabilities)
+    auth: AgentAuthCapabilities = field(factory=AgentAuthCapabilities)
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class AuthMethod:
+    """An auth method: `type` UNSET is ACP's default agent method; "terminal" runs a command."""
+
+    id: str
+    name: str
+    description: str | None | Unset = UNSET
+    type: Literal["terminal"] | Unset = UNSET
+    args: list[str] | Unset = UNSET
+    env: dict[str, str] | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class InitializeResponse:
+    protocol_version: int
+    agent_capabilities: AgentCapabilities
+    auth_methods: list[AuthMethod]
+    agent_info: Implementation | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class AuthenticateRequest:
+    method_id: str
+    meta: Meta | None | Unset = UNSET
+
+
+@frozen
+class MetaOnlyResponse:
+    """`authenticate`, `logout`, `session/close`, `session/set_mode`: `{}` plus optional `_meta`."""
+
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class LogoutRequest:
+    meta: Meta | None | Unset = UNSET
+
+
+# --- sessions ------------------------------------------------------------------------------------
+
+
+@frozen
+class NewSessionRequest:
+    cwd: str
+    mcp_servers: list[Any] = field(factory=list)
+    additional_directories: list[str] | None | Unset = UNSET
+    meta: Meta | None | Unset = UNSET
+
+
+@frozen
+class LoadSessionRequest:
+    session_id: str
+    cwd: str
+    mcp_servers: list[Any] = field(factory=list)
+    meta: Meta | None | Unset = UNSET
+
+
+ResumeSessionRequest = LoadSessionRequest
+
+
+@frozen
+class ListSessionsRequest:
+    cwd: str | None | Unset = UNSET
+    cursor: str | None | Unset = UNSET
+    meta: Meta | None | Unset = UNSET
+
+
+@frozen
+class SessionIdRequest:
+    """`session/close` and `session/cancel` carry only the session id."""
+
+    session_id: str
+    meta: Meta | None | Unset = UNSET
+
+
+@frozen
+class SessionMode:
+    id: str
+    name: str
+    description: str | None | Unset = UNSET
+
+
+@frozen
+class SessionModeState:
+    current_mode_id: str
+    available_modes: list[SessionMode]
+
+
+@frozen
+class SessionSetup:
+    """The part of new/load/resume responses that describes modes and config options."""
+
+    modes: SessionModeState | None | Unset = UNSET
+    config_options: list[ConfigOption] | None | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class NewSessionResponse:
+    session_id: str
+    modes: SessionModeState | None | Unset = UNSET
+    config_options: list[ConfigOption] | None | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class SessionInfo:
+    session_id: str
+    cwd: str
+    title: str | None | Unset = UNSET
+    updated_at: str | None | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class ListSessionsResponse:
+    sessions: list[SessionInfo]
+    next_cursor: str | None | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class PromptRequest:
+    session_id: str
+    prompt: list[ContentBlock]
+    message_id: str | None | Unset = UNSET
+    meta: Meta | None | Unset = UNSET
+
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+@frozen
+class PromptResponse:
+    stop_reason: StopReason
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class SetModeRequest:
+    session_id: str
+    mode_id: str
+    meta: Meta | None | Unset = UNSET
+
+
+@frozen
+class SetConfigOptionRequest:
+    session_id: str
+    config_id: str
+    value: str
+    meta: Meta | None | Unset = UNSET
+
+
+@frozen
+class SetConfigOptionResponse:
+    config_options: list[ConfigOption]
+    meta: Meta | Unset = UNSET
+
+
+# --- client methods the agent calls ----------------------------------------------------------------
+
+PermissionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+@frozen
+class PermissionOption:
+    option_id: str
+    name: str
+    kind: PermissionKind
+
+
+@frozen
+class RequestPermissionRequest:
+    session_id: str
+    tool_call: ToolCallUpdate
+    options: list[PermissionOption]
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class ReadTextFileRequest:
+    session_id: str
+    path: str
+    line: int | None | Unset = UNSET
+    limit: int | None | Unset = UNSET
+
+
+@frozen
+class WriteTextFileRequest:
+    session_id: str
+    path: str
+    content: str
+
+
+class Methods:
+    """ACP method names, in one place."""
+
+    INITIALIZE: ClassVar[str] = "initialize"
+    AUTHENTICATE: ClassVar[str] = "authenticate"
+    LOGOUT: ClassVar[str] = "logout"
+    SESSION_NEW: ClassVar[str] = "session/new"
+    SESSION_LOAD: ClassVar[str] = "session/load"
+    SESSION_LIST: ClassVar[str] = "session/list"
+    SESSION_RESUME: ClassVar[str] = "session/resume"
+    SESSION_CLOSE: ClassVar[str] = "session/close"
+    SESSION_PROMPT: ClassVar[str] = "session/prompt"
+    SESSION_CANCEL: ClassVar[str] = "session/cancel"
+    SESSION_SET_MODE: ClassVar[str] = "session/set_mode"
+    SESSION_SET_CONFIG_OPTION: ClassVar[str] = "session/set_config_option"
+    SESSION_UPDATE: ClassVar[str] = "session/update"
+    REQUEST_PERMISSION: ClassVar[str] = "session/request_permission"
+    FS_READ: ClassVar[str] = "fs/read_text_file"
+    FS_WRITE: ClassVar[str] = "fs/write_text_file"
+
+
+def make_acp_converter() -> Any:
+    """The wire converter plus the tagged unions ACP uses (content blocks by `type`)."""
+    import cattrs
+
+    from acp_agent.wire import make_converter
+
+    converter = make_converter()
+
+    def structure_content(value: Any, _: Any) -> Any:
+        if not isinstance(value, dict):
+            raise TypeError("a content block must be an object")
+        kind = value.get("type")
+        cls = CONTENT_TYPES.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            raise ValueError(f"unsupported content block type {kind!r}")
+        return converter.structure(value, cls)
+
+    def structure_resource(value: Any, _: Any) -> Any:
+        if isinstance(value, dict) and "blob" in value:
+            return converter.structure(value, BlobResourceContents)
+        return converter.structure(value, TextResourceContents)
+
+    converter.register_structure_hook(ContentBlock, structure_content)
+    converter.register_structure_hook(TextResourceContents | BlobResourceContents, structure_resource)
+    assert isinstance(converter, cattrs.Converter)
+    return converter

@@ -1,0 +1,759 @@
+"""The provider-neutral ACP agent: sessions, turns, and the carriers of failure records.
+
+Routes ACP methods to the provider runtime and folds the neutral events it emits into ACP
+updates, typed failure records (for clients that negotiated sessionFailure) or baseline errors.
+It never imports a vendor SDK and knows no vendor's event shapes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import cattrs
+from attrs import define, field
+
+from acp_agent import acp
+from acp_agent.acp import Methods as M
+from acp_agent.auth import (
+    AuthObservation,
+    CredentialState,
+    KeyringStore,
+    KeyringUnavailable,
+    auth_status_key,
+    auth_status_negotiated,
+    configuration_status,
+    resolve_credentials,
+    turn_status,
+)
+from acp_agent.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    Event,
+    HistoryFailure,
+    Notice,
+    RetryProgress,
+    RuntimeReplaced,
+    SessionFailure,
+    TurnEnd,
+    is_model_answer,
+)
+from acp_agent.failures import (
+    FailureKind,
+    FailureObservation,
+    FailureRecord,
+    IncidentRegistry,
+    RecoverySignal,
+    advertised_meta,
+    baseline_error_code,
+    baseline_error_data,
+    baseline_error_message,
+    negotiated,
+)
+from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.provider import (
+    NotSupported,
+    ProviderRuntime,
+    ProviderSpec,
+    RuntimeContext,
+    SessionNotFound,
+    SessionStart,
+    TurnFailed,
+)
+from acp_agent.redaction import Redactor
+from acp_agent.rpc import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Connection,
+    ConnectionClosed,
+    Methods,
+    Reply,
+    RpcError,
+)
+from acp_agent.wire import UNSET, Unset, camel, describe_error
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+RESOURCE_NOT_FOUND = -32002
+SHUTDOWN_BUDGET_S = 4.5
+CANCEL_GRACE_S = 10.0
+PERMISSION_TIMEOUT_S = 3600.0
+
+_SIGNALS: Mapping[type, RecoverySignal] = {
+    AttemptBoundary: RecoverySignal.ATTEMPT_BOUNDARY,
+    RuntimeReplaced: RecoverySignal.RUNTIME_REPLACED,
+    AuthConfirmed: RecoverySignal.AUTH_CONFIRMED,
+}
+
+
+@define
+class AgentSettings:
+    """Everything the agent needs that comes from outside the protocol."""
+
+    provider: ProviderSpec
+    environ: Mapping[str, str]
+    clock: PhaseClock
+    redact: Redactor
+    keyring: KeyringStore | None = None
+    epoch: str = field(factory=lambda: uuid.uuid4().hex[:12])
+    agent_version: str = "0"
+
+
+@define(eq=False)
+class Turn:
+    """One running prompt. The first failure recorded wins over everything that follows."""
+
+    session: Session
+    turn_id: str
+    failure: FailureObservation | None = None
+    cancel_requested: bool = False
+    retry_published: bool = False
+    permission_scopes: set[anyio.CancelScope] = field(factory=set)
+    run_scope: anyio.CancelScope | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    def record_failure(self, observation: FailureObservation) -> None:
+        if self.failure is None:
+            self.failure = observation
+
+    async def emit(self, event: Event) -> None:
+        await self.session.agent._dispatch(self.session, event, self)
+
+    async def request_permission(
+        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+    ) -> str | None:
+        return await self.session.agent._request_permission(self.session, tool_call, options, self)
+
+
+@define(eq=False)
+class Session:
+    """One ACP session and its per-session state (incidents, auth observations)."""
+
+    agent: Agent
+    session_id: str
+    cwd: str
+    incidents: IncidentRegistry
+    auth: AuthObservation = field(factory=AuthObservation)
+    turn: Turn | None = None
+    announced: bool = True
+    backlog: list[Event] = field(factory=list)
+
+    async def emit(self, event: Event) -> None:
+        if not self.announced:
+            self.backlog.append(event)
+            return
+        await self.agent._dispatch(self, event, self.turn)
+
+    async def request_permission(
+        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+    ) -> str | None:
+        return await self.agent._request_permission(self, tool_call, options, self.turn)
+
+
+@define(eq=False)
+class _PendingSession:
+    """Channel for a session the provider is still creating: events wait until it is announced."""
+
+    backlog: list[Event] = field(factory=list)
+    session_id: str = ""
+
+    async def emit(self, event: Event) -> None:
+        self.backlog.append(event)
+
+    async def request_permission(
+        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+    ) -> str | None:
+        return None
+
+
+@define(eq=False)
+class _RuntimeHost:
+    """Owns the provider runtime in one long-lived task, so its task groups enter and exit together."""
+
+    ready: anyio.Event = field(factory=anyio.Event)
+    stop: anyio.Event = field(factory=anyio.Event)
+    done: anyio.Event = field(factory=anyio.Event)
+    runtime: ProviderRuntime | None = None
+    error: BaseException | None = None
+
+
+class Agent:
+    """The ACP agent for one provider over one connection."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
+        self.provider = settings.provider
+        self.converter = acp.make_acp_converter()
+        self.sessions: dict[str, Session] = {}
+        self.capable = False
+        self.auth_status = False
+        self.client_capabilities = acp.ClientCapabilities()
+        self.client_credentials: dict[str, dict[str, str]] = {}
+        self.connection: Connection | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._host: _RuntimeHost | None = None
+        self._host_lock = anyio.Lock()
+
+    # -- wiring ------------------------------------------------------------------------------
+
+    def methods(self) -> Methods:
+        handlers: dict[str, Callable[[Any], Any]] = {
+            M.INITIALIZE: self.initialize,
+            M.AUTHENTICATE: self.authenticate,
+            M.LOGOUT: self.logout,
+            M.SESSION_NEW: self.new_session,
+            M.SESSION_LOAD: self.load_session,
+            M.SESSION_LIST: self.list_sessions,
+            M.SESSION_RESUME: self.resume_session,
+            M.SESSION_CLOSE: self.close_session,
+            M.SESSION_PROMPT: self.prompt,
+            M.SESSION_SET_MODE: self.set_mode,
+            M.SESSION_SET_CONFIG_OPTION: self.set_config_option,
+        }
+        caps = self.provider.capabilities
+        unsupported = {
+            M.SESSION_LOAD: caps.load_session,
+            M.SESSION_LIST: caps.list_sessions,
+            M.SESSION_RESUME: caps.resume_session,
+            M.SESSION_CLOSE: caps.close_session,
+        }
+        for method, supported in unsupported.items():
+            if not supported:
+                handlers.pop(method)
+        return Methods(requests=handlers, notifications={M.SESSION_CANCEL: self.cancel})
+
+    async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
+                    *, max_line_bytes: int | None = None) -> None:
+        """Serve one connection until EOF (or cancellation), then close every session and backend."""
+        kwargs = {"max_line_bytes": max_line_bytes} if max_line_bytes else {}
+        self.connection = Connection(receive, send, self.methods(), **kwargs)
+        async with anyio.create_task_group() as task_group:
+            self._task_group = task_group
+            try:
+                await self.connection.serve()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.shutdown()
+                task_group.cancel_scope.cancel()
+
+    async def shutdown(self) -> None:
+        """Close every session and the backend within the shutdown budget."""
+        with anyio.move_on_after(SHUTDOWN_BUDGET_S):
+            for session in list(self.sessions.values()):
+                if session.turn is not None and session.turn.run_scope is not None:
+                    session.turn.run_scope.cancel()
+            self.sessions.clear()
+            await self._close_runtime()
+
+    # -- the runtime ------------------------------------------------------------------------------
+
+    def runtime_context(self) -> RuntimeContext:
+        return RuntimeContext(
+            environ=self._backend_environ(),
+            clock=self.settings.clock,
+            redact=self.settings.redact,
+            client_fs_read=self.client_capabilities.fs.read_text_file,
+            client_fs_write=self.client_capabilities.fs.write_text_file,
+            client_terminal=self.client_capabilities.terminal,
+        )
+
+    def _backend_environ(self) -> dict[str, str]:
+        environ = dict(self.settings.environ)
+        state = self.credentials()
+        spec = self.provider.credentials
+        if state.source == "keyring" and state.secret and spec.keyring_env_var:
+            environ[spec.keyring_env_var] = state.secret
+            self.settings.redact.add(state.secret)
+        return environ
+
+    async def runtime(self) -> ProviderRuntime:
+        async with self._host_lock:
+            host = self._host
+            if host is None or host.done.is_set():
+                host = _RuntimeHost()
+                self._host = host
+                assert self._task_group is not None
+                self._task_group.start_soon(self._host_runtime, host, self.runtime_context())
+        await host.ready.wait()
+        if host.runtime is None:
+            error = host.error
+            if isinstance(error, PhaseDeadlineExceeded | PhaseFailed):
+                raise error
+            raise PhaseFailed(FailureObservation(
+                kind=FailureKind.INTERNAL_ERROR, native_kind="internalError",
+                title=f"The {self.provider.title} backend could not be started.", source="adapter",
+                execution="notSubmitted", phase="initializing"))
+        return host.runtime
+
+    async def _host_runtime(self, host: _RuntimeHost, context: RuntimeContext) -> None:
+        try:
+            async with self.provider.open_runtime(context) as runtime:
+                host.runtime = runtime
+                host.ready.set()
+                await host.stop.wait()
+        except Exception as exc:
+            if not host.ready.is_set():
+                log.warning("runtime of %s failed to start: %s", self.provider.name, type(exc).__name__)
+            else:
+                log.exception("runtime of %s failed", self.provider.name)
+            host.error = exc
+        finally:
+            host.runtime = None
+            host.ready.set()
+            host.done.set()
+
+    async def _close_runtime(self) -> None:
+        host = self._host
+        self._host = None
+        if host is None:
+            return
+        host.stop.set()
+        await host.done.wait()
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _parse(self, params: Any, cls: type[T]) -> T:
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: expected an object", {"field": "params"})
+        try:
+            return self.converter.structure(params, cls)
+        except (cattrs.BaseValidationError, ValueError, TypeError) as exc:
+            path, message = describe_error(exc)
+            wire_path = ".".join(camel(part) if part.isidentifier() else part for part in path.split("."))
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {wire_path}: {message}", {"field": wire_path}) from None
+
+    def _dump(self, value: Any) -> Any:
+        return self.converter.unstructure(value)
+
+    def _session(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session: {session_id}", {"field": "sessionId"})
+        return session
+
+    @staticmethod
+    def _check_cwd(cwd: str) -> None:
+        if not os.path.isabs(cwd):
+            raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path, got {cwd!r}", {"field": "cwd"})
+        if not os.path.isdir(cwd):
+            raise RpcError(INVALID_PARAMS, f"cwd does not exist or is not a directory: {cwd}", {"field": "cwd"})
+
+    def _baseline_error(self, observation: FailureObservation) -> RpcError:
+        redact = self.settings.redact
+        return RpcError(baseline_error_code(observation), baseline_error_message(observation, redact),
+                        baseline_error_data(observation, redact))
+
+    @asynccontextmanager
+    async def _provider_call(self, what: str) -> AsyncIterator[None]:
+        """Turn provider exceptions outside turns into JSON-RPC errors with failure data."""
+        try:
+            yield
+        except RpcError:
+            raise
+        except NotSupported:
+            raise RpcError(METHOD_NOT_FOUND, f"{what} is not supported by the {self.provider.title} provider") from None
+        except SessionNotFound as exc:
+            raise RpcError(RESOURCE_NOT_FOUND, f"Session not found: {exc}", {"field": "sessionId"}) from None
+        except (PhaseDeadlineExceeded, PhaseFailed, TurnFailed) as exc:
+            raise self._baseline_error(exc.observation) from None
+        except Exception:
+            log.exception("%s failed in provider %s", what, self.provider.name)
+            raise self._baseline_error(FailureObservation(
+                kind=FailureKind.INTERNAL_ERROR, native_kind="internalError",
+                title=f"The agent hit an internal error during {what}.", source="adapter",
+                execution="notSubmitted")) from None
+
+    def credentials(self) -> CredentialState:
+        return resolve_credentials(self.provider.name, self.provider.credentials, self.settings.environ,
+                                   self.settings.keyring)
+
+    def _auth_meta(self) -> dict[str, Any] | Unset:
+        if not self.auth_status:
+            return UNSET
+        return {auth_status_key(self.provider.name): configuration_status(self.credentials())}
+
+    # -- initialize and auth ------------------------------------------------------------------------
+
+    async def initialize(self, params: Any) -> Any:
+        request = self._parse(params, acp.InitializeRequest)
+        self.client_capabilities = request.client_capabilities
+        client_meta = request.client_capabilities.meta
+        self.capable = negotiated(client_meta)
+        self.auth_status = auth_status_negotiated(client_meta, self.provider.name)
+        caps = self.provider.capabilities
+        session_caps = acp.SessionCapabilities(
+            list={} if caps.list_sessions else UNSET,
+            resume={} if caps.resume_session else UNSET,
+            close={} if caps.close_session else UNSET,
+        )
+        meta: dict[str, Any] = {}
+        if self.capable:
+            meta.update(advertised_meta())
+        auth_meta = self._auth_meta()
+        if isinstance(auth_meta, dict):
+            meta.update(auth_meta)
+        response = acp.InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=acp.AgentCapabilities(
+                load_session=caps.load_session,
+                prompt_capabilities=acp.PromptCapabilities(
+                    image=caps.image, audio=caps.audio, embedded_context=caps.embedded_context),
+                session_capabilities=session_caps,
+                auth=acp.AgentAuthCapabilities(logout={}),
+            ),
+            auth_methods=self._auth_methods(),
+            agent_info=acp.Implementation(name=f"acp-agent-{self.provider.name}",
+                                          version=self.settings.agent_version,
+                                          title=f"{self.provider.title} (acp-agent)"),
+            meta=meta or UNSET,
+        )
+        return self._dump(response)
+
+    def _auth_methods(self) -> list[acp.AuthMethod]:
+        spec = self.provider.credentials
+        hint = spec.login_hint or f"Configure credentials for {self.provider.title}."
+        methods = [acp.AuthMethod(id=self.provider.name, name=f"{self.provider.title} credentials", description=hint)]
+        if self.client_capabilities.auth.terminal:
+            methods.append(acp.AuthMethod(
+                id=f"{self.provider.name}-terminal", name=f"Store a {self.provider.title} key in the keyring",
+                description="Runs `acp-agent auth set` in a terminal.", type="terminal",
+                args=["auth", "set", "--provider", self.provider.name]))
+        return methods
+
+    async def authenticate(self, params: Any) -> Any:
+        request = self._parse(params, acp.AuthenticateRequest)
+        known = {method.id for method in self._auth_methods()}
+        if request.method_id not in known:
+            raise RpcError(INVALID_PARAMS, f"Unknown auth method: {request.method_id}", {"field": "methodId"})
+        state = self.credentials()
+        if not state.configured:
+            spec = self.provider.credentials
+            variables = " or ".join(spec.env_vars) if spec.env_vars else "the provider's credentials"
+            hint = spec.login_hint or f"run `acp-agent auth set --provider {self.provider.name}`"
+            raise RpcError(-32000, f"No {self.provider.title} credentials are configured: set {variables}, or {hint}.",
+                           {"provider": self.provider.name})
+        return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
+
+    async def logout(self, params: Any) -> Any:
+        self._parse(params, acp.LogoutRequest)
+        for session in list(self.sessions.values()):
+            await self._end_session(session)
+        await self._close_runtime()
+        if self.settings.keyring is not None:
+            try:
+                secret = self.settings.keyring.get(self.provider.name)
+                self.settings.keyring.delete(self.provider.name)
+                self.settings.redact.add(secret)
+            except KeyringUnavailable as exc:
+                log.info("logout could not reach the keyring: %s", exc)
+        self.client_credentials.clear()
+        return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
+        return {
+            "modes": start.modes if start.modes is not None else UNSET,
+            "config_options": list(start.config_options) if start.config_options is not None else UNSET,
+        }
+
+    def _new_session_state(self, session_id: str, cwd: str, *, announced: bool) -> Session:
+        return Session(self, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), announced=announced)
+
+    async def new_session(self, params: Any) -> Any:
+        request = self._parse(params, acp.NewSessionRequest)
+        self._check_cwd(request.cwd)
+        pending = _PendingSession()
+        async with self._provider_call("session/new"):
+            runtime = await self.runtime()
+            start = await runtime.new_session(request.cwd, request.mcp_servers, pending)
+        session = self._new_session_state(start.session_id, request.cwd, announced=False)
+        session.backlog.extend(pending.backlog)
+        self.sessions[session.session_id] = session
+        response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(start))
+        return Reply(self._dump(response), lambda ok: self._announce(session, ok))
+
+    def _announce(self, session: Session, written: bool) -> None:
+        if not written or self._task_group is None:
+            return
+        self._task_group.start_soon(self._flush_backlog, session)
+
+    async def _flush_backlog(self, session: Session) -> None:
+        while session.backlog:
+            event = session.backlog.pop(0)
+            await self._dispatch(session, event, session.turn)
+        session.announced = True
+
+    async def _open_existing(self, params: Any, *, replay: bool) -> Any:
+        request = self._parse(params, acp.LoadSessionRequest)
+        self._check_cwd(request.cwd)
+        existing = self.sessions.get(request.session_id)
+        if existing is not None and existing.turn is not None:
+            raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
+        session = existing or self._new_session_state(request.session_id, request.cwd, announced=True)
+        self.sessions[session.session_id] = session
+        try:
+            async with self._provider_call("session/load" if replay else "session/resume"):
+                runtime = await self.runtime()
+                start = await runtime.load_session(request.session_id, request.cwd, request.mcp_servers, session,
+                                                   replay=replay)
+        except BaseException:
+            if existing is None:
+                self.sessions.pop(session.session_id, None)
+            raise
+        return self._dump(acp.SessionSetup(**self._setup_fields(start)))
+
+    async def load_session(self, params: Any) -> Any:
+        return await self._open_existing(params, replay=True)
+
+    async def resume_session(self, params: Any) -> Any:
+        return await self._open_existing(params, replay=False)
+
+    async def list_sessions(self, params: Any) -> Any:
+        request = self._parse(params, acp.ListSessionsRequest)
+        async with self._provider_call("session/list"):
+            runtime = await self.runtime()
+            listing = await runtime.list_sessions(request.cwd or None, request.cursor or None)
+        return self._dump(acp.ListSessionsResponse(
+            sessions=list(listing.sessions),
+            next_cursor=listing.next_cursor if listing.next_cursor else UNSET))
+
+    async def close_session(self, params: Any) -> Any:
+        request = self._parse(params, acp.SessionIdRequest)
+        session = self._session(request.session_id)
+        await self._end_session(session)
+        return {}
+
+    async def _end_session(self, session: Session) -> None:
+        self.sessions.pop(session.session_id, None)
+        if session.turn is not None:
+            await self._cancel_turn(session.turn)
+        host = self._host
+        if host is not None and host.runtime is not None:
+            async with self._provider_call("session/close"):
+                await host.runtime.close_session(session.session_id)
+
+    async def set_mode(self, params: Any) -> Any:
+        request = self._parse(params, acp.SetModeRequest)
+        session = self._session(request.session_id)
+        async with self._provider_call("session/set_mode"):
+            runtime = await self.runtime()
+            await runtime.set_mode(session.session_id, request.mode_id)
+        await self._send_update(session, acp.CurrentModeUpdate(current_mode_id=request.mode_id))
+        return {}
+
+    async def set_config_option(self, params: Any) -> Any:
+        request = self._parse(params, acp.SetConfigOptionRequest)
+        session = self._session(request.session_id)
+        async with self._provider_call("session/set_config_option"):
+            runtime = await self.runtime()
+            options = await runtime.set_config_option(session.session_id, request.config_id, request.value)
+        return self._dump(acp.SetConfigOptionResponse(config_options=list(options)))
+
+    # -- turns ------------------------------------------------------------------------------------
+
+    async def prompt(self, params: Any) -> Any:
+        request = self._parse(params, acp.PromptRequest)
+        session = self._session(request.session_id)
+        if session.turn is not None:
+            raise RpcError(INVALID_PARAMS, "A prompt is already running in this session; cancel it first.",
+                           {"field": "sessionId"})
+        turn = Turn(session, str(uuid.uuid4()))
+        session.turn = turn
+        stop_reason: acp.StopReason = "end_turn"
+        try:
+            with anyio.CancelScope() as scope:
+                turn.run_scope = scope
+                try:
+                    runtime = await self.runtime()
+                    end = await runtime.prompt(session.session_id, request.prompt, turn)
+                    stop_reason = end.stop_reason if isinstance(end, TurnEnd) else "end_turn"
+                except (TurnFailed, PhaseDeadlineExceeded, PhaseFailed) as exc:
+                    turn.record_failure(exc.observation)
+                except NotSupported as exc:
+                    turn.record_failure(self._internal_failure(f"The provider cannot run this prompt ({exc})."))
+                except Exception:
+                    log.exception("turn %s failed in provider %s", turn.turn_id, self.provider.name)
+                    turn.record_failure(self._internal_failure("The agent hit an internal error while running the turn."))
+        finally:
+            turn.run_scope = None
+            session.turn = None
+        if turn.cancel_requested and turn.failure is None:
+            stop_reason = "cancelled"
+        return await self._finish_turn(session, turn, stop_reason)
+
+    def _internal_failure(self, title: str) -> FailureObservation:
+        return FailureObservation(kind=FailureKind.INTERNAL_ERROR, native_kind="internalError", title=title,
+                                  source="adapter", outcome="unknown", execution="possiblySubmitted")
+
+    async def _finish_turn(self, session: Session, turn: Turn, stop_reason: acp.StopReason) -> Any:
+        failure = turn.failure
+        if failure is None:
+            if stop_reason != "cancelled":
+                session.auth.turn_succeeded()
+                session.incidents.signal(RecoverySignal.ATTEMPT_BOUNDARY)
+            await self._send_auth_status(session)
+            return self._dump(acp.PromptResponse(stop_reason=stop_reason))
+        redact = self.settings.redact
+        session.auth.turn_failed(failure, baseline_error_data(failure, redact)["failure"])
+        await self._send_auth_status(session)
+        if not self.capable:
+            raise self._baseline_error(failure)
+        title, details = failure.presented_title(redact)
+        incident_id = session.incidents.turn_incident_id(turn.turn_id)
+        record = session.incidents.prepare(incident_id, failure.kind, "error", title, details, failure.category)
+        session.incidents.interrupt_notice_run()
+        response = self._dump(acp.PromptResponse(stop_reason="end_turn", meta=record.to_meta()))
+        return Reply(response, lambda ok: self._committed(session, record, failure.kind, ok))
+
+    def _committed(self, session: Session, record: FailureRecord, kind: FailureKind, written: bool,
+                   *, active: bool = True) -> None:
+        if written:
+            session.incidents.commit(record, kind, active=active)
+        else:
+            log.warning("failure record %s revision %d was not delivered", record.id, record.revision)
+
+    async def cancel(self, params: Any) -> None:
+        request = self._parse(params, acp.SessionIdRequest)
+        session = self.sessions.get(request.session_id)
+        if session is None or session.turn is None:
+            return
+        await self._cancel_turn(session.turn)
+
+    async def _cancel_turn(self, turn: Turn) -> None:
+        turn.cancel_requested = True
+        for scope in list(turn.permission_scopes):
+            scope.cancel()
+        host = self._host
+        try:
+            if host is not None and host.runtime is not None:
+                with anyio.move_on_after(CANCEL_GRACE_S):
+                    await host.runtime.cancel(turn.session_id)
+        except Exception:
+            log.exception("cancel failed in provider %s", self.provider.name)
+        finally:
+            if turn.run_scope is not None:
+                turn.run_scope.deadline = min(turn.run_scope.deadline, anyio.current_time() + CANCEL_GRACE_S)
+
+    # -- folding neutral events -----------------------------------------------------------------------
+
+    async def _send_update(self, session: Session, update: Any, *, wait: bool = False) -> bool:
+        if self.connection is None:
+            return False
+        params = {"sessionId": session.session_id, "update": self._dump(update)}
+        return await self.connection.notify(M.SESSION_UPDATE, params, wait_written=wait)
+
+    async def _publish(self, session: Session, record: FailureRecord, kind: FailureKind, *, active: bool = True) -> None:
+        """Send a record as session_info_update; it counts only once the write succeeded."""
+        written = await self._send_update(session, acp.SessionInfoUpdate(meta=record.to_meta()), wait=True)
+        self._committed(session, record, kind, written, active=active)
+
+    async def _send_auth_status(self, session: Session) -> None:
+        if not self.auth_status:
+            return
+        status = turn_status(self.credentials(), session.auth)
+        await self._send_update(session, acp.SessionInfoUpdate(meta={auth_status_key(self.provider.name): status}))
+
+    async def _dispatch(self, session: Session, event: Event, turn: Turn | None) -> None:
+        incidents = session.incidents
+        redact = self.settings.redact
+        signal = _SIGNALS.get(type(event))
+        if signal is not None:
+            incidents.signal(signal)
+            return
+        if isinstance(event, RetryProgress):
+            if turn is None:
+                return
+            if self.capable:
+                record = incidents.prepare(incidents.turn_incident_id(turn.turn_id), event.kind, "warning",
+                                           *_split(redact(event.title)), event.category)
+                await self._publish(session, record, event.kind)
+                turn.retry_published = True
+            return
+        if isinstance(event, Notice):
+            title = redact(event.title)
+            if self.capable:
+                text = f"{title}\n{event.details}" if event.details else title
+                record = incidents.prepare(incidents.notice_id(text), FailureKind.ADVISORY, "warning", title,
+                                           redact(event.details) if event.details else None)
+                await self._publish(session, record, FailureKind.ADVISORY)
+            elif event.legacy_text is not None:
+                await self._send_update(session, acp.AgentMessageChunk(acp.TextContent(redact(event.legacy_text))))
+            return
+        if isinstance(event, SessionFailure):
+            observation = event.observation
+            if self.capable:
+                title, details = observation.presented_title(redact)
+                record = incidents.prepare(incidents.new_session_incident_id(), observation.kind, "error", title,
+                                           details, observation.category)
+                await self._publish(session, record, observation.kind)
+            else:
+                log.warning("session %s failure outside a turn: %s", session.session_id, observation.native_kind)
+            return
+        if isinstance(event, HistoryFailure):
+            await self._replay_failure(session, event)
+            return
+        incidents.interrupt_notice_run()
+        if is_model_answer(event):
+            incidents.signal(RecoverySignal.MODEL_ANSWER)
+        await self._send_update(session, event)
+
+    async def _replay_failure(self, session: Session, event: HistoryFailure) -> None:
+        if not self.capable:
+            for update in event.legacy_updates:
+                await self._send_update(session, update)
+            return
+        incidents = session.incidents
+        observation = event.observation
+        title, details = observation.presented_title(self.settings.redact)
+        incident_id = incidents.history_incident_id(event.user_message_id, event.message_id)
+        record = incidents.prepare(incident_id, observation.kind, "error", title, details, observation.category)
+        await self._publish(session, record, observation.kind, active=event.active)
+
+    async def _request_permission(
+        self, session: Session, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption],
+        turn: Turn | None,
+    ) -> str | None:
+        if self.connection is None or (turn is not None and turn.cancel_requested):
+            return None
+        params = self._dump(acp.RequestPermissionRequest(session.session_id, tool_call, list(options)))
+        with anyio.CancelScope() as scope:
+            if turn is not None:
+                turn.permission_scopes.add(scope)
+            try:
+                answer = await self.connection.request(M.REQUEST_PERMISSION, params, timeout_s=PERMISSION_TIMEOUT_S)
+            except (RpcError, ConnectionClosed, TimeoutError) as exc:
+                log.info("permission request ended without an answer: %s", type(exc).__name__)
+                return None
+            finally:
+                if turn is not None:
+                    turn.permission_scopes.discard(scope)
+        if scope.cancelled_caught:
+            return None
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
+            option_id = outcome.get("optionId")
+            valid = {option.option_id for option in options}
+            return option_id if option_id in valid else None
+        return None
+
+
+def _split(text: str) -> tuple[str, str | None]:
+    from acp_agent.failures import split_title
+
+    return split_title(text)
+
+
+__all__ = ["Agent", "AgentSettings", "CredentialState", "Session", "Turn"]

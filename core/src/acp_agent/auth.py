@@ -1,0 +1,171 @@
+"""Credential configuration evidence, the keyring entry, and per-session auth observations (DESIGN §6).
+
+The adapter never reads a vendor's stored credential file: existence and size are the evidence.
+A keyring credential reaches the backend only through its environment. `authenticate` consults
+configuration only; verification comes from what real turns observed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from attrs import define, frozen
+
+from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.provider import CredentialSpec
+
+log = logging.getLogger(__name__)
+
+KEYRING_SERVICE = "acp-agent"
+Source = Literal["environment", "keyring", "stored", "none", "clientProvider"]
+Verification = Literal["unknown", "rejected", "acceptedForTurn"]
+
+
+class KeyringUnavailable(Exception):
+    """No usable keyring backend on this machine (a headless server, say)."""
+
+
+class KeyringStore:
+    """The `acp-agent` keyring service; every failure becomes `KeyringUnavailable`, never a traceback."""
+
+    def __init__(self, backend: Any = None) -> None:
+        self._backend = backend
+
+    def _keyring(self) -> Any:
+        if self._backend is not None:
+            return self._backend
+        try:
+            import keyring
+            import keyring.backends.fail
+        except Exception as exc:  # keyring missing or broken: same as no backend
+            raise KeyringUnavailable(f"the keyring library cannot be loaded ({type(exc).__name__})") from None
+        backend = keyring.get_keyring()
+        chainer = getattr(keyring.backends, "chainer", None)
+        if isinstance(backend, keyring.backends.fail.Keyring) or (
+            chainer is not None and isinstance(backend, chainer.ChainerBackend) and not backend.backends
+        ):
+            raise KeyringUnavailable("no keyring backend is available on this machine")
+        self._backend = backend
+        return backend
+
+    def get(self, provider: str) -> str | None:
+        try:
+            value = self._keyring().get_password(KEYRING_SERVICE, provider)
+        except KeyringUnavailable:
+            raise
+        except Exception as exc:
+            raise KeyringUnavailable(f"the keyring could not be read ({type(exc).__name__})") from None
+        return value if isinstance(value, str) and value else None
+
+    def set(self, provider: str, secret: str) -> None:
+        try:
+            self._keyring().set_password(KEYRING_SERVICE, provider, secret)
+        except KeyringUnavailable:
+            raise
+        except Exception as exc:
+            raise KeyringUnavailable(f"the keyring could not be written ({type(exc).__name__})") from None
+
+    def delete(self, provider: str) -> bool:
+        try:
+            backend = self._keyring()
+            if backend.get_password(KEYRING_SERVICE, provider) is None:
+                return False
+            backend.delete_password(KEYRING_SERVICE, provider)
+            return True
+        except KeyringUnavailable:
+            raise
+        except Exception as exc:
+            raise KeyringUnavailable(f"the keyring entry could not be deleted ({type(exc).__name__})") from None
+
+
+@frozen
+class CredentialState:
+    """Configuration evidence; `secret` is the keyring value to hand to the backend (never shown)."""
+
+    configured: bool
+    source: Source
+    secret: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"configured": self.configured, "source": self.source}
+
+
+def stored_file_present(path: str, min_bytes: int) -> bool:
+    """A stored credential counts when the file exists and is larger than `min_bytes`; never read."""
+    try:
+        return os.stat(path).st_size > min_bytes
+    except OSError:
+        return False
+
+
+def resolve_credentials(
+    provider: str,
+    spec: CredentialSpec,
+    environ: Mapping[str, str],
+    store: KeyringStore | None,
+) -> CredentialState:
+    """First source present, in the order environment, keyring, stored file, none."""
+    for name in spec.env_vars:
+        if environ.get(name):
+            return CredentialState(True, "environment")
+    if spec.keyring_env_var and store is not None:
+        try:
+            secret = store.get(provider)
+        except KeyringUnavailable as exc:
+            log.info("keyring not consulted: %s", exc)
+            secret = None
+        if secret:
+            return CredentialState(True, "keyring", secret)
+    for path in spec.stored_files(environ):
+        if stored_file_present(path, spec.stored_min_bytes):
+            return CredentialState(True, "stored")
+    return CredentialState(False, "none")
+
+
+@define
+class AuthObservation:
+    """One session's verification evidence, from the turns it ran."""
+
+    verification: Verification = "unknown"
+    latest_failure: dict[str, Any] | None = None
+
+    def turn_succeeded(self) -> None:
+        self.verification = "acceptedForTurn"
+        self.latest_failure = None
+
+    def turn_failed(self, observation: FailureObservation, summary: dict[str, Any]) -> None:
+        if observation.kind is FailureKind.AUTH_REQUIRED:
+            self.verification = "rejected"
+        self.latest_failure = summary
+
+    def reset(self) -> None:
+        self.verification = "unknown"
+        self.latest_failure = None
+
+
+def auth_status_key(provider: str) -> str:
+    return f"{provider}/authStatus"
+
+
+def auth_status_negotiated(client_meta: Any, provider: str) -> bool:
+    return isinstance(client_meta, Mapping) and client_meta.get(auth_status_key(provider)) == 1 and not isinstance(
+        client_meta.get(auth_status_key(provider)), bool
+    )
+
+
+def configuration_status(state: CredentialState) -> dict[str, Any]:
+    """The initialize/authenticate/logout shape."""
+    return {**state.to_wire(), "verification": "unknown", "identity": "unknown"}
+
+
+def turn_status(state: CredentialState, observation: AuthObservation) -> dict[str, Any]:
+    """The per-turn `session_info_update` shape."""
+    return {
+        **state.to_wire(),
+        "verification": observation.verification,
+        "identity": "unknown",
+        "latestFailure": observation.latest_failure,
+    }

@@ -1,0 +1,240 @@
+"""The `acp-agent` command: run the agent for one provider, list providers, manage the keyring entry.
+
+Stdout belongs to the protocol: everything meant for a person goes to stderr (or a log file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from acp_agent import __version__
+
+log = logging.getLogger("acp_agent")
+
+EDITOR_HINT = """\
+acp-agent speaks the Agent Client Protocol on stdin/stdout; an editor starts it, not a person.
+Point your editor's agent settings at this command, for example in Zed's settings.json:
+
+  "agent_servers": {{ "{title}": {{ "command": "acp-agent", "args": ["--provider", "{name}"] }} }}
+
+Waiting for JSON-RPC messages on stdin (Ctrl-D to quit).
+"""
+
+
+class _RedactingFormatter(logging.Formatter):
+    def __init__(self, redact: object, fmt: str) -> None:
+        super().__init__(fmt)
+        self._redact = redact
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return self._redact(text)  # type: ignore[operator,no-any-return]
+
+
+def _setup_logging(log_file: str | None, level: str, redact: object) -> None:
+    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_RedactingFormatter(redact, "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level.upper(), logging.WARNING))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-agent",
+        description="An Agent Client Protocol agent hosting coding agents from several vendors.",
+        epilog="Commands: `acp-agent providers`, `acp-agent auth set|status|clear --provider NAME`.",
+    )
+    parser.add_argument("--provider", default=os.environ.get("ACP_AGENT_PROVIDER"),
+                        help="the provider to run (see `acp-agent providers`)")
+    parser.add_argument("--log-file", default=os.environ.get("ACP_AGENT_LOG_FILE"),
+                        help="write logs here instead of stderr (env ACP_AGENT_LOG_FILE)")
+    parser.add_argument("--log-level", default=os.environ.get("ACP_AGENT_LOG_LEVEL", "warning"),
+                        choices=["debug", "info", "warning", "error"], type=str.lower,
+                        help="log level (env ACP_AGENT_LOG_LEVEL, default warning)")
+    parser.add_argument("--max-line-bytes", type=int, default=None,
+                        help="largest accepted input line in bytes (default 50 MiB)")
+    parser.add_argument("--cli", nargs=argparse.REMAINDER, default=None,
+                        help="pass the remaining arguments to the provider's own command (e.g. login)")
+    parser.add_argument("--stdin", action="store_true", help="with `auth set`: read the key from one stdin line")
+    parser.add_argument("--version", action="version", version=f"acp-agent {__version__}")
+    parser.add_argument("command", nargs="*", help="providers | auth set|status|clear")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command:
+        return _subcommand(args)
+    return _run(args)
+
+
+def _registry():  # type: ignore[no-untyped-def]
+    from acp_agent.plugins import discover
+
+    return discover()
+
+
+def _unknown_provider(name: str | None, registry) -> int:  # type: ignore[no-untyped-def]
+    installed = ", ".join(registry.names()) or "none"
+    if name:
+        print(f"acp-agent: unknown provider {name!r}. Installed providers: {installed}.", file=sys.stderr)
+    else:
+        print(f"acp-agent: choose a provider with --provider NAME. Installed providers: {installed}.",
+              file=sys.stderr)
+    for broken in registry.broken:
+        print(f"  broken plugin {broken.plugin} ({broken.distribution} {broken.version}): {broken.reason}",
+              file=sys.stderr)
+    return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from acp_agent.redaction import Redactor
+
+    redactor = Redactor.from_environment()
+    _setup_logging(args.log_file, args.log_level, redactor)
+    registry = _registry()
+    loaded = registry.get(args.provider) if args.provider else None
+    if loaded is None:
+        return _unknown_provider(args.provider, registry)
+    for name in registry.secret_env_vars:
+        redactor.add(os.environ.get(name))
+    from acp_agent.phases import DeadlineConfigError, Deadlines
+
+    try:
+        deadlines = Deadlines.from_environment(os.environ, loaded.spec.deadline_aliases)
+    except DeadlineConfigError as exc:
+        print(f"acp-agent: {exc}", file=sys.stderr)
+        return 2
+    if args.cli is not None:
+        return _passthrough(loaded.spec, args.cli)
+    if sys.stdin.isatty():
+        print(EDITOR_HINT.format(title=loaded.spec.title, name=loaded.spec.name), file=sys.stderr)
+    import anyio
+
+    from acp_agent.agent import Agent, AgentSettings
+    from acp_agent.auth import KeyringStore
+    from acp_agent.phases import PhaseClock
+
+    settings = AgentSettings(
+        provider=loaded.spec,
+        environ=dict(os.environ),
+        clock=PhaseClock(deadlines, loaded.spec.title),
+        redact=redactor,
+        keyring=KeyringStore(),
+        agent_version=loaded.version,
+    )
+    agent = Agent(settings)
+    anyio.run(_serve, agent, args.max_line_bytes)
+    return 0
+
+
+async def _serve(agent: object, max_line_bytes: int | None) -> None:
+    import anyio
+
+    from acp_agent.agent import Agent
+    from acp_agent.stdio import stdio_streams
+
+    assert isinstance(agent, Agent)
+    receive, send = stdio_streams()
+    async with anyio.create_task_group() as task_group:
+
+        async def watch_signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    log.info("received signal %d, shutting down", signum)
+                    task_group.cancel_scope.cancel()
+                    return
+
+        task_group.start_soon(watch_signals)
+        await agent.serve(receive, send, max_line_bytes=max_line_bytes)
+        task_group.cancel_scope.cancel()
+
+
+def _passthrough(spec: object, argv: list[str]) -> int:
+    from acp_agent.provider import ProviderSpec
+
+    assert isinstance(spec, ProviderSpec)
+    command = spec.credentials.login_command
+    if not command:
+        print(f"acp-agent: the {spec.title} provider has no command of its own to pass through to.", file=sys.stderr)
+        return 2
+    import subprocess
+
+    return subprocess.call([command[0], *argv])
+
+
+def _subcommand(args: argparse.Namespace) -> int:
+    command = args.command
+    if command == ["providers"]:
+        return _providers()
+    if command and command[0] == "auth" and len(command) == 2 and command[1] in ("set", "status", "clear"):
+        return _auth(command[1], args.provider, read_stdin=args.stdin)
+    print(f"acp-agent: unknown command {' '.join(command)!r}; try `acp-agent --help`.", file=sys.stderr)
+    return 2
+
+
+def _providers() -> int:
+    registry = _registry()
+    if not registry.providers:
+        print("No providers installed. Install one, e.g. `pip install acp-agent-claude`.")
+    for name in registry.names():
+        loaded = registry.providers[name]
+        try:
+            status = loaded.spec.check_backend()
+            usable = "usable" if status.usable else "NOT usable"
+            detail = status.detail
+        except Exception as exc:
+            usable, detail = "NOT usable", f"backend check failed: {type(exc).__name__}"
+        print(f"{name:10} {loaded.distribution} {loaded.version}  backend {usable}{': ' + detail if detail else ''}")
+    for broken in registry.broken:
+        print(f"broken     {broken.plugin} ({broken.distribution} {broken.version}): {broken.reason}")
+    return 0
+
+
+def _auth(action: str, provider: str | None, *, read_stdin: bool) -> int:
+    from acp_agent.auth import KeyringStore, KeyringUnavailable, resolve_credentials
+
+    registry = _registry()
+    loaded = registry.get(provider) if provider else None
+    if loaded is None:
+        return _unknown_provider(provider, registry)
+    store = KeyringStore()
+    name = loaded.spec.name
+    try:
+        if action == "set":
+            if read_stdin:
+                secret = sys.stdin.readline().strip()
+            else:
+                secret = getpass.getpass(f"{loaded.spec.title} API key (input hidden): ").strip()
+            if not secret:
+                print("acp-agent: no key given; nothing stored.", file=sys.stderr)
+                return 2
+            store.set(name, secret)
+            print(f"Stored the {loaded.spec.title} key in the keyring (service acp-agent, user {name}).")
+        elif action == "clear":
+            deleted = store.delete(name)
+            print("Deleted the keyring entry." if deleted else "There was no keyring entry to delete.")
+        else:
+            state = resolve_credentials(name, loaded.spec.credentials, os.environ, store)
+            print(f"provider {name}: configured={str(state.configured).lower()} source={state.source}")
+    except KeyringUnavailable as exc:
+        if action == "status":
+            state = resolve_credentials(name, loaded.spec.credentials, os.environ, None)
+            print(f"provider {name}: configured={str(state.configured).lower()} source={state.source} "
+                  f"(keyring unavailable: {exc})")
+            return 0
+        print(f"acp-agent: {exc}. Set {' or '.join(loaded.spec.credentials.env_vars) or 'the provider variables'} "
+              "in the environment instead.", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

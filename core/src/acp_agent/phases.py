@@ -1,0 +1,162 @@
+"""Startup phases and their deadlines (DESIGN §7).
+
+Every backend operation runs inside one phase; each phase has its own budget, read from the
+environment once at start-up. A phase that overruns raises `PhaseDeadlineExceeded`, which carries
+the `deadlineExceeded` observation; the phase's own cleanup can never replace it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Final
+
+import anyio
+from attrs import frozen
+
+from acp_agent.failures import Execution, FailureKind, FailureObservation
+
+log = logging.getLogger(__name__)
+
+MAX_MS: Final = 2_147_483_647
+STARTUP_VAR: Final = "ACP_AGENT_STARTUP_TIMEOUT_MS"
+SUBMIT_VAR: Final = "ACP_AGENT_SUBMIT_TIMEOUT_MS"
+READ_VAR: Final = "ACP_AGENT_READ_TIMEOUT_MS"
+FORK_VAR: Final = "ACP_AGENT_FORK_TIMEOUT_MS"
+
+
+class Phase(enum.StrEnum):
+    INITIALIZING = "initializing"
+    PREPARING = "preparing"
+    SUBMITTING = "submitting"
+    RUNNING = "running"
+    READING = "reading"
+    FORKING = "forking"
+
+
+class DeadlineConfigError(ValueError):
+    """A deadline variable holds something other than an integer in 1..2147483647."""
+
+    def __init__(self, variable: str, value: str) -> None:
+        super().__init__(
+            f"{variable} must be a whole number of milliseconds from 1 to {MAX_MS}, got {value!r}."
+        )
+        self.variable = variable
+
+
+def _parse(environ: Mapping[str, str], variable: str, aliases: tuple[str, ...], default: int) -> int:
+    for name in (variable, *aliases):
+        raw = environ.get(name)
+        if raw is None:
+            continue
+        text = raw.strip()
+        if not text.isdigit() or not 1 <= int(text) <= MAX_MS:
+            raise DeadlineConfigError(name, raw)
+        return int(text)
+    return default
+
+
+@frozen
+class Deadlines:
+    """Milliseconds per phase; `running` has no startup timer."""
+
+    startup_ms: int = 120_000
+    submit_ms: int = 30_000
+    read_ms: int = 20_000
+    fork_ms: int = 20_000
+
+    @classmethod
+    def from_environment(
+        cls, environ: Mapping[str, str], aliases: Mapping[str, tuple[str, ...]] | None = None
+    ) -> Deadlines:
+        """Read the deadline variables; a provider may name its vendor's historical aliases."""
+        aliases = aliases or {}
+        return cls(
+            startup_ms=_parse(environ, STARTUP_VAR, aliases.get(STARTUP_VAR, ()), 120_000),
+            submit_ms=_parse(environ, SUBMIT_VAR, aliases.get(SUBMIT_VAR, ()), 30_000),
+            read_ms=_parse(environ, READ_VAR, aliases.get(READ_VAR, ()), 20_000),
+            fork_ms=_parse(environ, FORK_VAR, aliases.get(FORK_VAR, ()), 20_000),
+        )
+
+    def budget_ms(self, phase: Phase) -> int | None:
+        return {
+            Phase.INITIALIZING: self.startup_ms,
+            Phase.PREPARING: self.startup_ms,
+            Phase.SUBMITTING: self.submit_ms,
+            Phase.READING: self.read_ms,
+            Phase.FORKING: self.fork_ms,
+        }.get(phase)
+
+
+def _execution(phase: Phase) -> Execution:
+    return "possiblySubmitted" if phase in (Phase.SUBMITTING, Phase.RUNNING) else "notSubmitted"
+
+
+def deadline_observation(phase: Phase, budget_ms: int, backend: str) -> FailureObservation:
+    execution = _execution(phase)
+    if execution == "notSubmitted":
+        title = (f"{backend} did not finish {phase.value} within {budget_ms} ms. No model turn was submitted.")
+        hint = "Check that the backend can start and the deadline fits this machine before trying again."
+        outcome = "failed"
+    else:
+        title = (f"{backend} did not acknowledge the turn within {budget_ms} ms; "
+                 "the turn may have been submitted.")
+        hint = "Reload and inspect the session before deciding to submit again."
+        outcome = "unknown"
+    return FailureObservation(
+        kind=FailureKind.DEADLINE_EXCEEDED,
+        native_kind="deadlineExceeded",
+        title=title,
+        source="adapter",
+        outcome=outcome,  # type: ignore[arg-type]
+        execution=execution,
+        phase=phase.value,
+        recovery_hint=hint,
+    )
+
+
+class PhaseDeadlineExceeded(Exception):
+    """A phase overran its budget."""
+
+    def __init__(self, observation: FailureObservation) -> None:
+        super().__init__(observation.title)
+        self.observation = observation
+
+
+class PhaseFailed(Exception):
+    """A backend operation failed inside a phase with an observation the provider made."""
+
+    def __init__(self, observation: FailureObservation) -> None:
+        super().__init__(observation.title)
+        self.observation = observation
+
+
+@frozen
+class PhaseClock:
+    """Runs blocks of backend work under their phase's deadline and logs timings (never content)."""
+
+    deadlines: Deadlines
+    backend: str
+
+    @asynccontextmanager
+    async def phase(self, phase: Phase, *, label: str = "") -> AsyncIterator[None]:
+        budget = self.deadlines.budget_ms(phase)
+        started = time.monotonic()
+        log.debug("phase %s%s started", phase.value, f" ({label})" if label else "")
+        outcome = "failed"
+        try:
+            if budget is None:
+                yield
+            else:
+                with anyio.move_on_after(budget / 1000) as scope:
+                    yield
+                if scope.cancelled_caught:
+                    outcome = "deadline"
+                    raise PhaseDeadlineExceeded(deadline_observation(phase, budget, self.backend))
+            outcome = "ok"
+        finally:
+            log.info("phase %s%s %s after %.0f ms", phase.value, f" ({label})" if label else "", outcome,
+                     (time.monotonic() - started) * 1000)

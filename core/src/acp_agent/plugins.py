@@ -1,0 +1,126 @@
+"""Building the plugin manager and discovering providers, one entry point at a time.
+
+pluggy's own loader stops at the first broken plugin; here each entry point is loaded in its own
+try/except and reported with its distribution and version, and duplicate provider names are
+rejected. Business code reads providers through `ProviderRegistry`, never through `pm.hook`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from importlib import metadata
+from typing import Any
+
+import pluggy
+from attrs import field, frozen
+
+from acp_agent import hookspecs
+from acp_agent.provider import ProviderSpec
+
+log = logging.getLogger(__name__)
+ENTRY_POINT_GROUP = hookspecs.PROJECT
+
+
+@frozen
+class LoadedProvider:
+    spec: ProviderSpec
+    plugin: str
+    distribution: str
+    version: str
+
+
+@frozen
+class BrokenPlugin:
+    plugin: str
+    distribution: str
+    version: str
+    reason: str
+
+
+@frozen
+class ProviderRegistry:
+    """The typed facade over the plugin manager's hooks."""
+
+    providers: dict[str, LoadedProvider] = field(factory=dict)
+    broken: list[BrokenPlugin] = field(factory=list)
+    secret_env_vars: tuple[str, ...] = ()
+
+    def get(self, name: str) -> LoadedProvider | None:
+        return self.providers.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.providers)
+
+
+def _dist_of(entry_point: metadata.EntryPoint) -> tuple[str, str]:
+    dist = entry_point.dist
+    if dist is None:
+        return "unknown", "unknown"
+    return dist.metadata["Name"] or "unknown", dist.version or "unknown"
+
+
+def make_plugin_manager(
+    *, load_entry_points: bool = True, plugins: Iterable[tuple[Any, str]] = ()
+) -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict[str, tuple[str, str]]]:
+    """A fresh plugin manager with the hookspecs, the given in-process plugins and entry points.
+
+    Returns the manager, the plugins that failed to load, and the distribution of each loaded one.
+    """
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    broken: list[BrokenPlugin] = []
+    origins: dict[str, tuple[str, str]] = {}
+    for plugin, name in plugins:
+        pm.register(plugin, name=name)
+        origins[name] = ("in-process", "-")
+    if load_entry_points:
+        for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            distribution, version = _dist_of(entry_point)
+            if pm.has_plugin(entry_point.name) or entry_point.name in origins:
+                broken.append(BrokenPlugin(entry_point.name, distribution, version,
+                                           f"a plugin named {entry_point.name!r} is already registered"))
+                continue
+            try:
+                plugin = entry_point.load()
+                pm.register(plugin, name=entry_point.name)
+            except Exception as exc:
+                log.warning("plugin %s from %s %s failed to load: %s", entry_point.name, distribution, version, exc)
+                broken.append(BrokenPlugin(entry_point.name, distribution, version, f"{type(exc).__name__}: {exc}"))
+                continue
+            origins[entry_point.name] = (distribution, version)
+    return pm, broken, origins
+
+
+def discover(
+    *, load_entry_points: bool = True, plugins: Iterable[tuple[Any, str]] = ()
+) -> ProviderRegistry:
+    """Ask every plugin for its providers, each call isolated; duplicates and bad records are reported."""
+    pm, broken, origins = make_plugin_manager(load_entry_points=load_entry_points, plugins=plugins)
+    providers: dict[str, LoadedProvider] = {}
+    secrets: list[str] = []
+    for impl in pm.hook.acp_agent_providers.get_hookimpls():
+        distribution, version = origins.get(impl.plugin_name, ("unknown", "unknown"))
+        try:
+            specs = list(impl.function() or ())
+        except Exception as exc:
+            broken.append(BrokenPlugin(impl.plugin_name, distribution, version, f"{type(exc).__name__}: {exc}"))
+            continue
+        for spec in specs:
+            if not isinstance(spec, ProviderSpec):
+                broken.append(BrokenPlugin(impl.plugin_name, distribution, version,
+                                           f"returned {type(spec).__name__}, not a ProviderSpec"))
+                continue
+            if spec.name in providers:
+                other = providers[spec.name]
+                broken.append(BrokenPlugin(impl.plugin_name, distribution, version,
+                                           f"duplicate provider name {spec.name!r} (already provided by "
+                                           f"{other.distribution} {other.version})"))
+                continue
+            providers[spec.name] = LoadedProvider(spec, impl.plugin_name, distribution, version)
+    for impl in pm.hook.acp_agent_secret_env_vars.get_hookimpls():
+        try:
+            secrets.extend(str(name) for name in impl.function() or ())
+        except Exception as exc:
+            log.warning("plugin %s failed to name its secret variables: %s", impl.plugin_name, exc)
+    return ProviderRegistry(providers, broken, tuple(secrets))

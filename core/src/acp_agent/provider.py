@@ -1,0 +1,180 @@
+"""The contract between the core and a provider plugin.
+
+A plugin registers a `ProviderSpec` (a frozen record) through the `acp_agent_providers` hook. The
+spec's `open_runtime` yields a `ProviderRuntime`, the async object that drives the vendor backend
+inside the core's task groups. The runtime talks back through the channels the core hands it.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from attrs import field, frozen
+
+from acp_agent.acp import (
+    ConfigOption,
+    ContentBlock,
+    PermissionOption,
+    SessionInfo,
+    SessionModeState,
+    ToolCallUpdate,
+)
+from acp_agent.events import Event, TurnEnd
+from acp_agent.failures import FailureObservation
+from acp_agent.phases import PhaseClock
+from acp_agent.redaction import Redactor
+
+
+class NotSupported(Exception):
+    """The provider does not implement this operation; the agent answers -32601/-32602 for it."""
+
+
+class TurnFailed(Exception):
+    """Raised by `ProviderRuntime.prompt` when the turn ended in a failure."""
+
+    def __init__(self, observation: FailureObservation) -> None:
+        super().__init__(observation.title or observation.native_kind)
+        self.observation = observation
+
+
+@frozen
+class BackendStatus:
+    """Whether the vendor backend can run here; `detail` says where it is or how to install it."""
+
+    usable: bool
+    detail: str
+
+
+@frozen
+class CredentialSpec:
+    """Where a provider's credentials can come from, in the order the core checks them.
+
+    `env_vars` are read from the environment; the keyring entry is service `acp-agent`, username
+    the provider name, handed to the backend as `keyring_env_var`; `stored_files` are paths whose
+    existence and size (above `stored_min_bytes`) count as configuration evidence, never read.
+    """
+
+    env_vars: tuple[str, ...] = ()
+    keyring_env_var: str | None = None
+    stored_files: Callable[[Mapping[str, str]], Sequence[str]] = lambda environ: ()
+    stored_min_bytes: int = 0
+    login_hint: str = ""
+    login_command: tuple[str, ...] | None = None
+
+
+@frozen
+class RuntimeCapabilities:
+    load_session: bool = False
+    list_sessions: bool = False
+    resume_session: bool = False
+    close_session: bool = True
+    fork_session: bool = False
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+
+
+@frozen
+class RuntimeContext:
+    """What a runtime gets from the core: environment (credentials applied), deadlines, redaction."""
+
+    environ: Mapping[str, str]
+    clock: PhaseClock
+    redact: Redactor
+    client_fs_read: bool = False
+    client_fs_write: bool = False
+    client_terminal: bool = False
+
+
+@frozen
+class SessionStart:
+    """What the provider reports after creating, loading or resuming a session."""
+
+    session_id: str
+    modes: SessionModeState | None = None
+    config_options: Sequence[ConfigOption] | None = None
+
+
+@frozen
+class SessionListing:
+    sessions: Sequence[SessionInfo]
+    next_cursor: str | None = None
+
+
+class SessionChannel(Protocol):
+    """The core's side of one session, as a provider sees it."""
+
+    session_id: str
+
+    async def emit(self, event: Event) -> None:
+        """Publish a neutral event; inside a turn it belongs to that turn."""
+
+    async def request_permission(self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]) -> str | None:
+        """Ask the client; returns the chosen option id, or None when cancelled."""
+
+
+class TurnChannel(SessionChannel, Protocol):
+    """The core's side of one turn."""
+
+    turn_id: str
+
+    def record_failure(self, observation: FailureObservation) -> None:
+        """Remember a failure as it is observed; the first one wins over anything later."""
+
+
+class SessionNotFound(Exception):
+    """The backend has no session with that id."""
+
+
+class ProviderRuntime(abc.ABC):
+    """Drives one vendor backend for one agent process. Default methods say "not supported"."""
+
+    @abc.abstractmethod
+    async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart: ...
+
+    @abc.abstractmethod
+    async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
+        """Run one turn to its end; raise `TurnFailed` for a turn-ending failure."""
+
+    @abc.abstractmethod
+    async def cancel(self, session_id: str) -> None:
+        """Ask the backend to stop the running turn; `prompt` then returns `cancelled`."""
+
+    async def load_session(
+        self, session_id: str, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel, *, replay: bool
+    ) -> SessionStart:
+        """Open a stored session; with replay, emit its history (content and `HistoryFailure`s) first."""
+        raise NotSupported("session/load")
+
+    async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
+        raise NotSupported("session/list")
+
+    async def close_session(self, session_id: str) -> None:
+        return None
+
+    async def set_mode(self, session_id: str, mode_id: str) -> None:
+        raise NotSupported("session/set_mode")
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
+        raise NotSupported("session/set_config_option")
+
+
+@frozen
+class ProviderSpec:
+    """One provider, as a plugin registers it.
+
+    `open_runtime` is called once per agent process, lazily (not at `initialize`), and must not
+    import the vendor SDK before it is called.
+    """
+
+    name: str
+    title: str
+    open_runtime: Callable[[RuntimeContext], AbstractAsyncContextManager[ProviderRuntime]]
+    credentials: CredentialSpec = field(factory=CredentialSpec)
+    check_backend: Callable[[], BackendStatus] = lambda: BackendStatus(True, "")
+    capabilities: RuntimeCapabilities = field(factory=RuntimeCapabilities)
+    deadline_aliases: Mapping[str, tuple[str, ...]] = field(factory=dict)
+    description: str = ""

@@ -1,0 +1,73 @@
+"""The one function every user-visible or logged string that can carry backend text passes through.
+
+Removes secrets: values of secret-named environment variables, every credential the adapter holds,
+bearer tokens, URL userinfo and credential query parameters; bounds the result to 4096 characters.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from attrs import define, field
+
+MAX_LENGTH = 4096
+MASK = "[REDACTED]"
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]+")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@]*:[^/\s@]*@")
+_QUERY = re.compile(r"(?i)([?&;](?:api[_-]?key|key|token|access[_-]?token)=)[^&#\s\"']*")
+_MIN_SECRET = 4
+
+
+def secret_env_values(environ: Mapping[str, str]) -> set[str]:
+    """Values of environment variables whose names say they hold a secret."""
+    return {value for name, value in environ.items() if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET}
+
+
+@define
+class Redactor:
+    """Holds the secrets to scrub; `add` more as credentials arrive (keyring, client-provided)."""
+
+    _secrets: set[str] = field(factory=set)
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Redactor:
+        return cls(secret_env_values(os.environ if environ is None else environ))
+
+    def add(self, *secrets: str | None) -> None:
+        for secret in secrets:
+            if secret and len(secret) >= _MIN_SECRET:
+                self._secrets.add(secret)
+
+    def discard(self, secret: str | None) -> None:
+        if secret:
+            self._secrets.discard(secret)
+
+    def __call__(self, text: str) -> str:
+        return redact(text, self._secrets)
+
+    def data(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like value."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, Mapping):
+            return {key: self.data(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.data(item) for item in value]
+        return value
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Scrub secrets from text and bound it; longest secrets first so overlaps leave nothing."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if secret and secret in text:
+            text = text.replace(secret, MASK)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    text = _QUERY.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    if len(text) > MAX_LENGTH:
+        text = text[: MAX_LENGTH - 1] + "…"
+    return text

@@ -1,0 +1,85 @@
+"""Byte streams over the process's stdin and stdout file descriptors.
+
+Pipes and sockets are read and written non-blocking through the event loop, so a read never pins
+a worker thread that would keep the process alive at shutdown. A regular file (stdin redirected
+from disk) is read through a worker thread, which is safe because file reads never block for long.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+
+def _pollable(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+class FdReceiveStream(anyio.abc.ByteReceiveStream):
+    """Reads from a file descriptor it does not own."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pollable = _pollable(fd)
+        if self._pollable:
+            os.set_blocking(fd, False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            if not self._pollable:
+                data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes)
+            else:
+                try:
+                    data = os.read(self._fd, max_bytes)
+                except BlockingIOError:
+                    await anyio.wait_readable(self._fd)
+                    continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        if self._pollable:
+            os.set_blocking(self._fd, True)
+
+
+class FdSendStream(anyio.abc.ByteSendStream):
+    """Writes whole buffers to a file descriptor it does not own."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pollable = _pollable(fd)
+        if self._pollable:
+            os.set_blocking(fd, False)
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            if not self._pollable:
+                written = await anyio.to_thread.run_sync(os.write, self._fd, view)
+            else:
+                try:
+                    written = os.write(self._fd, view)
+                except BlockingIOError:
+                    await anyio.wait_writable(self._fd)
+                    continue
+                except BrokenPipeError as exc:
+                    raise anyio.BrokenResourceError from exc
+            view = view[written:]
+
+    async def aclose(self) -> None:
+        if self._pollable:
+            os.set_blocking(self._fd, True)
+
+
+def stdio_streams(stdin: Any = None, stdout: Any = None) -> tuple[FdReceiveStream, FdSendStream]:
+    """Streams over the given file objects (default: the process's stdin and stdout)."""
+    import sys
+
+    return FdReceiveStream((stdin or sys.stdin).fileno()), FdSendStream((stdout or sys.stdout).fileno())

@@ -1,0 +1,100 @@
+"""The one cattrs converter for ACP wire types: camelCase on the wire, absent distinct from null.
+
+A field typed `X | Unset` with default `UNSET` is omitted when unset and may be sent as `null`
+when it is `None`; every other field is always written, so required protocol fields are never
+dropped. Input is read tolerantly: unknown keys are ignored, `_meta` objects are kept as they are.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from typing import Any, Final, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+T = TypeVar("T")
+
+
+class Unset:
+    """Marks a field that is absent on the wire (as opposed to present and null)."""
+
+    _instance: Unset | None = None
+
+    def __new__(cls) -> Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Final = Unset()
+
+
+def camel(name: str) -> str:
+    """`session_id` → `sessionId`; `meta` → `_meta` (ACP's reserved extension field)."""
+    if name == "meta":
+        return "_meta"
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _is_unset_union(tp: Any) -> bool:
+    origin = typing.get_origin(tp)
+    return origin in (typing.Union, types.UnionType) and Unset in typing.get_args(tp)
+
+
+def _without_unset(tp: Any) -> Any:
+    rest = tuple(arg for arg in typing.get_args(tp) if arg is not Unset)
+    return rest[0] if len(rest) == 1 else typing.Union[rest]  # noqa: UP007 - built at run time
+
+
+def _field_overrides(cls: type, converter: cattrs.Converter) -> dict[str, Any]:
+    overrides = {}
+    for a in attrs.fields(cls):
+        omit_unset = a.default is UNSET
+        overrides[a.name] = override(rename=camel(a.name), omit_if_default=omit_unset)
+    return overrides
+
+
+def make_converter() -> cattrs.Converter:
+    """Build the converter; callers keep the one they build (no module-level instance)."""
+    converter = cattrs.Converter(forbid_extra_keys=False)
+
+    def structure_unset_union(value: Any, tp: Any) -> Any:
+        return converter.structure(value, _without_unset(tp))
+
+    converter.register_structure_hook_func(_is_unset_union, structure_unset_union)
+    converter.register_structure_hook(Any, lambda value, _: value)
+
+    def unstructure_factory(cls: type) -> Any:
+        return make_dict_unstructure_fn(cls, converter, **_field_overrides(cls, converter))
+
+    def structure_factory(cls: type) -> Any:
+        structure = make_dict_structure_fn(cls, converter, **_field_overrides(cls, converter))
+        hook = getattr(cls, "__structure_hook__", None)
+        if hook is not None:
+            return functools.partial(hook, structure)
+        return structure
+
+    converter.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+    converter.register_structure_hook_factory(attrs.has, structure_factory)
+    return converter
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """Turn a cattrs structuring error into (field path, message) for a -32602 answer."""
+    messages = cattrs.transform_error(exc, path="params") if isinstance(exc, cattrs.BaseValidationError) else []
+    if messages:
+        first = messages[0]
+        message, _, path = first.rpartition(" @ ")
+        return (path or "params"), (message or first)
+    return "params", str(exc) or type(exc).__name__

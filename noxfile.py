@@ -1,0 +1,85 @@
+"""Sessions: tests (everything), plugin_alone(name), lint, typecheck, bench, build.
+
+`nox` with no arguments runs the default sessions: tests, lint and typecheck.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pathlib
+import zipfile
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = pathlib.Path(__file__).parent
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+PLUGINS = sorted(path.name for path in (ROOT / "plugins").iterdir() if (path / "pyproject.toml").exists())
+TEST_PROVIDER = "tests/scripted_provider"
+
+
+def install_group(session: nox.Session, group: str) -> None:
+    session.install(*nox.project.dependency_groups(PYPROJECT, group))
+
+
+@nox.session(python="3.11")
+def tests(session: nox.Session) -> None:
+    """Core, every plugin and the test-only provider installed editable; every test."""
+    install_group(session, "test")
+    session.install("-e", "core", "-e", TEST_PROVIDER, *[arg for name in PLUGINS for arg in ("-e", f"plugins/{name}")])
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python="3.11")
+@nox.parametrize("name", PLUGINS)
+def plugin_alone(session: nox.Session, name: str) -> None:
+    """The core and one plugin, nothing else: that plugin's tests pass on their own."""
+    install_group(session, "test")
+    session.install("-e", "core", "-e", f"plugins/{name}")
+    session.run("pytest", f"tests/{name}", *session.posargs)
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    install_group(session, "lint")
+    session.run("ruff", "check", "core", "plugins", "tests", "bench", "noxfile.py")
+
+
+@nox.session(python="3.11")
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on the core."""
+    install_group(session, "typecheck")
+    session.install("-e", "core")
+    session.run("mypy")
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """Benchmarks: they report numbers, they assert nothing."""
+    install_group(session, "bench")
+    session.install("-e", "core", "-e", TEST_PROVIDER, *[arg for name in PLUGINS for arg in ("-e", f"plugins/{name}")])
+    for script in sorted(glob.glob("bench/bench_*.py")):
+        session.run("python", script, *session.posargs)
+
+
+@nox.session(python="3.11")
+def build(session: nox.Session) -> None:
+    """Wheels of every distribution; each plugin wheel must carry its `acp_agent` entry point."""
+    session.install("build")
+    out = ROOT / "dist"
+    for project in ["core", *[f"plugins/{name}" for name in PLUGINS]]:
+        session.run("python", "-m", "build", "--wheel", "--outdir", str(out), project)
+    for name in PLUGINS:
+        wheels = glob.glob(str(out / f"acp_agent_{name}-*.whl"))
+        if not wheels:
+            session.error(f"no wheel for plugin {name}")
+        with zipfile.ZipFile(sorted(wheels)[-1]) as wheel:
+            entry_points = [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
+            text = wheel.read(entry_points[0]).decode() if entry_points else ""
+        if "[acp_agent]" not in text or f"{name} = acp_agent_{name}" not in text:
+            session.error(f"plugin {name}'s wheel has no acp_agent entry point")
+    session.log(f"wheels in {os.path.relpath(out)}")

@@ -1,0 +1,226 @@
+"""The JSON-RPC layer: framing, bad input, concurrency, cancellation, the single writer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_agent.rpc import Connection, LineReader, Methods, Reply, RpcError
+from acp_agent.testing.client import MemoryByteStream
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
+
+
+class Peer:
+    def __init__(self, methods: Methods, max_line_bytes: int = 1024) -> None:
+        self.to_server = MemoryByteStream()
+        self.output: list[dict[str, Any]] = []
+        self._partial = b""
+        self.from_server = MemoryByteStream(tap=self._tap)
+        self.connection = Connection(
+            self.to_server, self.from_server, methods, max_line_bytes=max_line_bytes
+        )
+        self.got_frame = anyio.Event()
+
+    def _tap(self, chunk: bytes) -> None:
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        self.output.extend(json.loads(line) for line in lines if line)
+        self.got_frame.set()
+
+    async def send_raw(self, data: bytes) -> None:
+        await self.to_server.send(data)
+
+    async def wait_for(self, count: int) -> list[dict[str, Any]]:
+        while len(self.output) < count:
+            self.got_frame = anyio.Event()
+            await self.got_frame.wait()
+        return self.output
+
+
+async def drain(stream: MemoryByteStream) -> None:
+    while True:
+        try:
+            await stream.receive()
+        except anyio.EndOfStream:
+            return
+
+
+async def echo(params: Any) -> Any:
+    return {"echo": params}
+
+
+def methods(**extra: Any) -> Methods:
+    return Methods(requests={"echo": echo, **extra}, notifications={})
+
+
+async def serve_then_close(peer: Peer) -> None:
+    await peer.connection.serve()
+    peer.from_server.close_input()
+
+
+async def run_peer(peer: Peer, body: Any) -> None:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve_then_close, peer)
+        tg.start_soon(drain, peer.from_server)
+        await body()
+        peer.to_server.close_input()
+
+
+async def test_request_answer_and_bad_input_keep_the_connection_up() -> None:
+    peer = Peer(methods())
+
+    async def body() -> None:
+        await peer.send_raw(b'not json\n[1]\n"str"\n{"jsonrpc":"2.0","id":7}\n')
+        await peer.send_raw(
+            b'{"jsonrpc":"2.0","id":8,"method":"missing"}\n{"jsonrpc":"2.0","method":"unknown/note"}\n'
+        )
+        await peer.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"echo","params":5}\n')
+        await peer.send_raw(b'{"jsonrpc":"2.0","id":10,"method":"echo","params":{"a":1}}\n')
+        await peer.wait_for(7)
+
+    await run_peer(peer, body)
+    by_id: dict[Any, list[dict[str, Any]]] = {}
+    for frame in peer.output:
+        by_id.setdefault(frame["id"], []).append(frame)
+    nulls = by_id[None]
+    assert [frame["error"]["code"] for frame in nulls] == [-32700, -32600, -32600]
+    assert by_id[7][0]["error"]["code"] == -32600
+    assert by_id[8][0]["error"]["code"] == -32601
+    assert by_id[9][0]["error"]["code"] == -32602
+    assert by_id[9][0]["error"]["data"] == {"field": "params"}
+    assert by_id[10][0]["result"] == {"echo": {"a": 1}}
+    assert len(peer.output) == 7  # the unknown notification got no answer
+
+
+async def test_oversized_line_is_dropped_and_answered_with_memory_bounded() -> None:
+    peer = Peer(methods(), max_line_bytes=100)
+
+    async def body() -> None:
+        await peer.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"x":"' + b"a" * 300)
+        await peer.send_raw(b"a" * 300 + b'"}}\n{"jsonrpc":"2.0","id":2,"method":"echo"}\n')
+        await peer.wait_for(2)
+
+    await run_peer(peer, body)
+    assert peer.output[0]["id"] is None
+    assert peer.output[0]["error"]["code"] == -32600
+    assert "exceeds the limit of 100 bytes" in peer.output[0]["error"]["message"]
+    assert peer.output[1] == {"jsonrpc": "2.0", "id": 2, "result": {"echo": None}}
+
+
+async def test_line_reader_never_holds_more_than_the_bound() -> None:
+    stream = MemoryByteStream()
+    reader = LineReader(stream, 64)
+    for _ in range(100):
+        await stream.send(b"x" * 50)
+    await stream.send(b"\nok\n")
+    stream.close_input()
+    assert await reader.next_line() == 5000
+    assert len(reader._buffer) <= 64 + 50  # noqa: SLF001
+    assert await reader.next_line() == b"ok"
+    assert await reader.next_line() is None
+
+
+async def test_requests_run_concurrently_and_cancel_request_is_honoured() -> None:
+    release = anyio.Event()
+
+    async def blocked(params: Any) -> Any:
+        await release.wait()
+        return "late"
+
+    async def quick(params: Any) -> Any:
+        return "quick"
+
+    peer = Peer(methods(blocked=blocked, quick=quick))
+
+    async def body() -> None:
+        await peer.send_raw(
+            b'{"jsonrpc":"2.0","id":1,"method":"blocked"}\n{"jsonrpc":"2.0","id":2,"method":"quick"}\n'
+        )
+        await peer.wait_for(1)
+        assert peer.output[0] == {"jsonrpc": "2.0", "id": 2, "result": "quick"}
+        await peer.send_raw(
+            b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}\n'
+        )
+        await peer.wait_for(2)
+
+    await run_peer(peer, body)
+    assert peer.output[1]["id"] == 1
+    assert peer.output[1]["error"]["code"] == -32800
+
+
+async def test_handler_errors_and_crashes_become_error_answers() -> None:
+    async def refuses(params: Any) -> Any:
+        raise RpcError(-32000, "auth please", {"why": "x"})
+
+    async def crashes(params: Any) -> Any:
+        raise RuntimeError("internal detail that must not leak")
+
+    peer = Peer(methods(refuses=refuses, crashes=crashes))
+
+    async def body() -> None:
+        await peer.send_raw(
+            b'{"jsonrpc":"2.0","id":"a","method":"refuses"}\n{"jsonrpc":"2.0","id":"b","method":"crashes"}\n'
+        )
+        await peer.wait_for(2)
+
+    await run_peer(peer, body)
+    answers = {frame["id"]: frame["error"] for frame in peer.output}
+    assert answers["a"] == {"code": -32000, "message": "auth please", "data": {"why": "x"}}
+    assert answers["b"]["code"] == -32603
+    assert "internal detail" not in answers["b"]["message"]
+
+
+async def test_reply_reports_whether_the_frame_was_written() -> None:
+    written: list[bool] = []
+
+    async def with_reply(params: Any) -> Any:
+        return Reply({"ok": True}, written.append)
+
+    peer = Peer(methods(reply=with_reply))
+
+    async def body() -> None:
+        await peer.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"reply"}\n')
+        await peer.wait_for(1)
+
+    await run_peer(peer, body)
+    assert written == [True]
+
+
+class BrokenSend(MemoryByteStream):
+    async def send(self, item: bytes) -> None:
+        raise anyio.BrokenResourceError
+
+
+async def test_failed_write_is_reported_not_counted() -> None:
+    to_server = MemoryByteStream()
+    connection = Connection(to_server, BrokenSend(), methods())
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(connection.serve)
+        assert await connection.notify("x", {}, wait_written=True) is False
+        to_server.close_input()
+
+
+async def test_outgoing_request_has_a_deadline_and_correlates_answers() -> None:
+    peer = Peer(methods())
+
+    async def body() -> None:
+        with pytest.raises(TimeoutError):
+            await peer.connection.request("client/method", {}, timeout_s=0.05)
+        async with anyio.create_task_group() as tg:
+            result: list[Any] = []
+
+            async def ask() -> None:
+                result.append(await peer.connection.request("client/method", {"q": 1}, timeout_s=5))
+
+            tg.start_soon(ask)
+            frames = await peer.wait_for(2)
+            request = frames[-1]
+            await peer.send_raw(
+                json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": 42}).encode() + b"\n"
+            )
+        assert result == [42]
+
+    await run_peer(peer, body)

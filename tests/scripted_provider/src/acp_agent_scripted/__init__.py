@@ -1,0 +1,239 @@
+"""A test-only provider that plays a script of neutral events, turn by turn.
+
+The script is JSON, from the file named by ACP_AGENT_SCRIPTED_SCRIPT (or handed in directly by
+in-process tests). Each prompt consumes the next entry of "turns"; with no script left, the turn
+echoes the prompt's text. Step forms are documented in `_play_step`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from acp_agent import hookimpl
+from acp_agent.acp import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentBlock,
+    PermissionOption,
+    TextContent,
+    ToolCall,
+    ToolCallUpdate,
+    UserMessageChunk,
+)
+from acp_agent.events import HistoryFailure, Notice, RetryProgress, SessionFailure, TurnEnd
+from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.phases import Phase
+from acp_agent.provider import (
+    ProviderRuntime,
+    ProviderSpec,
+    RuntimeCapabilities,
+    RuntimeContext,
+    SessionChannel,
+    SessionListing,
+    SessionNotFound,
+    SessionStart,
+    TurnChannel,
+    TurnFailed,
+)
+
+
+def observation(spec: dict[str, Any]) -> FailureObservation:
+    return FailureObservation(
+        kind=FailureKind(spec.get("kind", "provider_error")),
+        native_kind=spec.get("native_kind", spec.get("kind", "provider_error")),
+        title=spec.get("title"),
+        source=spec.get("source", "provider"),
+        outcome=spec.get("outcome", "failed"),
+        execution=spec.get("execution"),
+        retryable=spec.get("retryable"),
+        native_data=spec.get("native_data", {}),
+    )
+
+
+class ScriptedRuntime(ProviderRuntime):
+    def __init__(self, script: dict[str, Any], context: RuntimeContext) -> None:
+        self.turns: list[list[dict[str, Any]]] = list(script.get("turns", []))
+        self.script = script
+        self.context = context
+        self.sessions: dict[str, str] = {}
+        self.cancelled: dict[str, anyio.Event] = {}
+        self.counter = 0
+
+    async def new_session(
+        self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel
+    ) -> SessionStart:
+        async with self.context.clock.phase(Phase.PREPARING):
+            if self.script.get("hang_new_session"):
+                await anyio.sleep_forever()
+        self.counter += 1
+        session_id = f"scripted-{self.counter}"
+        self.sessions[session_id] = cwd
+        for notice in self.script.get("session_notices", []):
+            await channel.emit(Notice(notice["title"], notice.get("details"), notice.get("legacy")))
+        return SessionStart(session_id)
+
+    async def load_session(
+        self,
+        session_id: str,
+        cwd: str,
+        mcp_servers: Sequence[Any],
+        channel: SessionChannel,
+        *,
+        replay: bool,
+    ) -> SessionStart:
+        history = self.script.get("history", {}).get(session_id)
+        if history is None:
+            raise SessionNotFound(session_id)
+        self.sessions[session_id] = cwd
+        if replay:
+            for entry in history:
+                if "user" in entry:
+                    await channel.emit(UserMessageChunk(TextContent(entry["user"])))
+                elif "agent" in entry:
+                    await channel.emit(AgentMessageChunk(TextContent(entry["agent"])))
+                elif "failure" in entry:
+                    await channel.emit(
+                        HistoryFailure(
+                            observation(entry["failure"]),
+                            entry["message_id"],
+                            entry.get("user_message_id"),
+                            active=entry.get("active", False),
+                            legacy_updates=(
+                                AgentMessageChunk(TextContent(entry["failure"].get("title", ""))),
+                            ),
+                        )
+                    )
+        return SessionStart(session_id)
+
+    async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
+        from acp_agent.acp import SessionInfo
+
+        return SessionListing(
+            [SessionInfo(session_id=sid, cwd=path) for sid, path in self.sessions.items()]
+        )
+
+    async def cancel(self, session_id: str) -> None:
+        event = self.cancelled.get(session_id)
+        if event is not None:
+            event.set()
+
+    async def prompt(
+        self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel
+    ) -> TurnEnd:
+        if session_id not in self.sessions:
+            raise SessionNotFound(session_id)
+        self.cancelled[session_id] = anyio.Event()
+        steps = (
+            self.turns.pop(0)
+            if self.turns
+            else [
+                {"text": " ".join(block.text for block in prompt if isinstance(block, TextContent))}
+            ]
+        )
+        for step in steps:
+            end = await self._play_step(session_id, step, turn)
+            if end is not None:
+                return end
+        return TurnEnd("end_turn")
+
+    async def _play_step(
+        self, session_id: str, step: dict[str, Any], turn: TurnChannel
+    ) -> TurnEnd | None:
+        """Steps: text, thought, deltas (count), retry (title, kind), notice (title, details, legacy),
+        fail (observation), record_fail (observation, then keep going), session_failure (observation),
+        stop (stop reason), wait_cancel, permission (title), tool (title), hang_submit, crash."""
+        if "text" in step:
+            await turn.emit(AgentMessageChunk(TextContent(step["text"])))
+        elif "thought" in step:
+            await turn.emit(AgentThoughtChunk(TextContent(step["thought"])))
+        elif "deltas" in step:
+            for index in range(int(step["deltas"])):
+                await turn.emit(AgentMessageChunk(TextContent(f"{index} ")))
+        elif "retry" in step:
+            await turn.emit(
+                RetryProgress(step["retry"], FailureKind(step.get("kind", "provider_error")))
+            )
+        elif "notice" in step:
+            await turn.emit(Notice(step["notice"], step.get("details"), step.get("legacy")))
+        elif "fail" in step:
+            raise TurnFailed(observation(step["fail"]))
+        elif "record_fail" in step:
+            turn.record_failure(observation(step["record_fail"]))
+        elif "session_failure" in step:
+            await turn.emit(SessionFailure(observation(step["session_failure"])))
+        elif "stop" in step:
+            return TurnEnd(step["stop"])
+        elif "wait_cancel" in step:
+            await self.cancelled[session_id].wait()
+            return TurnEnd("cancelled")
+        elif "tool" in step:
+            await turn.emit(
+                ToolCall(
+                    tool_call_id=step.get("id", "tool-1"),
+                    title=step["tool"],
+                    kind="execute",
+                    status="pending",
+                )
+            )
+        elif "permission" in step:
+            options = [
+                PermissionOption("allow", "Allow once", "allow_once"),
+                PermissionOption("reject", "Reject", "reject_once"),
+            ]
+            choice = await turn.request_permission(
+                ToolCallUpdate("tool-1", title=step["permission"]), options
+            )
+            await turn.emit(AgentMessageChunk(TextContent(f"permission: {choice}")))
+        elif "hang_submit" in step:
+            async with self.context.clock.phase(Phase.SUBMITTING):
+                await anyio.sleep_forever()
+        elif "crash" in step:
+            raise RuntimeError(
+                "secret crash detail " + self.context.environ.get("SCRIPTED_API_KEY", "")
+            )
+        return None
+
+
+def load_script() -> dict[str, Any]:
+    path = os.environ.get("ACP_AGENT_SCRIPTED_SCRIPT")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        loaded: dict[str, Any] = json.load(handle)
+        return loaded
+
+
+def make_spec(script: dict[str, Any] | None = None) -> ProviderSpec:
+    """The scripted provider; in-process tests pass the script directly."""
+    from acp_agent.provider import CredentialSpec
+
+    @asynccontextmanager
+    async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
+        yield ScriptedRuntime(script if script is not None else load_script(), context)
+
+    return ProviderSpec(
+        name="scripted",
+        title="Scripted",
+        open_runtime=open_runtime,
+        credentials=CredentialSpec(
+            env_vars=("SCRIPTED_API_KEY",), keyring_env_var="SCRIPTED_API_KEY"
+        ),
+        capabilities=RuntimeCapabilities(
+            load_session=True,
+            list_sessions=True,
+            resume_session=True,
+            image=True,
+            embedded_context=True,
+        ),
+    )
+
+
+@hookimpl
+def acp_agent_providers() -> list[ProviderSpec]:
+    return [make_spec()]
