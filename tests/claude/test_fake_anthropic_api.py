@@ -138,7 +138,7 @@ def test_streams_a_reply_like_anthropic(api: FakeAnthropicAPI) -> None:
     delta = dict(events)["message_delta"]
     assert delta["delta"]["stop_reason"] == "end_turn"
     assert delta["usage"]["output_tokens"] > 0
-    [record] = api.requests
+    [record] = api.wait_for(1, finished=True)
     assert (record.kind, record.reason, record.step, record.outcome) == (
         "turn",
         "tools offered",
@@ -236,7 +236,7 @@ def test_error_steps_answer_with_anthropic_error_bodies(
     assert body["error"]["message"]
     assert body["request_id"] == headers["request-id"]
     assert headers.get("retry-after") == retry_after
-    assert api.requests[0].outcome == "error"
+    assert api.wait_for(1, finished=True)[0].outcome == "error"
 
 
 @pytest.mark.timeout(30)
@@ -346,7 +346,7 @@ def test_stream_error_event(api: FakeAnthropicAPI) -> None:
     events = parse_sse(post(api, turn_body())[2])
     assert [name for name, _ in events] == ["message_start", "error"]
     assert events[1][1] == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    assert api.requests[0].outcome == "stream_error"
+    assert api.wait_for(1, finished=True)[0].outcome == "stream_error"
 
 
 @pytest.mark.timeout(30)

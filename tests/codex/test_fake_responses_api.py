@@ -87,9 +87,7 @@ def test_reply_streams_openai_shaped_events(api: FakeResponsesAPI) -> None:
     completed = events[-1]["response"]
     assert completed["status"] == "completed"
     assert completed["usage"]["output_tokens_details"]["reasoning_tokens"] > 0
-    assert completed["usage"]["total_tokens"] == (
-        completed["usage"]["input_tokens"] + completed["usage"]["output_tokens"]
-    )
+    assert completed["usage"]["total_tokens"] == (completed["usage"]["input_tokens"] + completed["usage"]["output_tokens"])
     assert [item["type"] for item in completed["output"]] == ["reasoning", "message"]
 
 
@@ -136,9 +134,7 @@ def test_classify_request() -> None:
     ("status", "code"),
     [(500, None), (429, "rate_limit_exceeded"), (401, "invalid_api_key"), (400, "invalid_request")],
 )
-def test_error_steps_return_openai_error_bodies(
-    api: FakeResponsesAPI, status: int, code: str | None
-) -> None:
+def test_error_steps_return_openai_error_bodies(api: FakeResponsesAPI, status: int, code: str | None) -> None:
     api.set_script([{"status": status}])
     got, headers, raw = post(api)
     error = json.loads(raw)["error"]
@@ -154,9 +150,7 @@ def test_error_step_fields_override_defaults(api: FakeResponsesAPI) -> None:
     api.set_script([{"status": 403, "message": "No access.", "code": "nope", "type": "auth"}])
     status, _headers, raw = post(api)
     assert status == 403
-    assert json.loads(raw) == {
-        "error": {"message": "No access.", "type": "auth", "param": None, "code": "nope"}
-    }
+    assert json.loads(raw) == {"error": {"message": "No access.", "type": "auth", "param": None, "code": "nope"}}
 
 
 @pytest.mark.timeout(30)
@@ -181,9 +175,11 @@ def test_cut_stream_stops_before_completed_and_drops_the_connection(
         headers={"content-type": "application/json"},
         method="POST",
     )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        with pytest.raises(http.client.IncompleteRead) as incomplete:
-            response.read()
+    with (
+        urllib.request.urlopen(request, timeout=10) as response,
+        pytest.raises(http.client.IncompleteRead) as incomplete,
+    ):
+        response.read()
     events = sse_events(bytes(incomplete.value.partial))
     assert len(events) == 5
     assert events[-1]["type"] == "response.output_text.delta"
@@ -209,7 +205,7 @@ def test_shell_step_uses_the_offered_tool_form(api: FakeResponsesAPI) -> None:
         ]
     )
     shell_tool = {"type": "function", "name": "shell", "parameters": {}}
-    bodies = [{"tools": [EXEC_COMMAND_TOOL]}, {"tools": [shell_tool]}, {"tools": []}]
+    bodies: list[dict[str, Any]] = [{"tools": [EXEC_COMMAND_TOOL]}, {"tools": [shell_tool]}, {"tools": []}]
     items = [sse_events(post(api, body)[2])[-1]["response"]["output"][0] for body in bodies]
     exec_call, shell_call, local_call = items
     assert exec_call["type"] == "function_call"

@@ -9,11 +9,10 @@ from typing import Any
 
 import anyio
 import pytest
-from acp_agent_scripted import make_spec
-
 from acp_agent.phases import Deadlines
 from acp_agent.rpc import RpcError
 from acp_agent.testing import run_in_process
+from acp_agent_scripted import make_spec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 CWD = tempfile.gettempdir()
@@ -64,7 +63,7 @@ async def test_capable_failure_rides_on_the_prompt_result_and_is_not_duplicated(
 async def test_retry_warnings_then_error_share_one_id() -> None:
     steps = [{"retry": "Retrying Claude, attempt 1 of 2.", "kind": "rate_limited"},
              {"retry": "Retrying Claude, attempt 2 of 2.", "kind": "rate_limited"}, {"fail": RATE}]
-    result, client, session_id = await one_turn(steps, capable=True)
+    _, client, session_id = await one_turn(steps, capable=True)
     records = client.failure_records()
     assert [(r["revision"], r["severity"], r["actions"]) for r in records] == [
         (1, "warning", []), (2, "warning", []), (3, "error", ["retry"])]

@@ -7,7 +7,6 @@ from typing import Any
 
 import anyio
 import pytest
-
 from acp_agent.rpc import Connection, LineReader, Methods, Reply, RpcError
 from acp_agent.testing.client import MemoryByteStream
 
@@ -118,7 +117,7 @@ async def test_line_reader_never_holds_more_than_the_bound() -> None:
     await stream.send(b"\nok\n")
     stream.close_input()
     assert await reader.next_line() == 5000
-    assert len(reader._buffer) <= 64 + 50  # noqa: SLF001
+    assert len(reader._buffer) <= 64 + 50
     assert await reader.next_line() == b"ok"
     assert await reader.next_line() is None
 

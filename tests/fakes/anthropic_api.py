@@ -40,11 +40,15 @@ Steps (consumed in order by turn requests only; side requests never consume one)
 When the script is exhausted every turn request is answered `{"reply": "ok"}`.
 
 Turn or side request (`classify_request`): the CLI sends the turn's own model calls with the
-agent's tool list; its side calls (session title, prompt suggestions, quota probes, summaries,
-classifiers) send either no tools or ask for structured output (`output_config.format`), and
-those that fork the main conversation for a suggestion end with a user message naming the
-suggestion or summary task. Side requests get a short harmless answer (schema-shaped JSON when a JSON
-schema is asked for). See the README beside the fixtures for the evidence.
+agent's tool list; its side calls (session title, quota probes, small classifiers) send no tools
+or ask for structured output (`output_config.format`), and the side calls that fork the main
+conversation (prompt suggestions, compaction) keep the tools but end with a user message that
+starts the side task (`[SUGGESTION MODE: ...`, `Your task is to create a detailed summary of ...`).
+Side requests get a short harmless answer (schema-shaped JSON when a JSON schema is asked for, a
+`<summary>` for compaction). Every HTTP attempt of a turn takes a step: the CLI's retries, its
+non-streaming fallback after repeated stream failures, its silent re-sends after a generic 400 and
+its automatic continuation after `max_tokens` or `refusal` each consume one. The README beside the
+Claude fixtures (`tests/claude/fixtures/README.md`) has the evidence.
 
 Run standalone: `python -m tests.fakes.anthropic_api --port 0 --script '[{"reply": "hi"}]'`;
 it prints `{"base_url": ..., "port": ...}` and then one JSON line per request on stderr.
@@ -133,8 +137,10 @@ _DEFAULT_ERRORS: Final[dict[int, tuple[str, str]]] = {
 class RecordedRequest:
     """One HTTP request the fake received and what it did about it.
 
-    `outcome` is filled in when the answer is over: `completed`, `error`, `cut`, `disconnected`
-    (the client went away mid-answer), `released` or `stopped`; it is `pending` until then.
+    `outcome` is filled in when the answer is over: `completed`, `error` (an HTTP error status),
+    `stream_error`, `cut`, `disconnected` (the client went away mid-answer), `released` (after a
+    `hang_after_events` hold) or `stopped` (the fake shut down); it is `pending` until then.
+    Use `FakeAnthropicAPI.wait_for(..., finished=True)` before reading it.
     """
 
     index: int
@@ -958,7 +964,9 @@ class FakeAnthropicAPI:
     def start(self) -> Self:
         self.stopping.clear()
         self._server = _Server(("127.0.0.1", self._port), self)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-anthropic-api", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -138,9 +138,7 @@ def _request_kind(headers: Mapping[str, str]) -> str | None:
     return str(kind) if kind is not None else None
 
 
-def classify_request(
-    method: str, path: str, headers: Mapping[str, str], body: JsonObject | None
-) -> RequestKind:
+def classify_request(method: str, path: str, headers: Mapping[str, str], body: JsonObject | None) -> RequestKind:
     """Say whether a request is the turn's own model call (`turn`), a side call, or other.
 
     Codex 0.163 sends a JSON `x-codex-turn-metadata` header on every model call; its
@@ -178,9 +176,7 @@ def _pieces(text: str) -> Iterator[str]:
         yield text[start:]
 
 
-def _response_object(
-    response_id: str, model: str, status: str, output: list[JsonObject]
-) -> JsonObject:
+def _response_object(response_id: str, model: str, status: str, output: list[JsonObject]) -> JsonObject:
     return {
         "id": response_id,
         "object": "response",
@@ -255,14 +251,10 @@ class _Stream:
 
     def _item(self, added: JsonObject, done: JsonObject, between: Sequence[JsonObject]) -> None:
         index = len(self.output)
-        self.writer.event(
-            {"type": "response.output_item.added", "output_index": index, "item": added}
-        )
+        self.writer.event({"type": "response.output_item.added", "output_index": index, "item": added})
         for event in between:
             self.writer.event({**event, "output_index": index})
-        self.writer.event(
-            {"type": "response.output_item.done", "output_index": index, "item": done}
-        )
+        self.writer.event({"type": "response.output_item.done", "output_index": index, "item": done})
         self.output.append(done)
 
     def created(self) -> None:
@@ -276,10 +268,7 @@ class _Stream:
         empty = {"type": "summary_text", "text": ""}
         events = [
             {"type": "response.reasoning_summary_part.added", **where, "part": empty},
-            *(
-                {"type": "response.reasoning_summary_text.delta", **where, "delta": piece}
-                for piece in _pieces(summary)
-            ),
+            *({"type": "response.reasoning_summary_text.delta", **where, "delta": piece} for piece in _pieces(summary)),
             {"type": "response.reasoning_summary_text.done", **where, "text": summary},
             {
                 "type": "response.reasoning_summary_part.done",
@@ -301,9 +290,7 @@ class _Stream:
             "role": "assistant",
             "content": [],
         }
-        self.writer.event(
-            {"type": "response.output_item.added", "output_index": index, "item": added}
-        )
+        self.writer.event({"type": "response.output_item.added", "output_index": index, "item": added})
         where = {"item_id": item_id, "output_index": index, "content_index": 0}
         empty = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
         self.writer.event({"type": "response.content_part.added", **where, "part": empty})
@@ -312,15 +299,11 @@ class _Stream:
                 raise ConnectionAbortedError("fake server is shutting down")
             delta = {"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []}
             self.writer.event(delta)
-        self.writer.event(
-            {"type": "response.output_text.done", **where, "text": text, "logprobs": []}
-        )
+        self.writer.event({"type": "response.output_text.done", **where, "text": text, "logprobs": []})
         part = {**empty, "text": text}
         self.writer.event({"type": "response.content_part.done", **where, "part": part})
         done = {**added, "status": "completed", "content": [part]}
-        self.writer.event(
-            {"type": "response.output_item.done", "output_index": index, "item": done}
-        )
+        self.writer.event({"type": "response.output_item.done", "output_index": index, "item": done})
         self.output.append(done)
 
     def function_call(self, name: str, arguments: str) -> None:
@@ -445,7 +428,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: object) -> None:
         """Stay quiet: tests read `FakeResponsesAPI.requests` instead."""
 
     def _read_body(self) -> JsonObject | None:
@@ -457,9 +440,7 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return parsed if isinstance(parsed, dict) else None
 
-    def _send_json(
-        self, status: int, body: bytes, headers: Mapping[str, str] | None = None
-    ) -> None:
+    def _send_json(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
@@ -505,9 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer an HTTP-level error step; say whether the step was one."""
         if "status" in step:
             status = int(step["status"])
-            message, error_type, code = _DEFAULT_ERRORS.get(
-                status, ("Fake error.", "server_error", None)
-            )
+            message, error_type, code = _DEFAULT_ERRORS.get(status, ("Fake error.", "server_error", None))
             payload = error_body(
                 str(step.get("message", message)),
                 str(step.get("type", error_type)),
@@ -539,11 +518,7 @@ class _Handler(BaseHTTPRequestHandler):
         cut = step.get("cut_after_events")
         writer = _SseWriter(self, int(cut) if cut is not None else None)
         stream = _Stream(writer, str(body.get("model") or FAKE_MODEL), self.server.api.stopping)
-        tools = {
-            _tool_name(tool): str(tool.get("type"))
-            for tool in body.get("tools") or []
-            if isinstance(tool, dict)
-        }
+        tools = {_tool_name(tool): str(tool.get("type")) for tool in body.get("tools") or [] if isinstance(tool, dict)}
         stream.created()
         if step.get("reasoning"):
             stream.reasoning(str(step["reasoning"]))
@@ -666,9 +641,7 @@ class FakeResponsesAPI:
             self._requests.append(recorded)
             self._changed.notify_all()
 
-    def wait_for_requests(
-        self, count: int, *, kind: RequestKind | None = "turn", timeout: float = 10.0
-    ) -> list[RecordedRequest]:
+    def wait_for_requests(self, count: int, *, kind: RequestKind | None = "turn", timeout: float = 10.0) -> list[RecordedRequest]:
         """Block until at least `count` requests (of `kind`; None: any) arrived, or time out."""
 
         def matching() -> list[RecordedRequest]:

@@ -32,7 +32,7 @@ class TextContent:
 class ImageContent:
     data: str
     mime_type: str
-    uri: str | None | Unset = UNSET
+    uri: str | Unset | None = UNSET
     annotations: Any | Unset = UNSET
     meta: Meta | Unset = UNSET
     type: Literal["image"] = "image"
@@ -51,10 +51,10 @@ class AudioContent:
 class ResourceLink:
     uri: str
     name: str
-    mime_type: str | None | Unset = UNSET
-    title: str | None | Unset = UNSET
-    description: str | None | Unset = UNSET
-    size: int | None | Unset = UNSET
+    mime_type: str | Unset | None = UNSET
+    title: str | Unset | None = UNSET
+    description: str | Unset | None = UNSET
+    size: int | Unset | None = UNSET
     annotations: Any | Unset = UNSET
     meta: Meta | Unset = UNSET
     type: Literal["resource_link"] = "resource_link"
@@ -64,7 +64,7 @@ class ResourceLink:
 class TextResourceContents:
     uri: str
     text: str
-    mime_type: str | None | Unset = UNSET
+    mime_type: str | Unset | None = UNSET
     meta: Meta | Unset = UNSET
 
 
@@ -72,7 +72,7 @@ class TextResourceContents:
 class BlobResourceContents:
     uri: str
     blob: str
-    mime_type: str | None | Unset = UNSET
+    mime_type: str | Unset | None = UNSET
     meta: Meta | Unset = UNSET
 
 
@@ -127,7 +127,7 @@ ToolCallContent = ToolContent | ToolDiff | ToolTerminal
 @frozen
 class ToolLocation:
     path: str
-    line: int | None | Unset = UNSET
+    line: int | Unset | None = UNSET
 
 
 # --- session updates ---------------------------------------------------------------------------
@@ -171,11 +171,11 @@ class ToolCall:
 @frozen
 class ToolCallUpdate:
     tool_call_id: str
-    title: str | None | Unset = UNSET
-    kind: ToolKind | None | Unset = UNSET
-    status: ToolStatus | None | Unset = UNSET
-    content: list[ToolCallContent] | None | Unset = UNSET
-    locations: list[ToolLocation] | None | Unset = UNSET
+    title: str | Unset | None = UNSET
+    kind: ToolKind | Unset | None = UNSET
+    status: ToolStatus | Unset | None = UNSET
+    content: list[ToolCallContent] | Unset | None = UNSET
+    locations: list[ToolLocation] | Unset | None = UNSET
     raw_input: Any | Unset = UNSET
     raw_output: Any | Unset = UNSET
     meta: Meta | Unset = UNSET
@@ -205,7 +205,7 @@ class AvailableCommandInput:
 class AvailableCommand:
     name: str
     description: str
-    input: AvailableCommandInput | None | Unset = UNSET
+    input: AvailableCommandInput | Unset | None = UNSET
 
 
 @frozen
@@ -226,7 +226,7 @@ class CurrentModeUpdate:
 class ConfigOptionValue:
     value: str
     name: str
-    description: str | None | Unset = UNSET
+    description: str | Unset | None = UNSET
 
 
 @frozen
@@ -235,8 +235,8 @@ class ConfigOption:
     name: str
     current_value: str
     options: list[ConfigOptionValue]
-    description: str | None | Unset = UNSET
-    category: str | None | Unset = UNSET
+    description: str | Unset | None = UNSET
+    category: str | Unset | None = UNSET
     type: Literal["select"] = "select"
 
 
@@ -251,8 +251,8 @@ class ConfigOptionUpdate:
 class SessionInfoUpdate:
     """`title: None` clears the title on the client; UNSET leaves it alone."""
 
-    title: str | None | Unset = UNSET
-    updated_at: str | None | Unset = UNSET
+    title: str | Unset | None = UNSET
+    updated_at: str | Unset | None = UNSET
     meta: Meta | Unset = UNSET
     session_update: Literal["session_info_update"] = "session_info_update"
 
@@ -267,7 +267,7 @@ class Cost:
 class UsageUpdate:
     used: int
     size: int
-    cost: Cost | None | Unset = UNSET
+    cost: Cost | Unset | None = UNSET
     meta: Meta | Unset = UNSET
     session_update: Literal["usage_update"] = "usage_update"
 
@@ -313,22 +313,22 @@ class ClientCapabilities:
     fs: FileSystemCapability = field(factory=FileSystemCapability)
     terminal: bool = False
     auth: ClientAuthCapabilities = field(factory=ClientAuthCapabilities)
-    meta: Meta | None | Unset = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 @frozen
 class Implementation:
     name: str
     version: str
-    title: str | None | Unset = UNSET
+    title: str | Unset | None = UNSET
 
 
 @frozen
 class InitializeRequest:
     protocol_version: int
     client_capabilities: ClientCapabilities = field(factory=ClientCapabilities)
-    client_info: Implementation | None | Unset = UNSET
-    meta: Meta | None | Unset = UNSET
+    client_info: Implementation | Unset | None = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 @frozen
@@ -375,7 +375,7 @@ class AuthMethod:
 
     id: str
     name: str
-    description: str | None | Unset = UNSET
+    description: str | Unset | None = UNSET
     type: Literal["terminal"] | Unset = UNSET
     args: list[str] | Unset = UNSET
     env: dict[str, str] | Unset = UNSET
@@ -394,7 +394,7 @@ class InitializeResponse:
 @frozen
 class AuthenticateRequest:
     method_id: str
-    meta: Meta | None | Unset = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 @frozen
@@ -406,7 +406,7 @@ class MetaOnlyResponse:
 
 @frozen
 class LogoutRequest:
-    meta: Meta | None | Unset = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 # --- sessions ------------------------------------------------------------------------------------
@@ -416,8 +416,8 @@ class LogoutRequest:
 class NewSessionRequest:
     cwd: str
     mcp_servers: list[Any] = field(factory=list)
-    additional_directories: list[str] | None | Unset = UNSET
-    meta: Meta | None | Unset = UNSET
+    additional_directories: list[str] | Unset | None = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 @frozen
@@ -425,7 +425,7 @@ class LoadSessionRequest:
     session_id: str
     cwd: str
     mcp_servers: list[Any] = field(factory=list)
-    meta: Meta | None | Unset = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 ResumeSessionRequest = LoadSessionRequest
@@ -433,9 +433,9 @@ ResumeSessionRequest = LoadSessionRequest
 
 @frozen
 class ListSessionsRequest:
-    cwd: str | None | Unset = UNSET
-    cursor: str | None | Unset = UNSET
-    meta: Meta | None | Unset = UNSET
+    cwd: str | Unset | None = UNSET
+    cursor: str | Unset | None = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 @frozen
@@ -443,14 +443,14 @@ class SessionIdRequest:
     """`session/close` and `session/cancel` carry only the session id."""
 
     session_id: str
-    meta: Meta | None | Unset = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 @frozen
 class SessionMode:
     id: str
     name: str
-    description: str | None | Unset = UNSET
+    description: str | Unset | None = UNSET
 
 
 @frozen
@@ -463,16 +463,16 @@ class SessionModeState:
 class SessionSetup:
     """The part of new/load/resume responses that describes modes and config options."""
 
-    modes: SessionModeState | None | Unset = UNSET
-    config_options: list[ConfigOption] | None | Unset = UNSET
+    modes: SessionModeState | Unset | None = UNSET
+    config_options: list[ConfigOption] | Unset | None = UNSET
     meta: Meta | Unset = UNSET
 
 
 @frozen
 class NewSessionResponse:
     session_id: str
-    modes: SessionModeState | None | Unset = UNSET
-    config_options: list[ConfigOption] | None | Unset = UNSET
+    modes: SessionModeState | Unset | None = UNSET
+    config_options: list[ConfigOption] | Unset | None = UNSET
     meta: Meta | Unset = UNSET
 
 
@@ -480,15 +480,15 @@ class NewSessionResponse:
 class SessionInfo:
     session_id: str
     cwd: str
-    title: str | None | Unset = UNSET
-    updated_at: str | None | Unset = UNSET
+    title: str | Unset | None = UNSET
+    updated_at: str | Unset | None = UNSET
     meta: Meta | Unset = UNSET
 
 
 @frozen
 class ListSessionsResponse:
     sessions: list[SessionInfo]
-    next_cursor: str | None | Unset = UNSET
+    next_cursor: str | Unset | None = UNSET
     meta: Meta | Unset = UNSET
 
 
@@ -496,8 +496,8 @@ class ListSessionsResponse:
 class PromptRequest:
     session_id: str
     prompt: list[ContentBlock]
-    message_id: str | None | Unset = UNSET
-    meta: Meta | None | Unset = UNSET
+    message_id: str | Unset | None = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
@@ -513,7 +513,7 @@ class PromptResponse:
 class SetModeRequest:
     session_id: str
     mode_id: str
-    meta: Meta | None | Unset = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 @frozen
@@ -521,7 +521,7 @@ class SetConfigOptionRequest:
     session_id: str
     config_id: str
     value: str
-    meta: Meta | None | Unset = UNSET
+    meta: Meta | Unset | None = UNSET
 
 
 @frozen
@@ -554,8 +554,8 @@ class RequestPermissionRequest:
 class ReadTextFileRequest:
     session_id: str
     path: str
-    line: int | None | Unset = UNSET
-    limit: int | None | Unset = UNSET
+    line: int | Unset | None = UNSET
+    limit: int | Unset | None = UNSET
 
 
 @frozen

@@ -118,9 +118,10 @@ class Turn:
     permission_scopes: set[anyio.CancelScope] = field(factory=set)
     run_scope: anyio.CancelScope | None = None
 
-    @property
-    def session_id(self) -> str:
-        return self.session.session_id
+    session_id: str = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.session_id = self.session.session_id
 
     def record_failure(self, observation: FailureObservation) -> None:
         if self.failure is None:
@@ -328,7 +329,8 @@ class Agent:
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object", {"field": "params"})
         try:
-            return self.converter.structure(params, cls)
+            structured: T = self.converter.structure(params, cls)
+            return structured
         except (cattrs.BaseValidationError, ValueError, TypeError) as exc:
             path, message = describe_error(exc)
             wire_path = ".".join(camel(part) if part.isidentifier() else part for part in path.split("."))
@@ -525,7 +527,7 @@ class Agent:
         request = self._parse(params, acp.ListSessionsRequest)
         async with self._provider_call("session/list"):
             runtime = await self.runtime()
-            listing = await runtime.list_sessions(request.cwd or None, request.cursor or None)
+            listing = await runtime.list_sessions(_text(request.cwd), _text(request.cursor))
         return self._dump(acp.ListSessionsResponse(
             sessions=list(listing.sessions),
             next_cursor=listing.next_cursor if listing.next_cursor else UNSET))
@@ -748,6 +750,10 @@ class Agent:
             valid = {option.option_id for option in options}
             return option_id if option_id in valid else None
         return None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _split(text: str) -> tuple[str, str | None]:

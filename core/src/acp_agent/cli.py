@@ -12,8 +12,12 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from acp_agent import __version__
+
+if TYPE_CHECKING:
+    from acp_agent.plugins import ProviderRegistry
 
 log = logging.getLogger("acp_agent")
 
@@ -75,13 +79,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _run(args)
 
 
-def _registry():  # type: ignore[no-untyped-def]
+def _registry() -> ProviderRegistry:
     from acp_agent.plugins import discover
 
     return discover()
 
 
-def _unknown_provider(name: str | None, registry) -> int:  # type: ignore[no-untyped-def]
+def _unknown_provider(name: str | None, registry: ProviderRegistry) -> int:
     installed = ", ".join(registry.names()) or "none"
     if name:
         print(f"acp-agent: unknown provider {name!r}. Installed providers: {installed}.", file=sys.stderr)
@@ -222,6 +226,7 @@ def _auth(action: str, provider: str | None, *, read_stdin: bool) -> int:
             deleted = store.delete(name)
             print("Deleted the keyring entry." if deleted else "There was no keyring entry to delete.")
         else:
+            store.get(name)  # says plainly when no keyring backend works, before resolving
             state = resolve_credentials(name, loaded.spec.credentials, os.environ, store)
             print(f"provider {name}: configured={str(state.configured).lower()} source={state.source}")
     except KeyringUnavailable as exc:

@@ -7,10 +7,12 @@ create, inside the core's task groups.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pluggy
 
-from acp_agent.provider import ProviderSpec
+if TYPE_CHECKING:
+    from acp_agent.provider import ProviderSpec
 
 PROJECT = "acp_agent"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -102,7 +102,7 @@ def discover(
     for impl in pm.hook.acp_agent_providers.get_hookimpls():
         distribution, version = origins.get(impl.plugin_name, ("unknown", "unknown"))
         try:
-            specs = list(impl.function() or ())
+            specs: list[Any] = list(impl.function() or ())  # type: ignore[call-overload]
         except Exception as exc:
             broken.append(BrokenPlugin(impl.plugin_name, distribution, version, f"{type(exc).__name__}: {exc}"))
             continue
@@ -120,7 +120,7 @@ def discover(
             providers[spec.name] = LoadedProvider(spec, impl.plugin_name, distribution, version)
     for impl in pm.hook.acp_agent_secret_env_vars.get_hookimpls():
         try:
-            secrets.extend(str(name) for name in impl.function() or ())
+            secrets.extend(str(name) for name in impl.function() or ())  # type: ignore[attr-defined]
         except Exception as exc:
             log.warning("plugin %s failed to name its secret variables: %s", impl.plugin_name, exc)
     return ProviderRegistry(providers, broken, tuple(secrets))

@@ -97,7 +97,7 @@ class LineReader:
         self._buffer = bytearray()
         self._eof = False
 
-    async def next_line(self) -> bytes | None | int:
+    async def next_line(self) -> bytes | int | None:
         """Return a line (without newline), None at EOF, or the size of an oversized line dropped."""
         dropping = 0
         while True:

@@ -79,7 +79,7 @@ def make_converter() -> cattrs.Converter:
         return make_dict_unstructure_fn(cls, converter, **_field_overrides(cls, converter))
 
     def structure_factory(cls: type) -> Any:
-        structure = make_dict_structure_fn(cls, converter, **_field_overrides(cls, converter))
+        structure: Any = make_dict_structure_fn(cls, converter, **_field_overrides(cls, converter))
         hook = getattr(cls, "__structure_hook__", None)
         if hook is not None:
             return functools.partial(hook, structure)

@@ -140,7 +140,7 @@ async def run_in_process(
     """Start an agent for `spec` in this event loop and yield a client connected to it."""
     agent = Agent(settings or default_settings(spec, environ, deadlines, keyring))
     client_holder: list[InProcessClient] = []
-    to_client = MemoryByteStream(tap=lambda chunk: client_holder[0]._tap(chunk))
+    to_client = MemoryByteStream(tap=lambda chunk: client_holder[0]._tap(chunk))  # noqa: PLW0108
     to_agent = MemoryByteStream()
 
     async def on_update(params: Any) -> None:

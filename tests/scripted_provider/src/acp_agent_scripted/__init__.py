@@ -14,7 +14,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-
 from acp_agent import hookimpl
 from acp_agent.acp import (
     AgentMessageChunk,

@@ -1,0 +1,121 @@
+"""The `acp-agent` command as a person uses it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import agent_executable
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
+    full_env.update(env or {})
+    return subprocess.run([agent_executable(), *args], capture_output=True, text=True, env=full_env, input=stdin,
+                          timeout=30, check=False)
+
+
+def test_providers_lists_installed_providers() -> None:
+    result = run("providers")
+    assert result.returncode == 0
+    assert "scripted" in result.stdout
+    assert "acp-agent-scripted-test 0.0.1" in result.stdout
+
+
+def test_unknown_provider_exits_2_and_lists_installed() -> None:
+    result = run("--provider", "nope")
+    assert result.returncode == 2
+    assert "unknown provider 'nope'" in result.stderr
+    assert "scripted" in result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_provider_exits_2() -> None:
+    result = run()
+    assert result.returncode == 2
+    assert "--provider" in result.stderr
+
+
+@pytest.mark.parametrize(("name", "value"), [("ACP_AGENT_STARTUP_TIMEOUT_MS", "0"),
+                                             ("ACP_AGENT_SUBMIT_TIMEOUT_MS", "ten")])
+def test_bad_deadline_stops_start_up(name: str, value: str) -> None:
+    result = run("--provider", "scripted", env={name: value}, stdin="")
+    assert result.returncode == 2
+    assert name in result.stderr
+    assert "1 to 2147483647" in result.stderr
+    assert result.stdout == ""
+
+
+def test_stdin_eof_exits_zero_with_nothing_but_frames_on_stdout() -> None:
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+    result = run("--provider", "scripted", stdin=request + "\n")
+    assert result.returncode == 0
+    frames = [json.loads(line) for line in result.stdout.splitlines()]
+    assert frames[0]["id"] == 1
+    assert frames[0]["result"]["protocolVersion"] == 1
+
+
+def test_a_terminal_gets_told_how_an_editor_runs_it() -> None:
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # child: stdin is the terminal
+        os.execv(agent_executable(), [agent_executable(), "--provider", "scripted"])
+    output = b""
+    try:
+        while b"editor" not in output:
+            output += os.read(fd, 4096)
+        os.write(fd, b"\x04")
+    finally:
+        _, status = os.waitpid(pid, 0)
+    assert b"Agent Client Protocol" in output
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def keyring_env(tmp_path: Path, backend: str = "keyrings.alt.file.PlaintextKeyring") -> dict[str, str]:
+    return {"PYTHON_KEYRING_BACKEND": backend, "XDG_DATA_HOME": str(tmp_path), "HOME": str(tmp_path)}
+
+
+def test_auth_set_status_clear_with_a_real_keyring_backend(tmp_path: Path) -> None:
+    env = keyring_env(tmp_path)
+    secret = "sk-test-keyring-0123456789"
+    assert run("auth", "status", "--provider", "scripted", env=env).stdout.strip() == (
+        "provider scripted: configured=false source=none")
+    stored = run("auth", "set", "--provider", "scripted", "--stdin", env=env, stdin=secret + "\n")
+    assert stored.returncode == 0, stored.stderr
+    assert secret not in stored.stdout + stored.stderr
+    status = run("auth", "status", "--provider", "scripted", env=env)
+    assert status.stdout.strip() == "provider scripted: configured=true source=keyring"
+    assert secret not in status.stdout
+    env_status = run("auth", "status", "--provider", "scripted", env={**env, "SCRIPTED_API_KEY": "sk-env-12345"})
+    assert "source=environment" in env_status.stdout
+    cleared = run("auth", "clear", "--provider", "scripted", env=env)
+    assert "Deleted" in cleared.stdout
+    assert "source=none" in run("auth", "status", "--provider", "scripted", env=env).stdout
+
+
+def test_auth_without_a_keyring_backend_says_so_plainly(tmp_path: Path) -> None:
+    env = keyring_env(tmp_path, "keyring.backends.fail.Keyring")
+    stored = run("auth", "set", "--provider", "scripted", "--stdin", env=env, stdin="sk-x-123456\n")
+    assert stored.returncode == 1
+    assert "no keyring backend" in stored.stderr
+    assert "Traceback" not in stored.stderr
+    status = run("auth", "status", "--provider", "scripted", env=env)
+    assert status.returncode == 0
+    assert "configured=false source=none (keyring unavailable" in status.stdout
+
+
+def test_version_and_help() -> None:
+    assert run("--version").stdout.startswith("acp-agent ")
+    assert "--provider" in run("--help").stdout
+
+
+def test_module_import_is_fast_path_safe() -> None:
+    subprocess.run([sys.executable, "-c", "import acp_agent.cli"], check=True)

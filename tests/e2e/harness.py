@@ -1,0 +1,210 @@
+"""End-to-end harness: `acp-agent` as a subprocess, driven by the `agent-client-protocol` SDK client.
+
+Every frame either side writes is observed; every frame the agent writes is validated against the
+SDK's schema models (strictly: the model must read it back unchanged, so a field the schema
+would salvage or drop counts as a problem).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp import schema
+from acp.connection import StreamDirection, StreamEvent
+
+CAPABLE_META: dict[str, Any] = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}
+
+RESPONSE_MODELS: dict[str, type[Any]] = {
+    "initialize": schema.InitializeResponse,
+    "authenticate": schema.AuthenticateResponse,
+    "session/new": schema.NewSessionResponse,
+    "session/load": schema.LoadSessionResponse,
+    "session/list": schema.ListSessionsResponse,
+    "session/resume": schema.ResumeSessionResponse,
+    "session/close": schema.CloseSessionResponse,
+    "session/prompt": schema.PromptResponse,
+    "session/set_mode": schema.SetSessionModeResponse,
+    "session/set_config_option": schema.SetSessionConfigOptionResponse,
+}
+if hasattr(schema, "LogoutResponse"):
+    RESPONSE_MODELS["logout"] = schema.LogoutResponse
+REQUEST_MODELS: dict[str, type[Any]] = {
+    "session/update": schema.SessionNotification,
+    "session/request_permission": schema.RequestPermissionRequest,
+}
+
+
+def _strip_nulls_equal(original: Any, dumped: Any) -> list[str]:
+    """Paths where the model's reading differs from what was sent."""
+    problems: list[str] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in a:
+                if key not in b:
+                    problems.append(f"{path}.{key}: not in the schema")
+                else:
+                    walk(a[key], b[key], f"{path}.{key}")
+        elif isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b):
+                problems.append(f"{path}: list length {len(a)} read back as {len(b)}")
+            for index, (x, y) in enumerate(zip(a, b, strict=False)):
+                walk(x, y, f"{path}[{index}]")
+        elif a != b:
+            problems.append(f"{path}: {a!r} read back as {b!r}")
+
+    walk(original, dumped, "")
+    return problems
+
+
+def check_payload(model: type[Any], payload: Any) -> list[str]:
+    try:
+        parsed = model.model_validate(payload)
+    except Exception as exc:
+        return [f"{model.__name__}: {exc}"]
+    dumped = parsed.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    return [f"{model.__name__}{problem}" for problem in _strip_nulls_equal(payload, dumped)]
+
+
+class FrameLog:
+    """Observer for the SDK connection: keeps every frame and validates the agent's."""
+
+    def __init__(self) -> None:
+        self.incoming: list[dict[str, Any]] = []
+        self.outgoing: list[dict[str, Any]] = []
+        self.problems: list[str] = []
+        self._methods: dict[Any, str] = {}
+
+    def __call__(self, event: StreamEvent) -> None:
+        message = event.message
+        if event.direction is StreamDirection.OUTGOING:
+            self.outgoing.append(message)
+            if "method" in message and "id" in message:
+                self._methods[message["id"]] = message["method"]
+            return
+        self.incoming.append(message)
+        self.problems.extend(self.validate(message))
+
+    def validate(self, message: dict[str, Any]) -> list[str]:
+        if message.get("jsonrpc") != "2.0":
+            return [f"frame without jsonrpc 2.0: {message}"]
+        if "method" in message:
+            model = REQUEST_MODELS.get(message["method"])
+            if model is None:
+                return [f"unexpected agent method {message['method']}"]
+            return check_payload(model, message.get("params"))
+        if "error" in message:
+            return check_payload(schema.Error, message["error"])
+        method = self._methods.get(message.get("id"))
+        model = RESPONSE_MODELS.get(method or "")
+        if model is None:
+            return [f"response to unknown request {message.get('id')}"]
+        return check_payload(model, message.get("result"))
+
+    def text(self) -> str:
+        return json.dumps(self.incoming)
+
+    def failure_records(self) -> list[dict[str, Any]]:
+        records = []
+        for frame in self.incoming:
+            holder = frame.get("result") if "result" in frame else (frame.get("params") or {}).get("update")
+            if isinstance(holder, dict):
+                record = (holder.get("_meta") or {}).get("jetbrains", {}).get("air", {}).get("sessionFailure")
+                if record is not None:
+                    records.append(record)
+        return records
+
+    def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        return [frame["params"]["update"] for frame in self.incoming if frame.get("method") == "session/update"
+                and (session_id is None or frame["params"]["sessionId"] == session_id)]
+
+
+class RecordingClient:
+    """A minimal editor: records updates, answers permission requests with `permission`."""
+
+    def __init__(self) -> None:
+        self.permission: Callable[[Any], str | None] = lambda options: options[0].option_id
+        self.permission_requests: list[Any] = []
+
+    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        self.permission_requests.append((tool_call, options))
+        choice = self.permission(options)
+        if choice is None:
+            return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
+        return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(outcome="selected", option_id=choice))
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        return None
+
+    async def write_text_file(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("fs/write_text_file")
+
+    async def read_text_file(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("fs/read_text_file")
+
+    async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("terminal/create")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise acp.RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    def on_connect(self, conn: Any) -> None:
+        return None
+
+
+def agent_executable() -> str:
+    """The real console script installed beside this interpreter."""
+    candidate = Path(sys.executable).parent / "acp-agent"
+    found = str(candidate) if candidate.exists() else shutil.which("acp-agent")
+    assert found, "acp-agent is not installed in this environment"
+    return found
+
+
+class AgentProcess:
+    def __init__(self, conn: Any, process: Any, frames: FrameLog, client: RecordingClient, log_path: Path) -> None:
+        self.conn = conn
+        self.process = process
+        self.frames = frames
+        self.client = client
+        self.log_path = log_path
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    async def initialize(self, *, capable: bool, meta: Mapping[str, Any] | None = None) -> Any:
+        client_meta = dict(meta or {})
+        if capable:
+            client_meta.update(CAPABLE_META)
+        capabilities = schema.ClientCapabilities(field_meta=client_meta or None)
+        return await self.conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities,
+                                          client_info=schema.Implementation(name="e2e", version="1"))
+
+
+@asynccontextmanager
+async def spawn_agent(provider: str, tmp_path: Path, env: Mapping[str, str] | None = None,
+                      args: tuple[str, ...] = ()) -> AsyncIterator[AgentProcess]:
+    """Start `acp-agent --provider NAME` with logs at debug level in tmp_path; stop it on exit."""
+    frames = FrameLog()
+    client = RecordingClient()
+    log_path = tmp_path / f"agent-{provider}.log"
+    stderr_path = tmp_path / f"agent-{provider}.stderr"
+    full_env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
+    full_env.update(env or {})
+    with open(stderr_path, "wb") as stderr:
+        async with acp.spawn_agent_process(
+            client, agent_executable(), "--provider", provider, "--log-file", str(log_path), "--log-level", "debug",
+            *args, env=full_env, cwd=str(tmp_path), transport_kwargs={"stderr": stderr, "shutdown_timeout": 5.0},
+            observers=[frames],
+        ) as (conn, process):
+            yield AgentProcess(conn, process, frames, client, log_path)

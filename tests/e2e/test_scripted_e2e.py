@@ -1,0 +1,137 @@
+"""`acp-agent --provider scripted` as a subprocess, driven by the agent-client-protocol SDK client."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import acp
+import anyio
+import pytest
+from acp import schema
+
+from tests.core.test_failures import LEGACY_AIR_SHAPES
+from tests.e2e.harness import spawn_agent
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
+
+RATE = {"kind": "rate_limited", "native_kind": "rate_limit", "title": "API Error: 429 rate limited",
+        "retryable": True}
+SCRIPT = {"turns": [
+    [{"text": "hello"}],
+    [{"retry": "Retrying, attempt 1 of 2.", "kind": "rate_limited"},
+     {"retry": "Retrying, attempt 2 of 2.", "kind": "rate_limited"}, {"fail": RATE}],
+    [{"notice": "Config warning: model is deprecated", "legacy": "Config warning: model is deprecated\n\n"},
+     {"text": "done"}],
+]}
+
+
+def script_env(tmp_path: Path, script: dict[str, Any]) -> dict[str, str]:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    return {"ACP_AGENT_SCRIPTED_SCRIPT": str(path)}
+
+
+def text_prompt(text: str) -> list[Any]:
+    return [schema.TextContentBlock(type="text", text=text)]
+
+
+async def test_capable_client_sees_typed_records_on_both_carriers(tmp_path: Path) -> None:
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, SCRIPT)) as agent:
+        init = await agent.initialize(capable=True)
+        assert init.field_meta["jetbrains"]["air"] == {"version": 1, "capabilities": ["sessionFailure"]}
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        ok = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("one"))
+        assert ok.stop_reason == "end_turn"
+        failed = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("two"))
+        assert failed.stop_reason == "end_turn"
+        terminal = failed.field_meta["jetbrains"]["air"]["sessionFailure"]
+        noticed = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("three"))
+        assert noticed.stop_reason == "end_turn"
+    records = agent.frames.failure_records()
+    assert [(r["revision"], r["severity"]) for r in records[:3]] == [(1, "warning"), (2, "warning"), (3, "error")]
+    assert len({r["id"] for r in records[:3]}) == 1
+    assert records[2] == terminal
+    assert (terminal["category"], terminal["actions"], terminal["title"]) == ("limit", ["retry"], RATE["title"])
+    notice = records[3]
+    assert notice["id"].startswith(f"{session.session_id}:notice:")
+    assert (notice["severity"], notice["category"], notice["actions"]) == ("warning", "unknown", [])
+    assert agent.frames.problems == []
+
+
+async def test_legacy_client_never_sees_the_extension(tmp_path: Path) -> None:
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, SCRIPT)) as agent:
+        await agent.initialize(capable=False)
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("one"))
+        with pytest.raises(acp.RequestError) as caught:
+            await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("two"))
+        await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("three"))
+    assert caught.value.code == -32603
+    assert caught.value.data["failure"] == {"kind": "rate_limit", "source": "provider", "retryable": True,
+                                            "outcome": "failed", "recovery": "Wait a moment before trying again."}
+    assert "sessionFailure" not in agent.frames.text()
+    texts = [u["content"]["text"] for u in agent.frames.updates() if u["sessionUpdate"] == "agent_message_chunk"]
+    assert texts == ["hello", "Config warning: model is deprecated\n\n", "done"]
+    assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize("air", LEGACY_AIR_SHAPES, ids=[json.dumps(a) for a in LEGACY_AIR_SHAPES])
+async def test_malformed_capability_shapes_stay_legacy(tmp_path: Path, air: Any) -> None:
+    script = {"turns": [[{"fail": RATE}]]}
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, script)) as agent:
+        await agent.initialize(capable=False, meta={"jetbrains": {"air": air}})
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        with pytest.raises(acp.RequestError):
+            await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("x"))
+    incoming = agent.frames.text()
+    assert "sessionFailure" not in incoming
+    assert agent.frames.problems == []
+
+
+async def test_malformed_lines_get_errors_and_the_connection_stays_up(tmp_path: Path) -> None:
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, {})) as agent:
+        await agent.initialize(capable=False)
+        agent.process.stdin.write(b'this is not json\n{"jsonrpc":"2.0","id":"raw-1","method":"no/such"}\n[]\n')
+        await agent.process.stdin.drain()
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        result = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("still here"))
+        assert result.stop_reason == "end_turn"
+    errors = [frame["error"]["code"] for frame in agent.frames.incoming if "error" in frame]
+    assert sorted(errors) == [-32700, -32601, -32600]
+    assert agent.frames.problems == []
+
+
+async def test_eof_shuts_down_cleanly(tmp_path: Path) -> None:
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, {})) as agent:
+        await agent.initialize(capable=False)
+        await agent.conn.new_session(cwd=str(tmp_path))
+        agent.process.stdin.close()
+        with anyio.fail_after(5):
+            code = await agent.process.wait()
+    assert code == 0
+
+
+async def test_sigterm_shuts_down_cleanly(tmp_path: Path) -> None:
+    script = {"turns": [[{"wait_cancel": True}]]}
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, script)) as agent:
+        await agent.initialize(capable=False)
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        async with anyio.create_task_group() as tg:
+
+            async def prompt() -> None:
+                try:
+                    await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("wait"))
+                except Exception:  # the connection closes under it: that is the point
+                    return
+
+            tg.start_soon(prompt)
+            while not any(frame.get("method") == "session/prompt" for frame in agent.frames.outgoing):
+                await anyio.wait_all_tasks_blocked()
+            agent.process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(5):
+                code = await agent.process.wait()
+            tg.cancel_scope.cancel()
+    assert code == 0
