@@ -90,9 +90,7 @@ def parse_sse(raw: bytes) -> list[tuple[str, dict[str, Any]]]:
 
 def text_of(events: list[tuple[str, dict[str, Any]]]) -> str:
     return "".join(
-        data["delta"]["text"]
-        for name, data in events
-        if name == "content_block_delta" and data["delta"]["type"] == "text_delta"
+        data["delta"]["text"] for name, data in events if name == "content_block_delta" and data["delta"]["type"] == "text_delta"
     )
 
 
@@ -194,6 +192,7 @@ def test_side_requests_do_not_consume_steps(api: FakeAnthropicAPI) -> None:
         ("POST", "/v1/messages", title_body(), "side"),
         ("POST", "/v1/messages", suggestion_body(), "side"),
         ("POST", "/v1/messages", turn_body(tools=[]), "side"),
+        ("POST", "/v1/messages", turn_body(tools=[], context_management={"edits": []}), "turn"),
         ("POST", "/v1/messages", turn_body(output_config={"format": {"type": "json_schema"}}), "side"),
         (
             "POST",

@@ -223,9 +223,7 @@ def _last_user_texts(body: JsonObject) -> list[str]:
                 return [content]
             if isinstance(content, list):
                 return [
-                    str(block.get("text", ""))
-                    for block in content
-                    if isinstance(block, dict) and block.get("type") == "text"
+                    str(block.get("text", "")) for block in content if isinstance(block, dict) and block.get("type") == "text"
                 ]
             return []
     return []
@@ -247,9 +245,11 @@ def classify_request(method: str, path: str, body: JsonObject | None) -> tuple[R
 
     1. Only `POST /v1/messages` is a model call; everything else (count_tokens, models, ...) is
        `other`.
-    2. A call without tools is a side call: the session-title request, quota probes and the small
-       classifier/summary calls send `tools: []` or none, while every main-loop request carries
-       the agent's tool list (the CLI always offers at least its built-in tools).
+    2. A call without tools (and without `context_management`) is a side call: the session-title
+       request, quota probes and the small classifier/summary calls send `tools: []` or none, while
+       every main-loop request carries the agent's tool list. A main loop started with `--tools ""`
+       sends no tools either, but it still sends `context_management` (with thinking on), which
+       keeps it a turn call.
     3. A call that asks for structured output (`output_config.format`) is a side call: titles and
        other generated metadata use a JSON schema; the agent loop never does.
     4. A call whose last user message has a text block that starts a side task
@@ -263,7 +263,7 @@ def classify_request(method: str, path: str, body: JsonObject | None) -> tuple[R
     if body is None:
         return "side", "unparseable body"
     tools = body.get("tools")
-    if not isinstance(tools, list) or not tools:
+    if (not isinstance(tools, list) or not tools) and not body.get("context_management"):
         return "side", "no tools"
     output_config = body.get("output_config")
     if isinstance(output_config, dict) and output_config.get("format"):
@@ -671,10 +671,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(
                 429,
                 "rate_limit_error",
-                str(
-                    step.get("message")
-                    or "This request would exceed your account's rate limit. Please try again later."
-                ),
+                str(step.get("message") or "This request would exceed your account's rate limit. Please try again later."),
                 {**_usage_limit_headers(step), **extra_headers},
             )
             return "error"
@@ -760,9 +757,7 @@ def _usage_limit_headers(step: Step) -> dict[str, str]:
         "anthropic-ratelimit-unified-status": "rejected",
         "anthropic-ratelimit-unified-reset": str(reset),
         "anthropic-ratelimit-unified-representative-claim": claim,
-        "anthropic-ratelimit-unified-5h-reset" if claim == "five_hour" else "anthropic-ratelimit-unified-7d-reset": str(
-            reset
-        ),
+        "anthropic-ratelimit-unified-5h-reset" if claim == "five_hour" else "anthropic-ratelimit-unified-7d-reset": str(reset),
         "anthropic-ratelimit-unified-fallback": "unavailable",
         "anthropic-ratelimit-unified-overage-status": "rejected",
     }

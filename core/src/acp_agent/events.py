@@ -80,8 +80,9 @@ Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
 Event = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure
 
 
+MODEL_ANSWER_UPDATES = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call"})
+
+
 def is_model_answer(event: object) -> bool:
     """Content that only a real model answer produces (ends quota and retry incidents)."""
-    from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, ToolCall
-
-    return isinstance(event, AgentMessageChunk | AgentThoughtChunk | ToolCall)
+    return getattr(event, "session_update", None) in MODEL_ANSWER_UPDATES

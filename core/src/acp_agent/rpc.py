@@ -71,10 +71,15 @@ NotificationHandler = Callable[[Any], Awaitable[None]]
 
 @frozen
 class Methods:
-    """The method table: request handlers answer, notification handlers do not."""
+    """The method table: request handlers answer, notification handlers do not.
+
+    Notifications named in `ordered` run inline in the reader, one after another, so their order
+    is the wire order (a client's `session/update`); others run as their own tasks.
+    """
 
     requests: Mapping[str, RequestHandler]
     notifications: Mapping[str, NotificationHandler]
+    ordered: frozenset[str] = frozenset()
 
 
 @frozen
@@ -258,16 +263,21 @@ class Connection:
             except (ValueError, UnicodeDecodeError) as exc:
                 await self._send(_error_message(None, RpcError(PARSE_ERROR, f"Parse error: {exc}")))
                 continue
-            self._dispatch(message, handlers)
+            inline = self._dispatch(message, handlers)
+            if inline is not None:
+                await inline
 
-    def _dispatch(self, message: Any, handlers: anyio.abc.TaskGroup) -> None:
+    def _dispatch(self, message: Any, handlers: anyio.abc.TaskGroup) -> Awaitable[None] | None:
+        """Route one message; returns the awaitable of an ordered notification to run inline."""
         if isinstance(message, list):
             # Batches are not used by ACP; answer each element as its own message.
             if not message:
                 self._send_nowait(_error_message(None, RpcError(INVALID_REQUEST, "Empty batch")))
             for element in message:
-                self._dispatch(element, handlers)
-            return
+                inline = self._dispatch(element, handlers)
+                if inline is not None:
+                    handlers.start_soon(_await, inline)
+            return None
         if not isinstance(message, dict):
             self._send_nowait(_error_message(None, RpcError(INVALID_REQUEST, "A message must be a JSON object")))
             return
@@ -300,11 +310,13 @@ class Connection:
                 self._cancel_request(params)
                 return
             handler = self.methods.notifications.get(method)
-            if handler is not None:
-                handlers.start_soon(self._run_notification, method, handler, params)
-            else:
+            if handler is None:
                 log.debug("ignored unknown notification %s", method)
-            return
+            elif method in self.methods.ordered:
+                return self._run_notification(method, handler, params)
+            else:
+                handlers.start_soon(self._run_notification, method, handler, params)
+            return None
         request_handler = self.methods.requests.get(method)
         if request_handler is None:
             self._send_nowait(_error_message(message_id, RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")))
@@ -374,6 +386,10 @@ class Connection:
                 on_written(False)
             on_written = None
         self._out_send.send_nowait(_Frame(data, None, on_written))
+
+
+async def _await(awaitable: Awaitable[None]) -> None:
+    await awaitable
 
 
 def _valid_id(value: Any) -> bool:

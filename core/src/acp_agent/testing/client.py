@@ -155,7 +155,8 @@ async def run_in_process(
         return {"outcome": {"outcome": "selected", "optionId": choice}}
 
     connection = Connection(to_client, to_agent, Methods(
-        requests={"session/request_permission": on_permission}, notifications={"session/update": on_update}))
+        requests={"session/request_permission": on_permission}, notifications={"session/update": on_update},
+        ordered=frozenset({"session/update"})))
     client = InProcessClient(connection, to_agent)
     client_holder.append(client)
     agent_done = anyio.Event()
