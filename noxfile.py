@@ -18,7 +18,7 @@ nox.options.reuse_existing_virtualenvs = True
 
 ROOT = pathlib.Path(__file__).parent
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-PLUGINS = sorted(path.name for path in (ROOT / "plugins").iterdir() if (path / "pyproject.toml").exists())
+PLUGINS = sorted(path.parent.name for path in ROOT.glob("plugins/*/pyproject.toml"))
 TEST_PROVIDER = "tests/scripted_provider"
 
 

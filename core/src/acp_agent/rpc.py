@@ -144,6 +144,8 @@ class Connection:
     methods: Methods
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    require_version: bool = True
+    """False for peers that omit `"jsonrpc": "2.0"` (codex app-server); we always send it."""
     _out_send: MemoryObjectSendStream[_Frame] = field(init=False)
     _out_receive: MemoryObjectReceiveStream[_Frame] = field(init=False)
     _pending: dict[int, MemoryObjectSendStream[JsonObject]] = field(init=False, factory=dict)
@@ -294,7 +296,7 @@ class Connection:
                 INVALID_REQUEST, "Invalid request: missing 'method'")))
             return
         method = message["method"]
-        if not isinstance(method, str) or message.get("jsonrpc") != "2.0":
+        if not isinstance(method, str) or (self.require_version and message.get("jsonrpc") != "2.0"):
             if has_id:
                 self._send_nowait(_error_message(message_id, RpcError(
                     INVALID_REQUEST, "Invalid request: 'jsonrpc' must be \"2.0\" and 'method' a string")))
