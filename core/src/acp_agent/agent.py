@@ -708,7 +708,8 @@ class Agent:
             await self._replay_failure(session, event)
             return
         incidents.interrupt_notice_run()
-        if is_model_answer(event):
+        if turn is not None and is_model_answer(event):
+            # Only a live answer is evidence of recovery; replayed history says its own.
             incidents.signal(RecoverySignal.MODEL_ANSWER)
         await self._send_update(session, event)
 
@@ -716,6 +717,8 @@ class Agent:
         if not self.capable:
             for update in event.legacy_updates:
                 await self._send_update(session, update)
+            return
+        if not event.typed:
             return
         incidents = session.incidents
         observation = event.observation

@@ -67,6 +67,7 @@ class HistoryFailure:
 
     `user_message_id` is the preceding user message's id (the live turn id), `message_id` the
     failing message's own id; `legacy_updates` is what a client without the extension sees instead.
+    `typed=False` marks a failure that is not replayed as a record (capable clients see nothing).
     """
 
     observation: FailureObservation
@@ -74,6 +75,7 @@ class HistoryFailure:
     user_message_id: str | None
     active: bool = False
     legacy_updates: Sequence[SessionUpdate] = field(factory=tuple)
+    typed: bool = True
 
 
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed

@@ -1,0 +1,86 @@
+"""The Claude Code provider for acp-agent.
+
+Registers the provider record only; the SDK and the runtime are imported when the first session
+starts, so `acp-agent --help`, `providers` and `initialize` stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from acp_agent import hookimpl
+from acp_agent.provider import BackendStatus, CredentialSpec, ProviderSpec, RuntimeCapabilities
+
+if TYPE_CHECKING:
+    from acp_agent.provider import ProviderRuntime, RuntimeContext
+
+CLI_ENV = "ACP_AGENT_CLAUDE_CLI"
+
+
+def cli_path(environ: Mapping[str, str] | None = None) -> str | None:
+    """The CLI to run: ACP_AGENT_CLAUDE_CLI, else the SDK's bundled binary (None: let the SDK search)."""
+    environ = os.environ if environ is None else environ
+    if environ.get(CLI_ENV):
+        return environ[CLI_ENV]
+    import importlib.util
+
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    bundled = os.path.join(next(iter(spec.submodule_search_locations)), "_bundled", "claude")
+    return bundled if os.path.exists(bundled) else None
+
+
+def check_backend() -> BackendStatus:
+    path = cli_path()
+    if path and os.access(path, os.X_OK):
+        return BackendStatus(True, f"Claude Code CLI at {path}")
+    if path:
+        return BackendStatus(False, f"{path} is not an executable file ({CLI_ENV})")
+    return BackendStatus(False, "the Claude Code CLI was not found; reinstall acp-agent-claude or set "
+                                f"{CLI_ENV}")
+
+
+def stored_credentials(environ: Mapping[str, str]) -> list[str]:
+    config = environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return [os.path.join(config, ".credentials.json")]
+
+
+@asynccontextmanager
+async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
+    import anyio
+
+    from acp_agent_claude.runtime import ClaudeRuntime
+
+    runtime = ClaudeRuntime(context, cli_path(context.environ))
+    try:
+        yield runtime
+    finally:
+        with anyio.CancelScope(shield=True):
+            await runtime.aclose()
+
+
+def provider_spec() -> ProviderSpec:
+    return ProviderSpec(
+        name="claude",
+        title="Claude Code",
+        open_runtime=open_runtime,
+        credentials=CredentialSpec(
+            env_vars=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
+            keyring_env_var="ANTHROPIC_API_KEY",
+            stored_files=stored_credentials,
+            login_hint="set ANTHROPIC_API_KEY, run `acp-agent auth set --provider claude`, or sign in with `claude /login`",
+        ),
+        check_backend=check_backend,
+        capabilities=RuntimeCapabilities(load_session=True, list_sessions=True, resume_session=True,
+                                         close_session=True, image=True, embedded_context=True),
+        description="Claude Code through the official claude-agent-sdk",
+    )
+
+
+@hookimpl
+def acp_agent_providers() -> list[ProviderSpec]:
+    return [provider_spec()]

@@ -1,0 +1,193 @@
+"""The per-turn fold: one turn's SDK messages in, neutral events and the turn's outcome out.
+
+Pure state machine (no I/O), so real CLI output replayed from fixtures drives it in tests exactly
+as the live runtime does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, TextContent
+from acp_agent.events import AttemptBoundary, Event, TurnEnd
+from acp_agent.failures import FailureKind, FailureObservation
+from attrs import define, field
+
+from acp_agent_claude import classify, content
+
+Outcome = TurnEnd | FailureObservation
+
+
+@define
+class PendingError:
+    """The last synthetic assistant error of the turn: its text and the CLI's error kind."""
+
+    text: str
+    error: str | None
+    kind: FailureKind
+
+
+@define
+class TurnFold:
+    """Folds one turn. `feed` returns events to emit; `outcome` is set once the result arrives."""
+
+    cwd: str | None = None
+    cancel_requested: bool = False
+    outcome: Outcome | None = None
+    pending_error: PendingError | None = None
+    refusal_text: str | None = None
+    retrying: bool = False
+    worker_shutting_down: bool = False
+    streamed: set[str] = field(factory=set)
+    streaming_id: str | None = None
+    tools: dict[str, str] = field(factory=dict)
+    answered_tools: set[str] = field(factory=set)
+
+    def feed(self, message: Any) -> list[Event]:
+        kind = type(message).__name__
+        if kind == "StreamEvent":
+            return self._stream_event(message.event)
+        if kind == "AssistantMessage":
+            return self._assistant(message)
+        if kind == "UserMessage":
+            return self._user(message)
+        if kind == "SystemMessage":
+            return self._system(message.subtype, message.data)
+        if kind == "ResultMessage":
+            self.outcome = self._result(message)
+            events = self._usage(message)
+            if self.outcome == TurnEnd("refusal") and self.refusal_text:
+                events.insert(0, AgentMessageChunk(TextContent(self.refusal_text)))
+            return events
+        return []
+
+    def _progress(self) -> list[Event]:
+        """Real progress after a retry confirms a new attempt: the retry incident is over."""
+        if self.retrying:
+            self.retrying = False
+            return [AttemptBoundary()]
+        return []
+
+    def _stream_event(self, event: dict[str, Any]) -> list[Event]:
+        if event.get("type") == "message_start":
+            self.streaming_id = (event.get("message") or {}).get("id")
+            return []
+        chunk = content.stream_delta(event)
+        if chunk is None:
+            return []
+        if self.streaming_id:
+            self.streamed.add(self.streaming_id)
+        return [*self._progress(), chunk]
+
+    def _assistant(self, message: Any) -> list[Event]:
+        text = classify.message_text(message.content)
+        if message.model == classify.SYNTHETIC_MODEL:
+            status = getattr(message, "api_error_status", None)
+            failure_kind = classify.synthetic_failure_kind(text, message.error, status)
+            if message.stop_reason == "refusal":
+                self.refusal_text = text
+                return []
+            if failure_kind is not None:
+                self.pending_error = PendingError(text, message.error, failure_kind)
+                return []
+            return [AgentMessageChunk(TextContent(text))] if text else []
+        if message.error:
+            self.pending_error = PendingError(text, message.error, classify.error_kind(message.error))
+        events: list[Event] = []
+        streamed = message.message_id in self.streamed if message.message_id else False
+        for block in message.content:
+            block_kind = type(block).__name__
+            if block_kind == "TextBlock" and not streamed and block.text:
+                events.append(AgentMessageChunk(TextContent(block.text)))
+            elif block_kind == "ThinkingBlock" and not streamed and block.thinking:
+                events.append(AgentThoughtChunk(TextContent(block.thinking)))
+            elif block_kind == "ToolUseBlock":
+                self.tools[block.id] = block.name
+                if block.name == "TodoWrite":
+                    plan = content.plan_from_todos(block.input)
+                    if plan is not None:
+                        events.append(plan)
+                events.append(content.tool_call(block.id, block.name, block.input, self.cwd))
+        if message.stop_reason == "refusal":
+            self.refusal_text = text or self.refusal_text
+        return [*self._progress(), *events] if events else events
+
+    def _user(self, message: Any) -> list[Event]:
+        if isinstance(message.content, str):
+            return []
+        events: list[Event] = []
+        for block in message.content:
+            if type(block).__name__ == "ToolResultBlock":
+                self.answered_tools.add(block.tool_use_id)
+                events.append(content.tool_result(block.tool_use_id, block.content, block.is_error,
+                                                  self.tools.get(block.tool_use_id), message.tool_use_result))
+        return events
+
+    def _system(self, subtype: str, data: dict[str, Any]) -> list[Event]:
+        if subtype == "api_retry":
+            self.retrying = True
+            return [classify.retry_progress(data)]
+        if subtype == "model_refusal_fallback":
+            notice = classify.fallback_notice(data)
+            return [notice] if notice else []
+        if subtype == "worker_shutting_down":
+            self.worker_shutting_down = True
+        return []
+
+    def _usage(self, result: Any) -> list[Event]:
+        update = content.usage_update(result.usage, result.model_usage)
+        return [update] if update is not None else []
+
+    def _result(self, result: Any) -> Outcome:
+        subtype, is_error = result.subtype, bool(result.is_error)
+        if self.cancel_requested and (subtype == "error_during_execution" or
+                                      result.terminal_reason in ("aborted_streaming", "aborted_tools")):
+            return TurnEnd("cancelled")
+        if result.stop_reason == "refusal" or self.refusal_text is not None:
+            return TurnEnd("refusal")
+        if subtype in classify.RESULT_LIMIT_KINDS:
+            if not is_error:
+                return TurnEnd("max_turn_requests")
+            return classify.failure(classify.RESULT_LIMIT_KINDS[subtype], subtype, self._title(result), source="host")
+        if subtype == "error_during_execution":
+            if not is_error:
+                return TurnEnd("end_turn")
+            errors = "; ".join(error for error in (result.errors or []) if isinstance(error, str))
+            return classify.failure(FailureKind.PROVIDER_ERROR, subtype, errors or None, source="host")
+        if is_error:
+            return self._api_failure(result)
+        if result.stop_reason == "max_tokens":
+            return TurnEnd("max_tokens")
+        if subtype != "success":
+            return TurnEnd("end_turn")
+        unanswered = set(self.tools) - self.answered_tools
+        if unanswered:
+            return classify.failure(FailureKind.INTERNAL_ERROR, "internalError",
+                                    "Claude ended the turn with a tool call still unanswered.", source="adapter")
+        return TurnEnd("end_turn")
+
+    def _title(self, result: Any) -> str | None:
+        if self.pending_error is not None and self.pending_error.text:
+            return self.pending_error.text
+        return result.result if isinstance(result.result, str) and result.result.strip() else None
+
+    def _api_failure(self, result: Any) -> FailureObservation:
+        status = result.api_error_status
+        pending = self.pending_error
+        if pending is not None:
+            kind = pending.kind
+            if kind is FailureKind.PROVIDER_ERROR:
+                kind = classify.error_kind(pending.error, status)
+            native = pending.error or "unknown"
+            if pending.kind is FailureKind.QUOTA_EXHAUSTED and classify.is_usage_limit_text(pending.text):
+                native = "usage_limit"
+        else:
+            kind = classify.error_kind(None, status)
+            native = "unknown"
+        return classify.failure(kind, native, self._title(result), retryable=kind in classify.RETRYABLE)
+
+    def finish_without_result(self) -> Outcome:
+        """The stream ended before a result: the CLI died or closed its output."""
+        if self.cancel_requested:
+            return TurnEnd("cancelled")
+        return classify.transport_lost(worker_shutting_down=self.worker_shutting_down)

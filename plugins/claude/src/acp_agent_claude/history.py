@@ -1,0 +1,95 @@
+"""Pure recognition of a stored Claude transcript for `session/load` replay.
+
+Input: the transcript's visible messages in order (`type`, `uuid`, raw API `message`), as the SDK's
+`get_session_messages` returns them. Output: what to replay, in place: user and agent text, tool
+calls, and the synthetic usage-limit failures as `HistoryFailure`s with the id the live failure had.
+Only messages the CLI itself wrote (`<synthetic>` model) with an SDK-owned usage-limit prefix count;
+model prose that merely looks like one does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, SessionUpdate, TextContent, UserMessageChunk
+from acp_agent.events import Event, HistoryFailure
+from acp_agent.failures import FailureKind
+
+from acp_agent_claude import classify, content
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    body = message.get("content")
+    if isinstance(body, str):
+        return [{"type": "text", "text": body}]
+    return [block for block in body or () if isinstance(block, Mapping)]
+
+
+def _text(blocks: Sequence[Mapping[str, Any]]) -> str:
+    return "".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text")
+
+
+def recognise(entries: Sequence[Mapping[str, Any]], session_id: str = "") -> list[tuple[str, str | None]]:
+    """(message id, preceding user message id) of every replayable failure, in order."""
+    return [(event.message_id, event.user_message_id) for event in replay(entries, session_id)
+            if isinstance(event, HistoryFailure)]
+
+
+def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str | None = None) -> list[Event]:
+    """The transcript as replay events; only the latest unrecovered usage-limit failure stays active."""
+    events: list[Event] = []
+    user_message_id: str | None = None
+    tools: dict[str, str] = {}
+    latest_failure: int | None = None
+    for entry in entries:
+        kind, uuid = entry.get("type"), str(entry.get("uuid") or "")
+        message = entry.get("message") or {}
+        blocks = _blocks(message)
+        if kind == "user":
+            text_blocks = [b for b in blocks if b.get("type") == "text" and b.get("text")]
+            for block in blocks:
+                if block.get("type") == "tool_result":
+                    tool_id = str(block.get("tool_use_id", ""))
+                    events.append(content.tool_result(tool_id, block.get("content"), bool(block.get("is_error")),
+                                                      tools.get(tool_id)))
+            if text_blocks:
+                user_message_id = uuid or user_message_id
+                events.extend(UserMessageChunk(TextContent(str(b["text"]))) for b in text_blocks)
+            continue
+        if kind != "assistant":
+            continue
+        text = _text(blocks)
+        if message.get("model") == classify.SYNTHETIC_MODEL:
+            if classify.is_usage_limit_text(text):
+                legacy: tuple[SessionUpdate, ...] = (AgentMessageChunk(TextContent(text)),)
+                events.append(HistoryFailure(
+                    classify.failure(FailureKind.QUOTA_EXHAUSTED, "usage_limit", text),
+                    message_id=uuid, user_message_id=user_message_id, active=False, legacy_updates=legacy))
+                latest_failure = len(events) - 1
+            elif classify.is_login_text(text):
+                events.append(HistoryFailure(
+                    classify.failure(FailureKind.AUTH_REQUIRED, "authentication_failed", text),
+                    message_id=uuid, user_message_id=user_message_id, active=False,
+                    legacy_updates=(AgentMessageChunk(TextContent(text)),), typed=False))
+            elif text:
+                events.append(AgentMessageChunk(TextContent(text)))
+            continue
+        latest_failure = None  # a real model answer: the quota recovered
+        for block in blocks:
+            block_type = block.get("type")
+            if block_type == "text" and block.get("text"):
+                events.append(AgentMessageChunk(TextContent(str(block["text"]))))
+            elif block_type == "thinking" and block.get("thinking"):
+                events.append(AgentThoughtChunk(TextContent(str(block["thinking"]))))
+            elif block_type == "tool_use":
+                tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
+                tools[tool_id] = name
+                tool_input = block.get("input") if isinstance(block.get("input"), Mapping) else {}
+                events.append(content.tool_call(tool_id, name, tool_input, cwd))
+    if latest_failure is not None:
+        failure = events[latest_failure]
+        assert isinstance(failure, HistoryFailure)
+        events[latest_failure] = HistoryFailure(failure.observation, failure.message_id, failure.user_message_id,
+                                                active=True, legacy_updates=failure.legacy_updates)
+    return events

@@ -1,0 +1,351 @@
+"""The Claude runtime: one Claude Code CLI per ACP session, driven through claude-agent-sdk.
+
+Owns the SDK clients (spawn, handshake, resume, disconnect), feeds each turn's messages through
+the pure `TurnFold`, bridges permission callbacks to the editor, and marks phase boundaries.
+Imported only when the first session starts, so `initialize` never loads the SDK.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from acp_agent.acp import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    ConfigOption,
+    ConfigOptionValue,
+    ContentBlock,
+    PermissionOption,
+    SessionInfo,
+    SessionMode,
+    SessionModeState,
+    ToolCallUpdate,
+)
+from acp_agent.events import RuntimeReplaced, TurnEnd
+from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.provider import (
+    NotSupported,
+    ProviderRuntime,
+    RuntimeContext,
+    SessionChannel,
+    SessionListing,
+    SessionNotFound,
+    SessionStart,
+    TurnChannel,
+    TurnFailed,
+)
+from acp_agent.wire import UNSET
+from attrs import define, field
+
+from acp_agent_claude import content, history
+from acp_agent_claude.fold import TurnFold
+
+log = logging.getLogger(__name__)
+
+DISCONNECT_BUDGET_S = 5.0
+INTERRUPT_BUDGET_S = 5.0
+PAGE_SIZE = 50
+MODES: tuple[tuple[str, str, str], ...] = (
+    ("default", "Default", "Ask before running commands and editing files"),
+    ("acceptEdits", "Accept edits", "Edit files without asking; still ask before commands"),
+    ("plan", "Plan", "Analyse and plan only; no edits or commands"),
+    ("bypassPermissions", "Bypass permissions", "Run everything without asking"),
+)
+PERMISSION_OPTIONS = (
+    PermissionOption("allow", "Allow", "allow_once"),
+    PermissionOption("allow_always", "Always allow", "allow_always"),
+    PermissionOption("reject", "Reject", "reject_once"),
+)
+
+
+def available_modes(environ: dict[str, str] | Any) -> list[tuple[str, str, str]]:
+    """The CLI refuses bypassPermissions as root unless IS_SANDBOX=1: offer it only where it works."""
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    bypass_works = not root or environ.get("IS_SANDBOX") == "1"
+    return [mode for mode in MODES if mode[0] != "bypassPermissions" or bypass_works]
+
+
+@define(eq=False)
+class ClaudeSession:
+    session_id: str
+    cwd: str
+    mode: str = "default"
+    model: str | None = None
+    client: Any = None
+    dead: bool = False
+    turn: TurnChannel | None = None
+    fold: TurnFold | None = None
+    lock: anyio.Lock = field(factory=anyio.Lock)
+    models: list[dict[str, Any]] = field(factory=list)
+    commands: list[dict[str, Any]] = field(factory=list)
+
+
+def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream() -> AsyncIterator[dict[str, Any]]:
+        yield message
+
+    return stream()
+
+
+def _start_failure(what: str) -> FailureObservation:
+    return FailureObservation(
+        kind=FailureKind.TRANSPORT_LOST, native_kind="cliStartFailed", title=f"Claude Code could not be {what}.",
+        source="host", outcome="failed", execution="notSubmitted", phase=Phase.INITIALIZING.value,
+        recovery_hint="Check that the Claude Code CLI runs on this machine (acp-agent providers) before trying again.")
+
+
+class ClaudeRuntime(ProviderRuntime):
+    def __init__(self, context: RuntimeContext, cli_path: str | None) -> None:
+        self.context = context
+        self.cli_path = cli_path
+        self.sessions: dict[str, ClaudeSession] = {}
+
+    # -- the SDK client ---------------------------------------------------------------------------
+
+    def _options(self, session: ClaudeSession, *, resume: bool) -> Any:
+        from claude_agent_sdk import ClaudeAgentOptions
+
+        return ClaudeAgentOptions(
+            cwd=session.cwd,
+            cli_path=self.cli_path,
+            env=dict(self.context.environ),
+            resume=session.session_id if resume else None,
+            extra_args={} if resume else {"session-id": session.session_id},
+            permission_mode=session.mode,  # type: ignore[arg-type]
+            model=session.model,
+            can_use_tool=functools.partial(self._can_use_tool, session),
+            include_partial_messages=True,
+            system_prompt={"type": "preset", "preset": "claude_code"},
+            setting_sources=["user", "project", "local"],
+            stderr=lambda line: log.debug("claude stderr: %s", line),
+        )
+
+    async def _connect(self, session: ClaudeSession, *, resume: bool) -> None:
+        from claude_agent_sdk import ClaudeSDKClient
+
+        client = ClaudeSDKClient(self._options(session, resume=resume))
+        try:
+            async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
+                await client.connect()
+        except PhaseDeadlineExceeded:
+            await self._disconnect(client)
+            raise
+        except Exception as exc:
+            log.warning("claude CLI failed to start: %s", type(exc).__name__)
+            await self._disconnect(client)
+            raise PhaseFailed(_start_failure("started")) from None
+        info = await client.get_server_info() or {}
+        session.commands = [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")]
+        session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
+        session.client = client
+        session.dead = False
+
+    async def _disconnect(self, client: Any) -> None:
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(DISCONNECT_BUDGET_S) as scope:
+                try:
+                    await client.disconnect()
+                except Exception as exc:
+                    log.debug("claude disconnect: %s", type(exc).__name__)
+            if scope.cancelled_caught:
+                process = getattr(getattr(client, "_transport", None), "_process", None)
+                if process is not None and process.returncode is None:
+                    log.warning("claude CLI (pid %s) did not stop in time; killing it", process.pid)
+                    process.kill()
+
+    def _session(self, session_id: str) -> ClaudeSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise SessionNotFound(session_id)
+        return session
+
+    def _modes(self, session: ClaudeSession) -> SessionModeState:
+        return SessionModeState(current_mode_id=session.mode, available_modes=[
+            SessionMode(mode_id, name, description) for mode_id, name, description in available_modes(self.context.environ)])
+
+    def _config_options(self, session: ClaudeSession) -> list[ConfigOption]:
+        if not session.models:
+            return []
+        values = [ConfigOptionValue(str(m["value"]), str(m.get("displayName") or m["value"]),
+                                    str(m["description"]) if m.get("description") else UNSET) for m in session.models]
+        current = session.model or values[0].value
+        return [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model")]
+
+    async def _announce(self, session: ClaudeSession, channel: SessionChannel) -> None:
+        commands = [AvailableCommand(
+            name=str(c["name"]), description=str(c.get("description") or ""),
+            input=AvailableCommandInput(str(c["argumentHint"])) if c.get("argumentHint") else UNSET)
+            for c in session.commands]
+        if commands:
+            await channel.emit(AvailableCommandsUpdate(commands))
+
+    # -- sessions ----------------------------------------------------------------------------------
+
+    async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
+        session = ClaudeSession(str(uuid.uuid4()), cwd)
+        await self._connect(session, resume=False)
+        self.sessions[session.session_id] = session
+        await self._announce(session, channel)
+        return SessionStart(session.session_id, self._modes(session), self._config_options(session))
+
+    async def _read(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        async with self.context.clock.phase(Phase.READING, label="claude transcript"):
+            return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), abandon_on_cancel=True)
+
+    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel,
+                           *, replay: bool) -> SessionStart:
+        from claude_agent_sdk import get_session_info, get_session_messages
+
+        if await self._read(get_session_info, session_id, directory=cwd) is None:
+            raise SessionNotFound(session_id)
+        if replay:
+            messages = await self._read(get_session_messages, session_id, directory=cwd)
+            entries = [{"type": m.type, "uuid": m.uuid, "message": m.message} for m in messages]
+            for event in history.replay(entries, session_id, cwd):
+                await channel.emit(event)
+        existing = self.sessions.pop(session_id, None)
+        if existing is not None and existing.client is not None:
+            await self._disconnect(existing.client)
+        session = ClaudeSession(session_id, cwd)
+        await self._connect(session, resume=True)
+        self.sessions[session_id] = session
+        await self._announce(session, channel)
+        return SessionStart(session_id, self._modes(session), self._config_options(session))
+
+    async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
+        from claude_agent_sdk import list_sessions
+
+        offset = int(cursor) if cursor and cursor.isdigit() else 0
+        found = await self._read(list_sessions, directory=cwd, limit=PAGE_SIZE + 1, offset=offset)
+        infos = [SessionInfo(
+            session_id=info.session_id, cwd=info.cwd or cwd or "",
+            title=info.custom_title or info.summary or UNSET,
+            updated_at=datetime.fromtimestamp(info.last_modified / 1000, UTC).isoformat().replace("+00:00", "Z")
+            if info.last_modified else UNSET) for info in found[:PAGE_SIZE] if info.cwd or cwd]
+        return SessionListing(infos, str(offset + PAGE_SIZE) if len(found) > PAGE_SIZE else None)
+
+    async def close_session(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None and session.client is not None:
+            await self._disconnect(session.client)
+
+    async def set_mode(self, session_id: str, mode_id: str) -> None:
+        session = self._session(session_id)
+        if mode_id not in {mode[0] for mode in available_modes(self.context.environ)}:
+            raise NotSupported(f"mode {mode_id!r}")
+        if session.client is not None and not session.dead:
+            await session.client.set_permission_mode(mode_id)
+        session.mode = mode_id
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
+        session = self._session(session_id)
+        if config_id != "model" or value not in {str(m["value"]) for m in session.models}:
+            raise NotSupported(f"config option {config_id}={value!r}")
+        if session.client is not None and not session.dead:
+            await session.client.set_model(value)
+        session.model = value
+        return self._config_options(session)
+
+    # -- turns -------------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
+        session = self._session(session_id)
+        async with session.lock:
+            if session.client is None or session.dead:
+                replaced = session.dead
+                if session.client is not None:
+                    await self._disconnect(session.client)
+                await self._connect(session, resume=True)
+                if replaced:
+                    await turn.emit(RuntimeReplaced())
+            fold = TurnFold(cwd=session.cwd)
+            session.fold, session.turn = fold, turn
+            try:
+                outcome = await self._run_turn(session, prompt, turn, fold)
+            finally:
+                session.turn = None
+        if isinstance(outcome, FailureObservation):
+            raise TurnFailed(outcome)
+        return outcome
+
+    async def _run_turn(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel,
+                        fold: TurnFold) -> TurnEnd | FailureObservation:
+        message = {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},
+                   "parent_tool_use_id": None, "session_id": session.session_id, "uuid": turn.turn_id}
+        client = session.client
+        messages = client.receive_response()
+        try:
+            async with self.context.clock.phase(Phase.SUBMITTING, label="claude"):
+                await client.query(_one(message))
+                first = await messages.__anext__()
+            await self._handle(fold, first, turn)
+            async with self.context.clock.phase(Phase.RUNNING, label="claude"):
+                async for item in messages:
+                    await self._handle(fold, item, turn)
+        except StopAsyncIteration:
+            pass
+        except PhaseDeadlineExceeded as exc:
+            turn.record_failure(exc.observation)
+            session.dead = True
+            raise
+        except Exception as exc:  # the SDK reports a dead CLI as a plain exception: never shown raw
+            log.warning("claude turn stream failed: %s", type(exc).__name__)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                await messages.aclose()
+        if fold.outcome is None:
+            session.dead = True
+            return fold.finish_without_result()
+        return fold.outcome
+
+    async def _handle(self, fold: TurnFold, message: Any, turn: TurnChannel) -> None:
+        for event in fold.feed(message):
+            await turn.emit(event)
+
+    async def cancel(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is None or session.fold is None or session.turn is None:
+            return
+        session.fold.cancel_requested = True
+        if session.client is not None and not session.dead:
+            with anyio.move_on_after(INTERRUPT_BUDGET_S):
+                try:
+                    await session.client.interrupt()
+                except Exception as exc:
+                    log.info("claude interrupt failed: %s", type(exc).__name__)
+
+    async def _can_use_tool(self, session: ClaudeSession, tool_name: str, tool_input: dict[str, Any],
+                            context: Any) -> Any:
+        from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
+
+        turn = session.turn
+        if turn is None or (session.fold is not None and session.fold.cancel_requested):
+            return PermissionResultDeny(message="The turn was cancelled.", interrupt=True)
+        call = content.tool_call(context.tool_use_id or f"permission-{uuid.uuid4()}", tool_name, tool_input, session.cwd)
+        request = ToolCallUpdate(tool_call_id=call.tool_call_id, title=getattr(context, "title", None) or call.title,
+                                 kind=call.kind, status="pending", content=call.content, locations=call.locations,
+                                 raw_input=dict(tool_input))
+        choice = await turn.request_permission(request, PERMISSION_OPTIONS)
+        if choice == "allow":
+            return PermissionResultAllow(updated_input=tool_input)
+        if choice == "allow_always":
+            return PermissionResultAllow(updated_input=tool_input, updated_permissions=list(context.suggestions or []) or None)
+        cancelled = choice is None and session.fold is not None and session.fold.cancel_requested
+        return PermissionResultDeny(message="The user rejected this tool call.", interrupt=cancelled)
+
+    async def aclose(self) -> None:
+        sessions, self.sessions = list(self.sessions.values()), {}
+        async with anyio.create_task_group() as task_group:
+            for session in sessions:
+                if session.client is not None:
+                    task_group.start_soon(self._disconnect, session.client)
