@@ -51,10 +51,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on the core."""
+    """mypy --strict on the core, then on each plugin's package."""
     install_group(session, "typecheck")
-    session.install("-e", "core")
+    session.install("-e", "core", *[arg for name in PLUGINS for arg in ("-e", f"plugins/{name}")])
     session.run("mypy")
+    for name in PLUGINS:
+        session.run("mypy", "--strict", f"plugins/{name}/src")
 
 
 @nox.session(python="3.11")

@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _agent import RawAgent, median  # noqa: E402
+from _agent import RawAgent, median
 
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
 

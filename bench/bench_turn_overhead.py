@@ -12,7 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _agent import RawAgent, median  # noqa: E402
+from _agent import RawAgent, median
 
 DELTAS = 10_000
 

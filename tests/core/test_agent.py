@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from acp_agent.phases import Deadlines
 from acp_agent.rpc import RpcError
 from acp_agent.testing import run_in_process

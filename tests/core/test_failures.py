@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from acp_agent.failures import (
     POLICY,
     Action,

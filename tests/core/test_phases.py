@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+
 from acp_agent.phases import DeadlineConfigError, Deadlines, Phase, PhaseClock, PhaseDeadlineExceeded
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from acp_agent import hookimpl
 from acp_agent.plugins import discover
 from acp_agent_scripted import make_spec

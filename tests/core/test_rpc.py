@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from acp_agent.rpc import Connection, LineReader, Methods, Reply, RpcError
 from acp_agent.testing.client import MemoryByteStream
 

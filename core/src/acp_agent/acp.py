@@ -543,9 +543,29 @@ class PermissionOption:
 
 
 @frozen
+class PermissionToolCall:
+    """The tool call inside `session/request_permission`: a tool call update without `sessionUpdate`."""
+
+    tool_call_id: str
+    title: str | Unset | None = UNSET
+    kind: ToolKind | Unset | None = UNSET
+    status: ToolStatus | Unset | None = UNSET
+    content: list[ToolCallContent] | Unset | None = UNSET
+    locations: list[ToolLocation] | Unset | None = UNSET
+    raw_input: Any | Unset = UNSET
+    raw_output: Any | Unset = UNSET
+    meta: Meta | Unset = UNSET
+
+    @classmethod
+    def from_update(cls, update: ToolCallUpdate) -> PermissionToolCall:
+        return cls(update.tool_call_id, update.title, update.kind, update.status, update.content, update.locations,
+                   update.raw_input, update.raw_output, update.meta)
+
+
+@frozen
 class RequestPermissionRequest:
     session_id: str
-    tool_call: ToolCallUpdate
+    tool_call: PermissionToolCall
     options: list[PermissionOption]
     meta: Meta | Unset = UNSET
 

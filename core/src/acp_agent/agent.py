@@ -236,8 +236,9 @@ class Agent:
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
                     *, max_line_bytes: int | None = None) -> None:
         """Serve one connection until EOF (or cancellation), then close every session and backend."""
-        kwargs = {"max_line_bytes": max_line_bytes} if max_line_bytes else {}
-        self.connection = Connection(receive, send, self.methods(), **kwargs)
+        self.connection = Connection(receive, send, self.methods())
+        if max_line_bytes:
+            self.connection.max_line_bytes = max_line_bytes
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
             try:
@@ -733,7 +734,8 @@ class Agent:
     ) -> str | None:
         if self.connection is None or (turn is not None and turn.cancel_requested):
             return None
-        params = self._dump(acp.RequestPermissionRequest(session.session_id, tool_call, list(options)))
+        params = self._dump(acp.RequestPermissionRequest(
+            session.session_id, acp.PermissionToolCall.from_update(tool_call), list(options)))
         with anyio.CancelScope() as scope:
             if turn is not None:
                 turn.permission_scopes.add(scope)

@@ -60,7 +60,7 @@ class ChildProcess:
                             pass
                     with anyio.move_on_after(deadline):
                         await self.process.wait()
-                    if self.process.returncode is not None:
+                    if self.returncode is not None:
                         break
             self.exited.set()
             log.debug("%s (pid %d) stopped with %s", self.name, self.pid, self.process.returncode)

@@ -282,35 +282,35 @@ class Connection:
             return None
         if not isinstance(message, dict):
             self._send_nowait(_error_message(None, RpcError(INVALID_REQUEST, "A message must be a JSON object")))
-            return
+            return None
         message_id = message.get("id")
         has_id = "id" in message
         if has_id and not _valid_id(message_id):
             self._send_nowait(_error_message(None, RpcError(INVALID_REQUEST, "Invalid id")))
-            return
+            return None
         if "method" not in message:
             if has_id and ("result" in message or "error" in message):
                 self._resolve(message)
-                return
+                return None
             self._send_nowait(_error_message(message_id if has_id else None, RpcError(
                 INVALID_REQUEST, "Invalid request: missing 'method'")))
-            return
+            return None
         method = message["method"]
         if not isinstance(method, str) or (self.require_version and message.get("jsonrpc") != "2.0"):
             if has_id:
                 self._send_nowait(_error_message(message_id, RpcError(
                     INVALID_REQUEST, "Invalid request: 'jsonrpc' must be \"2.0\" and 'method' a string")))
-            return
+            return None
         params = message.get("params")
         if params is not None and not isinstance(params, (dict, list)):
             if has_id:
                 self._send_nowait(_error_message(message_id, RpcError(
                     INVALID_PARAMS, "Invalid params: must be an object or array", {"field": "params"})))
-            return
+            return None
         if not has_id:
             if method == "$/cancel_request":
                 self._cancel_request(params)
-                return
+                return None
             handler = self.methods.notifications.get(method)
             if handler is None:
                 log.debug("ignored unknown notification %s", method)
@@ -322,8 +322,9 @@ class Connection:
         request_handler = self.methods.requests.get(method)
         if request_handler is None:
             self._send_nowait(_error_message(message_id, RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")))
-            return
+            return None
         handlers.start_soon(self._run_request, message_id, method, request_handler, params)
+        return None
 
     def _send_nowait(self, message: JsonObject) -> None:
         if not self._closed and not self._write_failed:

@@ -117,10 +117,10 @@ def plan_from_todos(tool_input: Mapping[str, Any]) -> Plan | None:
     for todo in todos:
         if not isinstance(todo, dict) or not isinstance(todo.get("content"), str):
             continue
-        status = todo.get("status")
+        status, priority = todo.get("status"), todo.get("priority")
         entries.append(PlanEntry(
             content=todo["content"],
-            priority=todo.get("priority") if todo.get("priority") in ("high", "medium", "low") else "medium",
+            priority=priority if priority in ("high", "medium", "low") else "medium",
             status=status if status in ("pending", "in_progress", "completed") else "pending",
         ))
     return Plan(entries)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from attrs import define, field
+
 from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, TextContent
 from acp_agent.events import AttemptBoundary, Event, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
-from attrs import define, field
-
 from acp_agent_claude import classify, content
 
 Outcome = TurnEnd | FailureObservation

@@ -15,7 +15,6 @@ from typing import Any
 from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, SessionUpdate, TextContent, UserMessageChunk
 from acp_agent.events import Event, HistoryFailure
 from acp_agent.failures import FailureKind
-
 from acp_agent_claude import classify, content
 
 
@@ -85,7 +84,8 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
             elif block_type == "tool_use":
                 tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
                 tools[tool_id] = name
-                tool_input = block.get("input") if isinstance(block.get("input"), Mapping) else {}
+                raw_input = block.get("input")
+                tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
                 events.append(content.tool_call(tool_id, name, tool_input, cwd))
     if latest_failure is not None:
         failure = events[latest_failure]

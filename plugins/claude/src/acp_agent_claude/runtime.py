@@ -17,6 +17,8 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from attrs import define, field
+
 from acp_agent.acp import (
     AvailableCommand,
     AvailableCommandInput,
@@ -45,8 +47,6 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.wire import UNSET
-from attrs import define, field
-
 from acp_agent_claude import content, history
 from acp_agent_claude.fold import TurnFold
 
@@ -222,6 +222,12 @@ class ClaudeRuntime(ProviderRuntime):
         await self._announce(session, channel)
         return SessionStart(session_id, self._modes(session), self._config_options(session))
 
+    async def _stored(self, session: ClaudeSession) -> bool:
+        """Whether the CLI wrote this session's transcript (a CLI killed early never did)."""
+        from claude_agent_sdk import get_session_info
+
+        return await self._read(get_session_info, session.session_id, directory=session.cwd) is not None
+
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         from claude_agent_sdk import list_sessions
 
@@ -265,7 +271,7 @@ class ClaudeRuntime(ProviderRuntime):
                 replaced = session.dead
                 if session.client is not None:
                     await self._disconnect(session.client)
-                await self._connect(session, resume=True)
+                await self._connect(session, resume=await self._stored(session))
                 if replaced:
                     await turn.emit(RuntimeReplaced())
             fold = TurnFold(cwd=session.cwd)

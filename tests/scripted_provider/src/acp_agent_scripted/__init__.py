@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+
 from acp_agent import hookimpl
 from acp_agent.acp import (
     AgentMessageChunk,

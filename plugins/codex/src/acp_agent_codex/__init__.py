@@ -1,0 +1,98 @@
+"""The Codex provider's entry point: only the hook that registers its `ProviderSpec`.
+
+This module is imported on every `acp-agent` start (for every installed provider), so it stays
+cheap: the runtime that drives `codex app-server` is imported inside `open_runtime`, and the
+bundled binary is only looked up when something asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+
+from acp_agent import hookimpl
+from acp_agent.provider import (
+    BackendStatus,
+    CredentialSpec,
+    ProviderRuntime,
+    ProviderSpec,
+    RuntimeCapabilities,
+    RuntimeContext,
+)
+
+BIN_VAR = "ACP_AGENT_CODEX_BIN"
+INSTALL_HINT = "install the `openai-codex-cli-bin` wheel or set ACP_AGENT_CODEX_BIN to a codex binary"
+
+
+def find_codex(environ: Mapping[str, str]) -> str | None:
+    """The codex binary: `ACP_AGENT_CODEX_BIN` if set, else the one bundled in `openai-codex-cli-bin`."""
+    override = environ.get(BIN_VAR)
+    if override:
+        return override
+    try:
+        from codex_cli_bin import bundled_codex_path
+    except ImportError:
+        return None
+    try:
+        return str(bundled_codex_path())
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def codex_home(environ: Mapping[str, str]) -> str:
+    """`$CODEX_HOME`, else `~/.codex` (codex's own rule)."""
+    explicit = environ.get("CODEX_HOME")
+    if explicit:
+        return explicit
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".codex")
+
+
+def _stored_files(environ: Mapping[str, str]) -> Sequence[str]:
+    return [os.path.join(codex_home(environ), "auth.json")]
+
+
+def check_backend() -> BackendStatus:
+    binary = find_codex(os.environ)
+    if binary is None:
+        return BackendStatus(False, f"no codex binary found: {INSTALL_HINT}")
+    if not os.path.isfile(binary) or not os.access(binary, os.X_OK):
+        return BackendStatus(False, f"{binary} is not an executable file: {INSTALL_HINT}")
+    return BackendStatus(True, binary)
+
+
+@asynccontextmanager
+async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
+    from acp_agent_codex.runtime import open_codex_runtime
+
+    async with open_codex_runtime(context) as runtime:
+        yield runtime
+
+
+@hookimpl
+def acp_agent_providers() -> list[ProviderSpec]:
+    return [
+        ProviderSpec(
+            name="codex",
+            title="Codex",
+            open_runtime=open_runtime,
+            credentials=CredentialSpec(
+                env_vars=("OPENAI_API_KEY", "CODEX_API_KEY"),
+                keyring_env_var="OPENAI_API_KEY",
+                stored_files=_stored_files,
+                login_hint="run `acp-agent auth set --provider codex` or `acp-agent --provider codex --cli login`",
+                login_command=(find_codex(os.environ) or "codex",),
+            ),
+            check_backend=check_backend,
+            capabilities=RuntimeCapabilities(
+                load_session=True,
+                list_sessions=True,
+                resume_session=True,
+                close_session=True,
+                image=True,
+                embedded_context=True,
+            ),
+            description="OpenAI Codex through `codex app-server`.",
+        )
+    ]

@@ -1,0 +1,216 @@
+"""Pure classification of app-server failures and notices into neutral events (spec/002, DESIGN §4–§5).
+
+Codex already words its failures for people (`error.message`, e.g. "Reconnecting... 1/5"), so the
+title is always that text, verbatim; `additionalDetails` (which can hold URLs and request ids) is
+never forwarded. The neutral kind comes from `codexErrorInfo`, a string or a one-key object that
+may carry an `httpStatusCode`; anything unknown, future variants included, is a provider error.
+No I/O here: everything is table-tested from real app-server lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from acp_agent.events import Notice, RetryProgress
+from acp_agent.failures import POLICY, TITLE_LIMIT, FailureKind, FailureObservation, Source, split_title
+
+TRANSPORT_LOST_TITLE: Final = "The connection to Codex was lost."
+SPAWN_FAILED_TITLE: Final = "Codex could not be started."
+
+_BY_VARIANT: Final[Mapping[str, FailureKind]] = {
+    "unauthorized": FailureKind.AUTH_REQUIRED,
+    "rateLimitExceeded": FailureKind.RATE_LIMITED,
+    "usageLimitExceeded": FailureKind.QUOTA_EXHAUSTED,
+    "contextWindowExceeded": FailureKind.CONTEXT_EXHAUSTED,
+    "sessionBudgetExceeded": FailureKind.BUDGET_EXHAUSTED,
+    "serverOverloaded": FailureKind.OVERLOADED,
+    "cyberPolicy": FailureKind.POLICY_DENIED,
+    "bioPolicy": FailureKind.POLICY_DENIED,
+    "misalignmentPolicyViolation": FailureKind.POLICY_DENIED,
+    "inferenceHookDenied": FailureKind.POLICY_DENIED,
+    "badRequest": FailureKind.BAD_REQUEST,
+    "modelNotFound": FailureKind.BAD_REQUEST,
+    "httpConnectionFailed": FailureKind.TRANSPORT_LOST,
+    "responseStreamConnectionFailed": FailureKind.TRANSPORT_LOST,
+    "responseStreamDisconnected": FailureKind.TRANSPORT_LOST,
+    "responseTooManyFailedAttempts": FailureKind.TRANSPORT_LOST,
+}
+# Failures of codex itself rather than of the model API.
+_HOST_VARIANTS: Final = frozenset({"sandboxError", "threadRollbackFailed", "activeTurnNotSteerable", "tooManyDenials"})
+_RETRYABLE: Final = frozenset({
+    FailureKind.RATE_LIMITED, FailureKind.OVERLOADED, FailureKind.PROVIDER_ERROR, FailureKind.TRANSPORT_LOST,
+    FailureKind.INTERNAL_ERROR,
+})
+
+
+# --- codexErrorInfo ------------------------------------------------------------------------------
+
+
+def error_info_variant(info: Any) -> str:
+    """The variant name: the string itself, or the single key of the object ("other" when absent)."""
+    if isinstance(info, str) and info:
+        return info
+    if isinstance(info, Mapping) and info:
+        return str(next(iter(info)))
+    return "other"
+
+
+def http_status(info: Any) -> int | None:
+    """The upstream HTTP status an object variant carries, if any."""
+    if not isinstance(info, Mapping):
+        return None
+    for value in info.values():
+        if isinstance(value, Mapping):
+            code = value.get("httpStatusCode")
+            if isinstance(code, int) and not isinstance(code, bool):
+                return code
+    return None
+
+
+def classify_error_info(info: Any) -> FailureKind:
+    """`codexErrorInfo` → neutral kind, per the issue's table; unknown variants are provider errors."""
+    variant = error_info_variant(info)
+    status = http_status(info)
+    if variant == "unauthorized" or status == 401:
+        return FailureKind.AUTH_REQUIRED
+    if status == 429 or variant == "rateLimitExceeded":
+        return FailureKind.RATE_LIMITED
+    return _BY_VARIANT.get(variant, FailureKind.PROVIDER_ERROR)
+
+
+# --- error notifications ---------------------------------------------------------------------------
+
+
+def error_title(params: Mapping[str, Any]) -> str | None:
+    """The vendor's own text of an `error` notification (`error.message`), verbatim, or None."""
+    error = params.get("error")
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return message if isinstance(message, str) and message.strip() else None
+
+
+def turn_error_observation(error: Mapping[str, Any]) -> FailureObservation:
+    """A turn-ending `TurnError` (`{message, codexErrorInfo, additionalDetails}`) as an observation.
+
+    The turn was acknowledged and then failed at the backend, so the execution is possibly
+    submitted and the outcome `failed`; `codexErrorInfo` goes beside `failure` in baseline data.
+    """
+    info = error.get("codexErrorInfo")
+    kind = classify_error_info(info)
+    variant = error_info_variant(info)
+    message = error.get("message")
+    source: Source = "host" if variant in _HOST_VARIANTS else "provider"
+    return FailureObservation(
+        kind=kind,
+        native_kind=variant,
+        title=message if isinstance(message, str) and message.strip() else None,
+        source=source,
+        outcome="failed",
+        execution="possiblySubmitted",
+        phase="running",
+        retryable=kind in _RETRYABLE,
+        native_data={"codexErrorInfo": info},
+    )
+
+
+def classify_error(params: Mapping[str, Any]) -> RetryProgress | FailureObservation:
+    """An `error` notification: retry progress while `willRetry`, else the turn's failure."""
+    error = params.get("error")
+    error = error if isinstance(error, Mapping) else {}
+    if params.get("willRetry") is True:
+        kind = classify_error_info(error.get("codexErrorInfo"))
+        return RetryProgress(error_title(params) or POLICY[kind].fallback_title, kind)
+    return turn_error_observation(error)
+
+
+# --- observations the adapter makes itself ----------------------------------------------------------
+
+
+def transport_lost(phase: str, *, submitted: bool) -> FailureObservation:
+    """app-server exited or its stdout closed; after submission the turn may have run."""
+    return FailureObservation(
+        kind=FailureKind.TRANSPORT_LOST,
+        native_kind="transportLost",
+        title=TRANSPORT_LOST_TITLE,
+        source="transport",
+        outcome="unknown" if submitted else "failed",
+        execution="possiblySubmitted" if submitted else "notSubmitted",
+        phase=phase,
+        recovery_hint=("Reload and inspect the session before deciding to submit again." if submitted
+                       else "Start a new session; Codex will be started again."),
+    )
+
+
+def spawn_failed(phase: str) -> FailureObservation:
+    """The codex binary could not be started at all."""
+    return FailureObservation(
+        kind=FailureKind.TRANSPORT_LOST,
+        native_kind="spawnFailed",
+        title=SPAWN_FAILED_TITLE,
+        source="host",
+        outcome="failed",
+        execution="notSubmitted",
+        phase=phase,
+        recovery_hint="Check that openai-codex-cli-bin is installed or ACP_AGENT_CODEX_BIN names a codex binary.",
+    )
+
+
+_RPC_KINDS: Final[Mapping[int, str]] = {-32600: "invalidRequest", -32601: "methodNotFound", -32602: "invalidParams"}
+
+
+def rpc_error_observation(code: int, message: str, phase: str) -> FailureObservation:
+    """app-server rejected a request (thread/start, turn/start, ...): nothing was submitted."""
+    native = _RPC_KINDS.get(code, "appServerError")
+    kind = FailureKind.BAD_REQUEST if code in (-32600, -32602) else FailureKind.PROVIDER_ERROR
+    return FailureObservation(
+        kind=kind,
+        native_kind=native,
+        title=message if message.strip() else None,
+        source="host",
+        outcome="failed",
+        execution="notSubmitted",
+        phase=phase,
+        retryable=kind is FailureKind.PROVIDER_ERROR,
+    )
+
+
+# --- notices -------------------------------------------------------------------------------------
+
+
+def _summary_title(summary: str, details: str | None) -> tuple[str, str | None]:
+    """"summary — details" when it fits a title; else the summary as title and details apart."""
+    details = details if details and details.strip() else None
+    if details is not None:
+        joined = f"{summary} — {details}"
+        if len(joined) <= TITLE_LIMIT:
+            return joined, None
+    title, rest = split_title(summary)
+    extra = "\n\n".join(part for part in (rest, details) if part)
+    return title, extra or None
+
+
+def notice_for(method: str, params: Mapping[str, Any]) -> Notice | None:
+    """`warning`, `configWarning` and `deprecationNotice` as advisories, with the legacy text.
+
+    Legacy clients keep codex-acp's established text: "Warning: <message>" and
+    "Config warning: <summary>" (then the details) as agent text, each followed by a blank line;
+    they never saw deprecation notices and still do not.
+    """
+    if method == "warning":
+        message = params.get("message")
+        if not isinstance(message, str) or not message.strip():
+            return None
+        title, details = split_title(message)
+        return Notice(title, details, legacy_text=f"Warning: {message}\n\n")
+    if method in ("configWarning", "deprecationNotice"):
+        summary = params.get("summary")
+        if not isinstance(summary, str) or not summary.strip():
+            return None
+        raw_details = params.get("details")
+        details = raw_details if isinstance(raw_details, str) and raw_details.strip() else None
+        title, extra = _summary_title(summary, details)
+        legacy: str | None = None
+        if method == "configWarning":
+            legacy = f"Config warning: {summary}\n\n" + (f"{details}\n\n" if details else "")
+        return Notice(title, extra, legacy_text=legacy)
+    return None

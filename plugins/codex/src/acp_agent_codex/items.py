@@ -1,0 +1,365 @@
+"""Pure mapping between app-server items and ACP content, both ways.
+
+app-server → ACP: streamed deltas become message/thought chunks; `commandExecution`,
+`fileChange`, `mcpToolCall`, `webSearch` and `imageView` items become tool calls (with output,
+diffs, results); `turn/plan/updated` becomes a plan; token usage a `usage_update`; stored turns
+become the replay of `session/load`. ACP → app-server: prompt blocks become `UserInput`s and
+approval requests become `session/request_permission` questions. No I/O here.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from acp_agent.acp import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    PermissionOption,
+    Plan,
+    PlanEntry,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolCall,
+    ToolCallContent,
+    ToolCallUpdate,
+    ToolContent,
+    ToolDiff,
+    ToolKind,
+    ToolLocation,
+    ToolStatus,
+    UsageUpdate,
+    UserMessageChunk,
+)
+from acp_agent.events import Event, HistoryFailure
+
+from acp_agent_codex.classify import turn_error_observation
+
+JsonObject = Mapping[str, Any]
+COMPACTED_TEXT: Final = "\n\n_Context compacted_\n\n"
+_SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash"})
+_STATUS: Final[Mapping[str, ToolStatus]] = {
+    "inProgress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "declined": "failed",
+}
+_PLAN_STATUS: Final[Mapping[str, str]] = {
+    "pending": "pending",
+    "inProgress": "in_progress",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
+COMMAND_OPTIONS: Final = (
+    PermissionOption("accept", "Allow", "allow_once"),
+    PermissionOption("acceptForSession", "Allow for this session", "allow_always"),
+    PermissionOption("decline", "Deny", "reject_once"),
+)
+FILE_CHANGE_OPTIONS: Final = COMMAND_OPTIONS
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+# --- chunks ---------------------------------------------------------------------------------------
+
+
+def agent_text(text: str) -> AgentMessageChunk:
+    return AgentMessageChunk(TextContent(text))
+
+
+def thought_text(text: str) -> AgentThoughtChunk:
+    return AgentThoughtChunk(TextContent(text))
+
+
+# --- tool calls -------------------------------------------------------------------------------------
+
+
+def command_title(item: JsonObject) -> str:
+    """The command as the user would type it: `/bin/bash -lc 'x'` shows as `x`."""
+    command = _text(item.get("command"))
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    if len(argv) == 3 and os.path.basename(argv[0]) in _SHELLS and argv[1] in ("-lc", "-c"):
+        return argv[2]
+    return command
+
+
+def _change_kind(change: JsonObject) -> str:
+    kind = change.get("kind")
+    return _text(kind.get("type")) if isinstance(kind, Mapping) else "update"
+
+
+def split_unified_diff(diff: str) -> tuple[str, str]:
+    """The old and new text a unified diff's hunks show (context lines belong to both)."""
+    old: list[str] = []
+    new: list[str] = []
+    for line in diff.splitlines(keepends=True):
+        if line.startswith(("--- ", "+++ ", "@@", "\\")):
+            continue
+        if line.startswith("-"):
+            old.append(line[1:])
+        elif line.startswith("+"):
+            new.append(line[1:])
+        else:
+            body = line[1:] if line.startswith(" ") else line
+            old.append(body)
+            new.append(body)
+    return "".join(old), "".join(new)
+
+
+def file_diffs(changes: Sequence[Any]) -> list[ToolCallContent]:
+    """`fileChange.changes` as ACP diffs: an add is all new text, a delete all old text."""
+    diffs: list[ToolCallContent] = []
+    for change in changes:
+        if not isinstance(change, Mapping):
+            continue
+        path = _text(change.get("path"))
+        diff = _text(change.get("diff"))
+        kind = _change_kind(change)
+        if kind == "add":
+            diffs.append(ToolDiff(path=path, new_text=diff, old_text=None))
+        elif kind == "delete":
+            diffs.append(ToolDiff(path=path, new_text="", old_text=diff))
+        else:
+            moved = change.get("kind", {}).get("move_path") if isinstance(change.get("kind"), Mapping) else None
+            old, new = split_unified_diff(diff)
+            diffs.append(ToolDiff(path=_text(moved) or path, new_text=new, old_text=old))
+    return diffs
+
+
+def _file_change_title(changes: Sequence[Any]) -> str:
+    paths = [(_change_kind(c), _text(c.get("path"))) for c in changes if isinstance(c, Mapping)]
+    if len(paths) == 1:
+        verb = {"add": "Add", "delete": "Delete"}.get(paths[0][0], "Edit")
+        return f"{verb} {paths[0][1]}"
+    return f"Edit {len(paths)} files" if paths else "Edit files"
+
+
+def _locations(changes: Sequence[Any]) -> list[ToolLocation]:
+    return [ToolLocation(path=_text(c.get("path"))) for c in changes if isinstance(c, Mapping) and c.get("path")]
+
+
+def _mcp_content(item: JsonObject) -> list[ToolCallContent]:
+    content: list[ToolCallContent] = []
+    result = item.get("result")
+    if isinstance(result, Mapping):
+        for block in result.get("content") or []:
+            if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                content.append(ToolContent(TextContent(block["text"])))
+    error = item.get("error")
+    if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+        content.append(ToolContent(TextContent(error["message"])))
+    return content
+
+
+def _web_search_title(item: JsonObject) -> str:
+    query = _text(item.get("query"))
+    action = item.get("action")
+    if not query and isinstance(action, Mapping):
+        query = _text(action.get("query")) or _text(action.get("url"))
+    return f"Web search: {query}" if query else "Web search"
+
+
+def _output_content(output: str) -> list[ToolCallContent]:
+    return [ToolContent(TextContent(output))] if output else []
+
+
+def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
+    """An item as an ACP tool call: its start, or (`final`) its finished state for history replay."""
+    kind_name = item.get("type")
+    item_id = _text(item.get("id"))
+    status: ToolStatus = _STATUS.get(_text(item.get("status")), "completed" if final else "in_progress")
+    if not final and status != "in_progress":
+        status = "in_progress"
+    title: str
+    kind: ToolKind
+    content: list[ToolCallContent] = []
+    locations: list[ToolLocation] = []
+    raw_input: Any
+    if kind_name == "commandExecution":
+        title, kind = command_title(item), "execute"
+        raw_input = {"command": item.get("command"), "cwd": item.get("cwd")}
+        if final:
+            content = _output_content(_text(item.get("aggregatedOutput")))
+    elif kind_name == "fileChange":
+        changes = item.get("changes") or []
+        title, kind = _file_change_title(changes), "edit"
+        content, locations = file_diffs(changes), _locations(changes)
+        raw_input = {"changes": [{"path": c.get("path"), "kind": _change_kind(c)} for c in changes
+                                 if isinstance(c, Mapping)]}
+    elif kind_name == "mcpToolCall":
+        title, kind = f"{_text(item.get('server'))}: {_text(item.get('tool'))}", "other"
+        raw_input = item.get("arguments")
+        if final:
+            content = _mcp_content(item)
+    elif kind_name == "webSearch":
+        title, kind = _web_search_title(item), "fetch"
+        raw_input = {"query": item.get("query")}
+        status = "completed" if final else "in_progress"
+    elif kind_name == "imageView":
+        path = _text(item.get("path"))
+        title, kind, locations = f"View image {path}", "read", [ToolLocation(path=path)]
+        raw_input = {"path": path}
+        status = "completed" if final else "in_progress"
+    else:
+        return None
+    return ToolCall(tool_call_id=item_id, title=title, kind=kind, status=status, content=content,
+                    locations=locations, raw_input=raw_input)
+
+
+def tool_call_update(item: JsonObject) -> ToolCallUpdate | None:
+    """A completed item as the update that finishes its tool call."""
+    kind_name = item.get("type")
+    item_id = _text(item.get("id"))
+    status: ToolStatus = _STATUS.get(_text(item.get("status")), "completed")
+    if kind_name == "commandExecution":
+        output = _text(item.get("aggregatedOutput"))
+        return ToolCallUpdate(tool_call_id=item_id, status=status, content=_output_content(output),
+                              raw_output={"exitCode": item.get("exitCode"), "output": output})
+    if kind_name == "fileChange":
+        return ToolCallUpdate(tool_call_id=item_id, status=status, content=file_diffs(item.get("changes") or []))
+    if kind_name == "mcpToolCall":
+        return ToolCallUpdate(tool_call_id=item_id, status=status, content=_mcp_content(item),
+                              raw_output=item.get("result"))
+    if kind_name in ("webSearch", "imageView"):
+        return ToolCallUpdate(tool_call_id=item_id, status="completed")
+    return None
+
+
+def command_output(item_id: str, output: str) -> ToolCallUpdate:
+    """Streamed command output so far (ACP replaces a tool call's content with each update)."""
+    return ToolCallUpdate(tool_call_id=item_id, content=_output_content(output))
+
+
+# --- plan and usage ------------------------------------------------------------------------------------
+
+
+def plan(params: JsonObject) -> Plan:
+    entries = []
+    for step in params.get("plan") or []:
+        if isinstance(step, Mapping) and isinstance(step.get("step"), str):
+            status = _PLAN_STATUS.get(_text(step.get("status")), "pending")
+            entries.append(PlanEntry(content=step["step"], status=status))  # type: ignore[arg-type]
+    return Plan(entries=entries)
+
+
+def usage(params: JsonObject) -> UsageUpdate | None:
+    """Tokens in context (the last request's total) against the model's context window."""
+    token_usage = params.get("tokenUsage")
+    if not isinstance(token_usage, Mapping):
+        return None
+    window = token_usage.get("modelContextWindow")
+    last = token_usage.get("last")
+    used = last.get("totalTokens") if isinstance(last, Mapping) else None
+    if not isinstance(window, int) or not isinstance(used, int) or window <= 0 or used < 0:
+        return None
+    return UsageUpdate(used=used, size=window)
+
+
+# --- approvals -------------------------------------------------------------------------------------------
+
+
+def approval_request(method: str, params: JsonObject, item: JsonObject | None
+                     ) -> tuple[ToolCallUpdate, Sequence[PermissionOption]]:
+    """An app-server approval request as the tool call and options to ask the client about."""
+    item_id = _text(params.get("itemId"))
+    reason = params.get("reason")
+    if method == "item/commandExecution/requestApproval":
+        command = {"command": params.get("command"), "cwd": params.get("cwd")}
+        title = command_title(command) if command["command"] else command_title(item or {})
+        raw: dict[str, Any] = {**command, "reason": reason}
+        return ToolCallUpdate(tool_call_id=item_id, title=title, kind="execute", status="pending",
+                              raw_input=raw), COMMAND_OPTIONS
+    changes = (item or {}).get("changes") or []
+    return ToolCallUpdate(tool_call_id=item_id, title=_file_change_title(changes), kind="edit", status="pending",
+                          content=file_diffs(changes), locations=_locations(changes),
+                          raw_input={"reason": reason}), FILE_CHANGE_OPTIONS
+
+
+# --- prompts ----------------------------------------------------------------------------------------------
+
+
+def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
+    """ACP prompt blocks as app-server `UserInput`s (resources are quoted as text, like codex-acp)."""
+    inputs: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextContent):
+            inputs.append({"type": "text", "text": block.text, "text_elements": []})
+        elif isinstance(block, ImageContent):
+            inputs.append({"type": "image", "url": f"data:{block.mime_type};base64,{block.data}"})
+        elif isinstance(block, ResourceLink):
+            inputs.append({"type": "text", "text": f"[@{block.name}]({block.uri})", "text_elements": []})
+        elif isinstance(block, EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                text = f'<context ref="{resource.uri}">\n{resource.text}\n</context>'
+            else:
+                text = f"[@{os.path.basename(resource.uri) or resource.uri}]({resource.uri})"
+            inputs.append({"type": "text", "text": text, "text_elements": []})
+    return inputs
+
+
+# --- history ---------------------------------------------------------------------------------------------
+
+
+def _user_chunks(item: JsonObject) -> list[Event]:
+    chunks: list[Event] = []
+    for content in item.get("content") or []:
+        if not isinstance(content, Mapping):
+            continue
+        if content.get("type") == "text" and isinstance(content.get("text"), str):
+            chunks.append(UserMessageChunk(TextContent(content["text"])))
+        elif content.get("type") == "image" and _text(content.get("url")).startswith("data:"):
+            header, _, data = _text(content.get("url"))[5:].partition(",")
+            chunks.append(UserMessageChunk(ImageContent(data=data, mime_type=header.split(";")[0])))
+    return chunks
+
+
+def history_events(turns: Sequence[Any], redact: Callable[[str], str]) -> list[Event]:
+    """Stored turns (`itemsView: full`) as the replay of `session/load`.
+
+    A failed turn's error is replayed as a typed record in place of text, identified by the
+    turn's user message; legacy clients see the (redacted) error text as agent text instead.
+    """
+    events: list[Event] = []
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, Mapping):
+            continue
+        user_message_id: str | None = None
+        for item in turn.get("items") or []:
+            if not isinstance(item, Mapping):
+                continue
+            kind = item.get("type")
+            if kind == "userMessage":
+                user_message_id = user_message_id or _text(item.get("id")) or None
+                events.extend(_user_chunks(item))
+            elif kind == "agentMessage" and _text(item.get("text")):
+                events.append(agent_text(item["text"]))
+            elif kind == "reasoning":
+                summary = [part for part in item.get("summary") or [] if isinstance(part, str) and part]
+                if summary:
+                    events.append(thought_text("\n\n".join(summary)))
+            elif kind == "contextCompaction":
+                events.append(agent_text(COMPACTED_TEXT))
+            else:
+                call = tool_call(item, final=True)
+                if call is not None:
+                    events.append(call)
+        error = turn.get("error")
+        if turn.get("status") == "failed" and isinstance(error, Mapping):
+            observation = turn_error_observation(error)
+            legacy = (agent_text(redact(observation.title)),) if observation.title else ()
+            events.append(HistoryFailure(observation, message_id=_text(turn.get("id")),
+                                         user_message_id=user_message_id, active=index == len(turns) - 1,
+                                         legacy_updates=legacy))
+    return events

@@ -1,0 +1,795 @@
+"""The Codex runtime: one `codex app-server` per agent process, spoken to with the core's JSON-RPC layer.
+
+Sessions are app-server threads and prompts are turns. The process starts lazily and is started
+again after it dies (the sessions that lived in it are resumed on their next prompt, and
+`RuntimeReplaced` ends their transport-loss incidents). Every wait on the backend runs in its
+phase (`initializing`, `preparing`, `submitting`, `running`, `reading`).
+
+Notifications arrive on the reader task, in wire order. Those of a thread with a prompt running
+are queued to that prompt, which folds them through a `TurnTranslator` in order; those outside a
+prompt become session-scoped events (notices, `SessionFailure`s), delivered at once when the
+session has a live channel and otherwise kept until the session's next prompt. Process-wide
+notices sent at start-up (`configWarning`, `deprecationNotice`) go to the session whose creation
+(or prompt) comes next, so they reach the client as soon as a session exists.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import tomllib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+from acp_agent import __version__ as core_version
+from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionInfo, SessionMode, SessionModeState
+from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.failures import FailureObservation
+from acp_agent.phases import Phase, PhaseFailed
+from acp_agent.process import ChildProcess, kill_process_group, open_child
+from acp_agent.provider import (
+    ProviderRuntime,
+    RuntimeContext,
+    SessionChannel,
+    SessionListing,
+    SessionNotFound,
+    SessionStart,
+    TurnChannel,
+    TurnFailed,
+)
+from acp_agent.rpc import INVALID_PARAMS, Connection, ConnectionClosed, Methods, RpcError
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from attrs import define, field
+
+from acp_agent_codex import codex_home, find_codex, items
+from acp_agent_codex.classify import (
+    classify_error,
+    notice_for,
+    rpc_error_observation,
+    spawn_failed,
+    transport_lost,
+)
+from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
+
+log = logging.getLogger(__name__)
+
+NO_TIMEOUT: Final = math.inf  # every backend wait is bounded by its phase instead
+INTERRUPT_TIMEOUT_S: Final = 10.0
+UNSUBSCRIBE_TIMEOUT_S: Final = 5.0
+STOP_TIMEOUT_S: Final = 8.0
+LIST_PAGE: Final = 50
+TURNS_PAGE: Final = 100
+
+MODES: Final = (
+    SessionMode("read-only", "Read-only", "Codex can read files; edits and commands outside the sandbox ask first."),
+    SessionMode("auto", "Auto", "Codex can edit and run commands in the workspace; anything beyond asks first."),
+    SessionMode("full-access", "Full access", "Codex can edit files and run commands anywhere without asking."),
+)
+DEFAULT_MODE: Final = "auto"
+# mode → (turn/start sandboxPolicy, approvalPolicy, thread/start sandbox)
+_POLICIES: Final[Mapping[str, tuple[dict[str, str], str, str]]] = {
+    "read-only": ({"type": "readOnly"}, "on-request", "read-only"),
+    "auto": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
+    "full-access": ({"type": "dangerFullAccess"}, "never", "danger-full-access"),
+}
+_MODE_OF_SANDBOX: Final[Mapping[str, str]] = {
+    "readOnly": "read-only",
+    "workspaceWrite": "auto",
+    "dangerFullAccess": "full-access",
+}
+_NOT_FOUND_MARKERS: Final = ("no rollout found", "invalid session id", "not found")
+_APPROVALS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
+_THREAD_METHODS: Final = frozenset({
+    "error", "warning", "turn/started", "turn/completed", "item/started", "item/completed",
+    "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded",
+    "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated",
+    "thread/tokenUsage/updated", "thread/compacted",
+})
+_GLOBAL_NOTICES: Final = frozenset({"configWarning", "deprecationNotice"})
+
+
+# --- state --------------------------------------------------------------------------------------
+
+
+@define(eq=False)
+class AppServer:
+    """One running `codex app-server` and the JSON-RPC connection to it."""
+
+    child: ChildProcess
+    generation: int
+    connection: Connection = field(init=False)
+    alive: bool = True
+    stop_requested: bool = False
+    finished: anyio.Event = field(factory=anyio.Event)
+    stopped: anyio.Event = field(factory=anyio.Event)
+    started_threads: dict[str, anyio.Event] = field(factory=dict)
+    models: list[ConfigOptionValue] | None = None
+
+    async def call(self, method: str, params: Any) -> Any:
+        return await self.connection.request(method, params, timeout_s=NO_TIMEOUT)
+
+
+@define(eq=False)
+class _Barrier:
+    """Queued behind a turn's notifications; set once the prompt has processed everything before it."""
+
+    reached: anyio.Event = field(factory=anyio.Event)
+
+
+@define(eq=False)
+class _Lost:
+    """The app-server of this turn is gone."""
+
+
+QueueItem = tuple[str, Mapping[str, Any]] | Notice | _Barrier | _Lost
+
+
+@define(eq=False)
+class ActiveTurn:
+    channel: TurnChannel
+    generation: int
+    send: MemoryObjectSendStream[QueueItem]
+    receive: MemoryObjectReceiveStream[QueueItem]
+    translator: TurnTranslator = field(factory=TurnTranslator)
+    codex_turn_id: str | None = None
+    cancel_requested: bool = False
+
+
+@define(eq=False)
+class ThreadState:
+    """What the runtime knows of one session (an app-server thread)."""
+
+    thread_id: str
+    cwd: str
+    mcp_config: dict[str, Any]
+    generation: int
+    mode: str
+    model: str | None
+    channel: SessionChannel | None = None
+    backlog: list[Event] = field(factory=list)
+    active: ActiveTurn | None = None
+    mode_dirty: bool = False
+    model_dirty: bool = False
+    mode_explicit: bool = False
+    model_explicit: bool = False
+
+
+# --- pure helpers ---------------------------------------------------------------------------------
+
+
+def user_config_sets_policy(environ: Mapping[str, str]) -> bool:
+    """Whether the user's config.toml chooses a sandbox mode or approval policy (then we pass neither)."""
+    path = os.path.join(codex_home(environ), "config.toml")
+    try:
+        with open(path, "rb") as handle:
+            config = tomllib.load(handle)
+    except FileNotFoundError:
+        return False
+    except (OSError, tomllib.TOMLDecodeError):
+        return True  # let codex report its own configuration problems; do not override them
+    profile = config.get("profile")
+    profiles = config.get("profiles")
+    chosen = profiles.get(profile) if isinstance(profile, str) and isinstance(profiles, Mapping) else None
+    tables = [config, *([chosen] if isinstance(chosen, Mapping) else [])]
+    return any("sandbox_mode" in table or "approval_policy" in table for table in tables)
+
+
+def mode_of(result: Mapping[str, Any]) -> str:
+    """The ACP mode that a thread/start or thread/resume result's sandbox amounts to."""
+    sandbox = result.get("sandbox")
+    kind = sandbox.get("type") if isinstance(sandbox, Mapping) else None
+    return _MODE_OF_SANDBOX.get(kind, DEFAULT_MODE) if isinstance(kind, str) else DEFAULT_MODE
+
+
+def mcp_config(servers: Sequence[Any]) -> dict[str, Any]:
+    """ACP `mcpServers` as app-server config overrides (`mcp_servers.<name>`, added to the user's own)."""
+    config: dict[str, Any] = {}
+    for server in servers:
+        if not isinstance(server, Mapping) or not isinstance(server.get("name"), str):
+            continue
+        pairs = server.get("env") if "command" in server else server.get("headers")
+        table = {p["name"]: p["value"] for p in pairs or [] if isinstance(p, Mapping) and "name" in p and "value" in p}
+        if "command" in server:
+            entry: dict[str, Any] = {"command": server["command"], "args": list(server.get("args") or [])}
+            if table:
+                entry["env"] = table
+        elif isinstance(server.get("url"), str):
+            entry = {"url": server["url"]}
+            if table:
+                entry["http_headers"] = table
+        else:
+            continue
+        config[f"mcp_servers.{server['name']}"] = entry
+    return config
+
+
+def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
+    thread_id, cwd = thread.get("id"), thread.get("cwd")
+    if not isinstance(thread_id, str) or not isinstance(cwd, str):
+        return None
+    title = thread.get("name") or thread.get("preview")
+    updated = thread.get("updatedAt")
+    return SessionInfo(
+        session_id=thread_id,
+        cwd=cwd,
+        title=title.strip().splitlines()[0][:120] if isinstance(title, str) and title.strip() else None,
+        updated_at=(datetime.fromtimestamp(updated, UTC).isoformat().replace("+00:00", "Z")
+                    if isinstance(updated, int | float) else None),
+    )
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The agent's environment plus the wheel's helper directory (rg) on PATH, as openai-codex does."""
+    env = dict(environ)
+    try:
+        from codex_cli_bin import bundled_path_dir
+
+        path_dir = bundled_path_dir()
+    except (ImportError, AttributeError, OSError):
+        path_dir = None
+    if path_dir is not None:
+        entries = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != str(path_dir)]
+        env["PATH"] = os.pathsep.join([str(path_dir), *entries])
+    return env
+
+
+# --- the runtime ----------------------------------------------------------------------------------
+
+
+class CodexRuntime(ProviderRuntime):
+    """Drives one app-server process (restarted when it dies) for every session of the agent."""
+
+    def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup, binary: str) -> None:
+        self.context = context
+        self.clock = context.clock
+        self._tg = task_group
+        self._binary = binary
+        self._server: AppServer | None = None
+        self._server_lock = anyio.Lock()
+        self._generation = 0
+        self._threads: dict[str, ThreadState] = {}
+        self._notice_backlog: list[Notice] = []
+        self._opening = 0
+        self._closing = False
+        self._default_policy = not user_config_sets_policy(context.environ)
+
+    # -- the app-server process -------------------------------------------------------------
+
+    async def _ready(self) -> AppServer:
+        """The running app-server, started (again) under the initializing phase when needed."""
+        async with self._server_lock:
+            server = self._server
+            if server is not None and server.alive:
+                return server
+            replaced = server is not None
+            self._generation += 1
+            server = await self._start(self._generation)
+            self._server = server
+        if replaced:
+            for thread in list(self._threads.values()):
+                await self._to_thread(thread, RuntimeReplaced())
+        return server
+
+    async def _start(self, generation: int) -> AppServer:
+        server: AppServer | None = None
+        try:
+            async with self.clock.phase(Phase.INITIALIZING, label="codex app-server"):
+                try:
+                    server = await self._tg.start(self._run_server, generation)
+                except OSError as exc:
+                    log.warning("codex app-server could not be started: %s", type(exc).__name__)
+                    raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value)) from None
+                try:
+                    await server.call("initialize", {
+                        "clientInfo": {"name": "acp-agent", "title": "acp-agent", "version": core_version},
+                        "capabilities": {"experimentalApi": True},
+                    })
+                    await server.connection.notify("initialized", None)
+                except ConnectionClosed:
+                    raise PhaseFailed(transport_lost(Phase.INITIALIZING.value, submitted=False)) from None
+                except RpcError as exc:
+                    raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.INITIALIZING.value)) from None
+        except BaseException:
+            if server is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._stop(server)
+            raise
+        return server
+
+    async def _run_server(self, generation: int, *, task_status: anyio.abc.TaskStatus[AppServer]) -> None:
+        env = child_environment(self.context.environ)
+        async with open_child([self._binary, "app-server"], env=env, name="codex app-server") as child:
+            server = AppServer(child, generation)
+            server.connection = Connection(child.stdout, child.stdin, self._methods(server), require_version=False)
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._serve, server)
+                    task_status.started(server)
+                    await server.finished.wait()
+                    if not server.stop_requested:
+                        log.warning("codex app-server (pid %d) exited or closed its output", child.pid)
+                        self._lost(server)
+                    group.cancel_scope.cancel()
+            finally:
+                server.alive = False
+                with anyio.CancelScope(shield=True):
+                    await child.stop()
+                    kill_process_group(child.pid)
+                server.stopped.set()
+
+    async def _serve(self, server: AppServer) -> None:
+        try:
+            await server.connection.serve()
+        finally:
+            server.alive = False
+            server.finished.set()
+
+    def _lost(self, server: AppServer) -> None:
+        """The app-server died: its turns fail (transport lost), its waiters wake up."""
+        server.alive = False
+        for event in server.started_threads.values():
+            event.set()
+        for thread in self._threads.values():
+            active = thread.active
+            if active is not None and active.generation == server.generation:
+                try:
+                    active.send.send_nowait(_Lost())
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+
+    async def _stop(self, server: AppServer) -> None:
+        server.stop_requested = True
+        server.finished.set()
+        with anyio.move_on_after(STOP_TIMEOUT_S):
+            await server.stopped.wait()
+
+    async def aclose(self) -> None:
+        self._closing = True
+        server = self._server
+        self._server = None
+        if server is not None:
+            with anyio.CancelScope(shield=True):
+                await self._stop(server)
+
+    def _methods(self, server: AppServer) -> Methods:
+        notifications: dict[str, Callable[[Any], Awaitable[None]]] = {}
+        for method in (*_THREAD_METHODS, *_GLOBAL_NOTICES, "thread/started"):
+            notifications[method] = self._notification_handler(server, method)
+        requests: dict[str, Callable[[Any], Awaitable[Any]]] = {
+            method: self._approval_handler(server, method) for method in _APPROVALS
+        }
+        return Methods(requests=requests, notifications=notifications, ordered=frozenset(notifications))
+
+    def _notification_handler(self, server: AppServer, method: str) -> Callable[[Any], Awaitable[None]]:
+        async def handle(params: Any) -> None:
+            await self._on_notification(server, method, params if isinstance(params, Mapping) else {})
+
+        return handle
+
+    def _approval_handler(self, server: AppServer, method: str) -> Callable[[Any], Awaitable[Any]]:
+        async def handle(params: Any) -> Any:
+            return await self._on_approval(server, method, params if isinstance(params, Mapping) else {})
+
+        return handle
+
+    # -- routing ----------------------------------------------------------------------------------
+
+    async def _on_notification(self, server: AppServer, method: str, params: Mapping[str, Any]) -> None:
+        if method == "thread/started":
+            thread = params.get("thread")
+            thread_id = thread.get("id") if isinstance(thread, Mapping) else None
+            if isinstance(thread_id, str):
+                server.started_threads.setdefault(thread_id, anyio.Event()).set()
+            return
+        thread_id = params.get("threadId")
+        if method in _GLOBAL_NOTICES or (method == "warning" and not isinstance(thread_id, str)):
+            notice = notice_for(method, params)
+            if notice is not None:
+                self._global_notice(notice)
+            return
+        thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
+        if thread is None:
+            if method == "warning" and self._opening:
+                notice = notice_for(method, params)
+                if notice is not None:
+                    self._notice_backlog.append(notice)  # a thread being created right now
+            return
+        active = thread.active
+        if active is not None and active.generation == server.generation:
+            try:
+                active.send.send_nowait((method, params))
+                return
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+        await self._outside_turn(thread, method, params)
+
+    def _global_notice(self, notice: Notice) -> None:
+        """A process-wide notice: into a running prompt if there is one, else kept for the next session."""
+        for thread in self._threads.values():
+            if thread.active is not None:
+                try:
+                    thread.active.send.send_nowait(notice)
+                    return
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    continue
+        self._notice_backlog.append(notice)
+
+    async def _outside_turn(self, thread: ThreadState, method: str, params: Mapping[str, Any]) -> None:
+        """A thread's notification that belongs to no running prompt of ours."""
+        if method == "error":
+            result = classify_error(params)
+            if isinstance(result, FailureObservation):
+                await self._to_thread(thread, SessionFailure(result))
+        elif method == "warning":
+            notice = notice_for(method, params)
+            if notice is not None:
+                await self._to_thread(thread, notice)
+        else:
+            log.debug("dropped %s outside a prompt of thread %s", method, thread.thread_id)
+
+    async def _to_thread(self, thread: ThreadState, event: Event) -> None:
+        if thread.channel is not None:
+            await thread.channel.emit(event)
+        else:
+            thread.backlog.append(event)
+
+    async def _deliver_backlogs(self, thread: ThreadState, channel: SessionChannel) -> None:
+        pending: list[Event] = [*self._notice_backlog, *thread.backlog]
+        self._notice_backlog.clear()
+        thread.backlog.clear()
+        for event in pending:
+            await channel.emit(event)
+
+    # -- sessions -----------------------------------------------------------------------------------
+
+    def _thread(self, session_id: str) -> ThreadState:
+        thread = self._threads.get(session_id)
+        if thread is None:
+            raise SessionNotFound(session_id)
+        return thread
+
+    async def _models(self, server: AppServer) -> list[ConfigOptionValue]:
+        if server.models is None:
+            try:
+                result = await server.call("model/list", {})
+            except RpcError as exc:
+                log.info("model/list failed: %s", exc.message)
+                result = {}
+            server.models = [
+                ConfigOptionValue(value=model["model"], name=str(model.get("displayName") or model["model"]),
+                                  description=model.get("description") if isinstance(model.get("description"), str)
+                                  else None)
+                for model in (result.get("data") or [] if isinstance(result, Mapping) else [])
+                if isinstance(model, Mapping) and isinstance(model.get("model"), str) and not model.get("hidden")
+            ]
+        return server.models
+
+    def _model_option(self, server: AppServer | None, current: str | None) -> list[ConfigOption]:
+        if current is None:
+            return []
+        values = list(server.models or []) if server is not None else []
+        if all(value.value != current for value in values):
+            values.insert(0, ConfigOptionValue(value=current, name=current))
+        return [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
+                             description="The model Codex uses for the next turns.")]
+
+    def _setup(self, server: AppServer | None, thread: ThreadState) -> SessionStart:
+        return SessionStart(
+            thread.thread_id,
+            modes=SessionModeState(current_mode_id=thread.mode, available_modes=list(MODES)),
+            config_options=self._model_option(server, thread.model),
+        )
+
+    async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
+        server = await self._ready()
+        config = mcp_config(mcp_servers)
+        params: dict[str, Any] = {"cwd": cwd}
+        if self._default_policy:
+            _, approval, sandbox = _POLICIES[DEFAULT_MODE]
+            params.update(sandbox=sandbox, approvalPolicy=approval)
+        if config:
+            params["config"] = config
+        self._opening += 1
+        try:
+            async with self.clock.phase(Phase.PREPARING, label="thread/start"):
+                result = await self._prepare_call(server, "thread/start", params)
+                thread_id = result["thread"]["id"]
+                # thread/started follows the response, after the thread's own start-up notices.
+                await server.started_threads.setdefault(thread_id, anyio.Event()).wait()
+                if not server.alive:
+                    raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False))
+                await self._models(server)
+        finally:
+            self._opening -= 1
+        model = result.get("model")
+        thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
+                             model if isinstance(model, str) else None)
+        self._threads[thread_id] = thread
+        # The core holds these until the session/new response is written; the channel dies on return.
+        await self._deliver_backlogs(thread, channel)
+        return self._setup(server, thread)
+
+    async def _prepare_call(self, server: AppServer, method: str, params: Any) -> Any:
+        """A request made while preparing a session: failures become phase failures (nothing submitted)."""
+        try:
+            return await server.call(method, params)
+        except ConnectionClosed:
+            raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False)) from None
+        except RpcError as exc:
+            raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
+
+    async def _resume(self, server: AppServer, session_id: str, cwd: str, config: Mapping[str, Any],
+                      phase: Phase, mode: str = DEFAULT_MODE) -> Mapping[str, Any]:
+        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True}
+        if self._default_policy:
+            _, approval, sandbox = _POLICIES[mode]
+            params.update(sandbox=sandbox, approvalPolicy=approval)
+        if config:
+            params["config"] = dict(config)
+        try:
+            result = await server.call("thread/resume", params)
+        except ConnectionClosed:
+            raise PhaseFailed(transport_lost(phase.value, submitted=False)) from None
+        except RpcError as exc:
+            if any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
+                raise SessionNotFound(session_id) from None
+            raise PhaseFailed(rpc_error_observation(exc.code, exc.message, phase.value)) from None
+        return result if isinstance(result, Mapping) else {}
+
+    async def _turns(self, server: AppServer, session_id: str) -> list[Any]:
+        turns: list[Any] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"threadId": session_id, "itemsView": "full", "sortDirection": "asc",
+                                      "limit": TURNS_PAGE}
+            if cursor:
+                params["cursor"] = cursor
+            try:
+                page = await server.call("thread/turns/list", params)
+            except ConnectionClosed:
+                raise PhaseFailed(transport_lost(Phase.READING.value, submitted=False)) from None
+            except RpcError as exc:
+                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
+            turns.extend(page.get("data") or [])
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                return turns
+
+    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel,
+                           *, replay: bool) -> SessionStart:
+        server = await self._ready()
+        config = mcp_config(mcp_servers)
+        self._opening += 1
+        try:
+            async with self.clock.phase(Phase.READING, label="thread/resume"):
+                result = await self._resume(server, session_id, cwd, config, Phase.READING)
+                turns = await self._turns(server, session_id) if replay else []
+                await self._models(server)
+        finally:
+            self._opening -= 1
+        model = result.get("model")
+        previous = self._threads.get(session_id)
+        thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
+                             model if isinstance(model, str) else None, channel=channel)
+        if previous is not None:
+            thread.backlog = previous.backlog
+        self._threads[session_id] = thread
+        for event in items.history_events(turns, self.context.redact):
+            await channel.emit(event)
+        await self._deliver_backlogs(thread, channel)
+        return self._setup(server, thread)
+
+    async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
+        server = await self._ready()
+        params: dict[str, Any] = {"limit": LIST_PAGE, "sortKey": "updated_at"}
+        if cwd:
+            params["cwd"] = cwd
+        if cursor:
+            params["cursor"] = cursor
+        async with self.clock.phase(Phase.READING, label="thread/list"):
+            try:
+                result = await server.call("thread/list", params)
+            except ConnectionClosed:
+                raise PhaseFailed(transport_lost(Phase.READING.value, submitted=False)) from None
+            except RpcError as exc:
+                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
+        sessions = [info for info in (session_info(t) for t in result.get("data") or [] if isinstance(t, Mapping))
+                    if info is not None]
+        next_cursor = result.get("nextCursor")
+        return SessionListing(sessions, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
+
+    async def close_session(self, session_id: str) -> None:
+        thread = self._threads.pop(session_id, None)
+        server = self._server
+        if thread is None or server is None or not server.alive or server.generation != thread.generation:
+            return
+        with anyio.move_on_after(UNSUBSCRIBE_TIMEOUT_S):
+            try:
+                await server.call("thread/unsubscribe", {"threadId": session_id})
+            except (RpcError, ConnectionClosed) as exc:
+                log.info("thread/unsubscribe failed: %s", type(exc).__name__)
+
+    async def set_mode(self, session_id: str, mode_id: str) -> None:
+        thread = self._thread(session_id)
+        if mode_id not in _POLICIES:
+            raise RpcError(INVALID_PARAMS, f"Unknown mode {mode_id!r}; choose one of {', '.join(_POLICIES)}.",
+                           {"field": "modeId"})
+        thread.mode = mode_id
+        thread.mode_dirty = thread.mode_explicit = True
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
+        thread = self._thread(session_id)
+        if config_id != "model":
+            raise RpcError(INVALID_PARAMS, f"Unknown config option {config_id!r}.", {"field": "configId"})
+        server = self._server
+        known = {option.value for option in (server.models or [] if server is not None else [])}
+        if value not in known and value != thread.model:
+            raise RpcError(INVALID_PARAMS, f"Unknown model {value!r}.", {"field": "value"})
+        thread.model = value
+        thread.model_dirty = thread.model_explicit = True
+        return self._model_option(server, thread.model)
+
+    # -- turns ---------------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
+        thread = self._thread(session_id)
+        thread.channel = turn
+        await self._deliver_backlogs(thread, turn)
+        server = await self._ready()
+        if thread.generation != server.generation:
+            async with self.clock.phase(Phase.PREPARING, label="thread/resume"):
+                await self._resume(server, thread.thread_id, thread.cwd, thread.mcp_config, Phase.PREPARING,
+                                   thread.mode)
+            thread.generation = server.generation
+            thread.mode_dirty, thread.model_dirty = thread.mode_explicit, thread.model_explicit
+        send, receive = anyio.create_memory_object_stream[QueueItem](math.inf)
+        active = ActiveTurn(turn, server.generation, send, receive)
+        thread.active = active
+        try:
+            return await self._run_turn(server, thread, active, prompt)
+        finally:
+            thread.active = None
+            send.close()
+            await self._drain(thread, receive)
+
+    def _turn_params(self, thread: ThreadState, prompt: Sequence[ContentBlock]) -> dict[str, Any]:
+        params: dict[str, Any] = {"threadId": thread.thread_id, "input": items.prompt_input(prompt)}
+        if thread.mode_dirty:
+            sandbox_policy, approval, _ = _POLICIES[thread.mode]
+            params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval)
+        if thread.model_dirty and thread.model:
+            params["model"] = thread.model
+        return params
+
+    async def _run_turn(self, server: AppServer, thread: ThreadState, active: ActiveTurn,
+                        prompt: Sequence[ContentBlock]) -> TurnEnd:
+        turn = active.channel
+        params = self._turn_params(thread, prompt)
+        try:
+            async with self.clock.phase(Phase.SUBMITTING, label="turn/start"):
+                result = await server.call("turn/start", params)
+        except ConnectionClosed:
+            observation = transport_lost(Phase.SUBMITTING.value, submitted=True)
+            turn.record_failure(observation)
+            raise TurnFailed(observation) from None
+        except RpcError as exc:
+            raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
+        thread.mode_dirty = thread.model_dirty = False
+        codex_turn = result.get("turn") if isinstance(result, Mapping) else None
+        turn_id = codex_turn.get("id") if isinstance(codex_turn, Mapping) else None
+        active.codex_turn_id = turn_id if isinstance(turn_id, str) else None
+        if active.cancel_requested:
+            await self._interrupt(server, thread, active)
+        async with self.clock.phase(Phase.RUNNING, label="turn"):
+            end = await self._consume(thread, active)
+        if isinstance(end, FailureObservation):
+            turn.record_failure(end)
+            raise TurnFailed(end)
+        return end
+
+    async def _consume(self, thread: ThreadState, active: ActiveTurn) -> TurnEnd | FailureObservation:
+        """Fold the turn's queued notifications, in order, until the turn is over."""
+        turn = active.channel
+        async for entry in active.receive:
+            if isinstance(entry, _Lost):
+                observation = transport_lost(Phase.RUNNING.value, submitted=True)
+                turn.record_failure(observation)
+                return observation
+            if isinstance(entry, _Barrier):
+                entry.reached.set()
+                continue
+            if isinstance(entry, Notice):
+                await turn.emit(entry)
+                continue
+            method, params = entry
+            turn_id = turn_id_of(method, params)
+            if active.codex_turn_id is None and method == "turn/started" and turn_id is not None:
+                active.codex_turn_id = turn_id
+            if turn_id is not None and turn_id != active.codex_turn_id:
+                await self._outside_turn(thread, method, params)
+                continue
+            for step in active.translator.feed(method, params):
+                if isinstance(step, TurnDone):
+                    return step.end
+                if isinstance(step, FailureObservation):
+                    turn.record_failure(step)
+                else:
+                    await turn.emit(step)
+        observation = transport_lost(Phase.RUNNING.value, submitted=True)
+        turn.record_failure(observation)
+        return observation
+
+    async def _drain(self, thread: ThreadState, receive: MemoryObjectReceiveStream[QueueItem]) -> None:
+        """What was queued to a prompt that has ended now belongs to no prompt."""
+        with anyio.CancelScope(shield=True):
+            while True:
+                try:
+                    entry = receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                if isinstance(entry, _Barrier):
+                    entry.reached.set()
+                elif isinstance(entry, Notice):
+                    await self._to_thread(thread, entry)
+                elif isinstance(entry, tuple):
+                    await self._outside_turn(thread, *entry)
+            receive.close()
+
+    async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
+        if active.codex_turn_id is None or not server.alive:
+            return
+        with anyio.move_on_after(INTERRUPT_TIMEOUT_S):
+            try:
+                await server.call("turn/interrupt", {"threadId": thread.thread_id, "turnId": active.codex_turn_id})
+            except (RpcError, ConnectionClosed) as exc:
+                log.info("turn/interrupt failed: %s", type(exc).__name__)
+
+    async def cancel(self, session_id: str) -> None:
+        thread = self._threads.get(session_id)
+        active = thread.active if thread is not None else None
+        if thread is None or active is None:
+            return
+        active.cancel_requested = True
+        server = self._server
+        if server is not None and server.generation == active.generation:
+            await self._interrupt(server, thread, active)
+
+    async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
+        """An approval request: asked through the client; no answer (or a cancelled one) declines."""
+        thread_id = params.get("threadId")
+        thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
+        active = thread.active if thread is not None else None
+        if active is None or active.generation != server.generation:
+            return {"decision": "decline"}
+        barrier = _Barrier()
+        try:
+            active.send.send_nowait(barrier)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return {"decision": "decline"}
+        await barrier.reached.wait()  # the item's tool call reached the client first
+        item_id = params.get("itemId")
+        item = active.translator.items.get(item_id) if isinstance(item_id, str) else None
+        tool_call, options = items.approval_request(method, params, item)
+        choice = await active.channel.request_permission(tool_call, options)
+        decision = choice if choice in {option.option_id for option in options} else "decline"
+        return {"decision": decision}
+
+
+@asynccontextmanager
+async def open_codex_runtime(context: RuntimeContext) -> AsyncIterator[CodexRuntime]:
+    """The runtime for one agent process; app-server itself starts on first use."""
+    binary = find_codex(context.environ)
+    if binary is None:
+        raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value))
+    async with anyio.create_task_group() as task_group:
+        runtime = CodexRuntime(context, task_group, binary)
+        try:
+            yield runtime
+        finally:
+            await runtime.aclose()
+            task_group.cancel_scope.cancel()

@@ -1,0 +1,173 @@
+"""Pure per-turn state: one app-server turn's notifications, in wire order, → neutral steps.
+
+The runtime feeds every notification of the prompt's own turn through a `TurnTranslator` and
+carries out what comes back: events are emitted, a `FailureObservation` is recorded at once
+(the first one wins), and `TurnDone` ends the prompt. Keeping this free of I/O lets the same
+code be folded over real captured traffic in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
+from acp_agent.failures import FailureObservation
+from attrs import define, field, frozen
+
+from acp_agent_codex import items
+from acp_agent_codex.classify import classify_error, notice_for, turn_error_observation
+
+
+@frozen
+class TurnDone:
+    """The turn is over: a normal end, or the failure that ended it."""
+
+    end: TurnEnd | FailureObservation
+
+
+Step = Event | FailureObservation | TurnDone
+
+_PROGRESS_DELTAS = frozenset({
+    "item/agentMessage/delta",
+    "item/reasoning/summaryTextDelta",
+    "item/reasoning/textDelta",
+})
+
+
+def turn_id_of(method: str, params: Mapping[str, Any]) -> str | None:
+    """The app-server turn a notification belongs to (None: thread-wide)."""
+    turn_id = params.get("turnId")
+    if isinstance(turn_id, str):
+        return turn_id
+    if method in ("turn/started", "turn/completed"):
+        turn = params.get("turn")
+        if isinstance(turn, Mapping) and isinstance(turn.get("id"), str):
+            return str(turn["id"])
+    return None
+
+
+@define
+class TurnTranslator:
+    """State of one turn: retry incidents, items seen (for approvals), streamed output."""
+
+    retrying: bool = False
+    failure: FailureObservation | None = None
+    items: dict[str, Mapping[str, Any]] = field(factory=dict)
+    streamed: set[str] = field(factory=set)
+    outputs: dict[str, str] = field(factory=dict)
+    compaction_shown: bool = False
+
+    def _progress(self) -> list[Step]:
+        """Model progress after a retry confirms a new attempt: the retry incident is over."""
+        if not self.retrying:
+            return []
+        self.retrying = False
+        return [AttemptBoundary()]
+
+    def feed(self, method: str, params: Mapping[str, Any]) -> list[Step]:
+        if method == "error":
+            result = classify_error(params)
+            if isinstance(result, RetryProgress):
+                self.retrying = True
+                return [result]
+            if self.failure is None:
+                self.failure = result
+            return [result]
+        if method in _PROGRESS_DELTAS:
+            delta = params.get("delta")
+            if not isinstance(delta, str) or not delta:
+                return []
+            self.streamed.add(str(params.get("itemId")))
+            chunk = items.agent_text(delta) if method == "item/agentMessage/delta" else items.thought_text(delta)
+            return [*self._progress(), chunk]
+        if method == "item/reasoning/summaryPartAdded":
+            self.streamed.add(str(params.get("itemId")))
+            index = params.get("summaryIndex")
+            return [*self._progress(), items.thought_text("\n\n")] if isinstance(index, int) and index > 0 else []
+        if method == "item/started":
+            return self._started(params.get("item"))
+        if method == "item/completed":
+            return self._completed(params.get("item"))
+        if method == "item/commandExecution/outputDelta":
+            item_id, delta = params.get("itemId"), params.get("delta")
+            if not isinstance(item_id, str) or not isinstance(delta, str):
+                return []
+            self.outputs[item_id] = self.outputs.get(item_id, "") + delta
+            return [items.command_output(item_id, self.outputs[item_id])]
+        if method == "turn/plan/updated":
+            return [*self._progress(), items.plan(params)]
+        if method == "thread/tokenUsage/updated":
+            update = items.usage(params)
+            return [update] if update is not None else []
+        if method == "thread/compacted":
+            if self.compaction_shown:
+                return []
+            self.compaction_shown = True
+            return [items.agent_text(items.COMPACTED_TEXT)]
+        if method in ("warning", "configWarning", "deprecationNotice"):
+            notice = notice_for(method, params)
+            return [notice] if notice is not None else []
+        if method == "turn/completed":
+            return self._finished(params.get("turn"))
+        return []
+
+    def _started(self, item: Any) -> list[Step]:
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            return []
+        self.items[item["id"]] = item
+        if item.get("type") == "userMessage":
+            return []
+        call = items.tool_call(item)
+        return [*self._progress(), *([call] if call is not None else [])]
+
+    def _completed(self, item: Any) -> list[Step]:
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            return []
+        item_id = item["id"]
+        self.items[item_id] = item
+        kind = item.get("type")
+        if kind == "userMessage":
+            return []
+        steps = self._progress()
+        if kind == "agentMessage":
+            text = item.get("text")
+            if item_id not in self.streamed and isinstance(text, str) and text:
+                steps.append(items.agent_text(text))
+        elif kind == "reasoning":
+            summary = [part for part in item.get("summary") or [] if isinstance(part, str) and part]
+            if item_id not in self.streamed and summary:
+                steps.append(items.thought_text("\n\n".join(summary)))
+        elif kind == "contextCompaction":
+            if not self.compaction_shown:
+                self.compaction_shown = True
+                steps.append(items.agent_text(items.COMPACTED_TEXT))
+        else:
+            update = items.tool_call_update(item)
+            if update is not None:
+                steps.append(update)
+        return steps
+
+    def _finished(self, turn: Any) -> list[Step]:
+        status = turn.get("status") if isinstance(turn, Mapping) else None
+        if status == "interrupted":
+            return [TurnDone(TurnEnd("cancelled"))]
+        if status == "failed":
+            if self.failure is None:
+                error = turn.get("error") if isinstance(turn, Mapping) else None
+                self.failure = turn_error_observation(error if isinstance(error, Mapping) else {})
+            return [TurnDone(self.failure)]
+        return [AuthConfirmed(), TurnDone(TurnEnd("end_turn"))]
+
+
+def fold_turn(messages: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Event | FailureObservation | TurnEnd]:
+    """Fold one turn's notifications (in wire order) into the steps the runtime would carry out."""
+    translator = TurnTranslator()
+    steps: list[Event | FailureObservation | TurnEnd] = []
+    for method, params in messages:
+        for step in translator.feed(method, params):
+            if isinstance(step, TurnDone):
+                steps.append(step.end)
+                return steps
+            steps.append(step)
+    return steps

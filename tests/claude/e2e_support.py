@@ -1,0 +1,79 @@
+"""Running `acp-agent --provider claude` against the real bundled CLI and the loopback fake API."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from acp import schema
+
+from tests.e2e.harness import AgentProcess, spawn_agent
+from tests.fakes.anthropic_api import FakeAnthropicAPI
+
+API_KEY = "sk-ant-test-e2e-0123456789abcdef"
+
+
+def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: str | None = API_KEY) -> dict[str, str]:
+    env = {
+        "ANTHROPIC_BASE_URL": api.base_url,
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+        "CLAUDE_CODE_MAX_RETRIES": str(retries),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "HOME": str(tmp_path / "home"),
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    (tmp_path / "home").mkdir(exist_ok=True)
+    if key is not None:
+        env["ANTHROPIC_API_KEY"] = key
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ACP_AGENT_CLAUDE_CLI"):
+        env.setdefault(name, "")
+    return env
+
+
+@asynccontextmanager
+async def claude_agent(api: FakeAnthropicAPI, tmp_path: Path, *, capable: bool, meta: dict[str, Any] | None = None,
+                       **env_options: Any) -> AsyncIterator[AgentProcess]:
+    env = claude_env(api, tmp_path, **env_options)
+    async with spawn_agent("claude", tmp_path, {k: v for k, v in env.items() if v != ""}) as agent:
+        await agent.initialize(capable=capable, meta=meta)
+        yield agent
+
+
+def text(value: str) -> list[Any]:
+    return [schema.TextContentBlock(type="text", text=value)]
+
+
+async def wait_for_requests(api: FakeAnthropicAPI, count: int, **kwargs: Any) -> None:
+    await anyio.to_thread.run_sync(lambda: api.wait_for(count, **kwargs))
+
+
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as handle:
+            found.extend(int(child) for child in handle.read().split())
+    return found
+
+
+def kill_claude_cli(agent_pid: int) -> int:
+    """SIGKILL the CLI the agent spawned, by PID (found through /proc, never by name)."""
+    for child in children(agent_pid):
+        with open(f"/proc/{child}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+        if any(re.search(rb"claude$", part) for part in argv[:2]):
+            os.kill(child, signal.SIGKILL)
+            return child
+    raise AssertionError("no Claude CLI child found")
+
+
+def agent_texts(agent: AgentProcess, session_id: str) -> list[str]:
+    return [u["content"]["text"] for u in agent.frames.updates(session_id) if u["sessionUpdate"] == "agent_message_chunk"]

@@ -1,0 +1,81 @@
+"""History recognition from real stored transcripts (fixtures/transcript_*.jsonl)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from acp_agent.acp import AgentMessageChunk, UserMessageChunk
+from acp_agent.events import HistoryFailure
+from acp_agent.testing import HistoryContract
+from acp_agent_claude import history
+from tests.claude.replay import FIXTURES
+
+
+def transcript(name: str) -> list[dict[str, Any]]:
+    """The visible user/assistant entries of a stored transcript, as get_session_messages gives them."""
+    lines = [json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines()[1:] if line.strip()]
+    return [{"type": entry["type"], "uuid": entry["uuid"], "message": entry["message"]} for entry in lines
+            if entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict)
+            and not entry.get("isMeta")]
+
+
+USAGE = transcript("transcript_usage_limit")
+USER_UUID = "00000000-0000-4000-8000-000000000001"
+SYNTHETIC = {"model": "<synthetic>", "role": "assistant"}
+
+
+def assistant(uuid: str, text: str, model: str = "claude-opus-5-5") -> dict[str, Any]:
+    return {"type": "assistant", "uuid": uuid, "message": {"model": model, "role": "assistant",
+                                                          "content": [{"type": "text", "text": text}]}}
+
+
+class TestHistory(HistoryContract):
+    history_cases: ClassVar[list[Any]] = [
+        (USAGE, [(USAGE[-1]["uuid"], USER_UUID)]),
+        (USAGE[1:], [(USAGE[-1]["uuid"], None)]),  # no preceding user message
+        (transcript("transcript_session_multi_turn"), []),
+    ]
+
+    def recognise(self, transcript: Any) -> Any:
+        return history.recognise(transcript)
+
+
+def failures(entries: list[dict[str, Any]]) -> list[HistoryFailure]:
+    return [event for event in history.replay(entries, "sess") if isinstance(event, HistoryFailure)]
+
+
+def test_usage_limit_replays_in_place_with_the_exact_text_and_stays_active() -> None:
+    events = history.replay(USAGE, "sess")
+    assert isinstance(events[0], UserMessageChunk)
+    [failure] = [event for event in events if isinstance(event, HistoryFailure)]
+    assert failure.observation.title == "You've hit your limit · resets 9:26pm (UTC)"
+    assert failure.active is True
+    assert [update.content.text for update in failure.legacy_updates] == [failure.observation.title]  # type: ignore[union-attr]
+
+
+def test_only_the_latest_stays_active_until_a_real_answer() -> None:
+    second_user = {"type": "user", "uuid": "u-2", "message": {"role": "user", "content": "again"}}
+    entries = [*USAGE, second_user, assistant("a-2", "You've hit your limit · resets 10pm", "<synthetic>")]
+    assert [f.active for f in failures(entries)] == [False, True]
+    assert failures(entries)[1].user_message_id == "u-2"
+    recovered = [*entries, {"type": "user", "uuid": "u-3", "message": {"role": "user", "content": "hi"}},
+                 assistant("a-3", "Hello!")]
+    assert [f.active for f in failures(recovered)] == [False, False]
+
+
+def test_a_local_commands_synthetic_reply_is_not_a_recovery() -> None:
+    entries = [*USAGE, assistant("a-9", "No response requested.", "<synthetic>")]
+    assert [f.active for f in failures(entries)] == [True]
+    assert isinstance(history.replay(entries, "sess")[-1], AgentMessageChunk)
+
+
+def test_model_prose_that_looks_like_a_limit_is_just_text() -> None:
+    entries = [USAGE[0], assistant("a-1", "You've hit your stride today!")]
+    assert failures(entries) == []
+
+
+def test_login_messages_are_not_replayed_as_records() -> None:
+    entries = [USAGE[0], assistant("a-1", "Not logged in · Please run /login", "<synthetic>")]
+    [failure] = failures(entries)
+    assert failure.typed is False
