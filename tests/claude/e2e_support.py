@@ -19,7 +19,8 @@ from tests.fakes.anthropic_api import FakeAnthropicAPI
 API_KEY = "sk-ant-test-e2e-0123456789abcdef"
 
 
-def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: str | None = API_KEY) -> dict[str, str]:
+def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: str | None = API_KEY,
+               extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {
         "ANTHROPIC_BASE_URL": api.base_url,
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
@@ -34,6 +35,7 @@ def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: 
     (tmp_path / "home").mkdir(exist_ok=True)
     if key is not None:
         env["ANTHROPIC_API_KEY"] = key
+    env.update(extra or {})
     for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ACP_AGENT_CLAUDE_CLI"):
         env.setdefault(name, "")
     return env
@@ -43,7 +45,7 @@ def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: 
 async def claude_agent(api: FakeAnthropicAPI, tmp_path: Path, *, capable: bool, meta: dict[str, Any] | None = None,
                        **env_options: Any) -> AsyncIterator[AgentProcess]:
     env = claude_env(api, tmp_path, **env_options)
-    async with spawn_agent("claude", tmp_path, {k: v for k, v in env.items() if v != ""}) as agent:
+    async with spawn_agent("claude", tmp_path, env) as agent:  # "" unsets an inherited variable
         await agent.initialize(capable=capable, meta=meta)
         yield agent
 

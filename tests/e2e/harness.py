@@ -201,6 +201,7 @@ async def spawn_agent(provider: str, tmp_path: Path, env: Mapping[str, str] | No
     stderr_path = tmp_path / f"agent-{provider}.stderr"
     full_env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
     full_env.update(env or {})
+    full_env = {key: value for key, value in full_env.items() if value != ""}
     with open(stderr_path, "wb") as stderr:
         async with acp.spawn_agent_process(
             client, agent_executable(), "--provider", provider, "--log-file", str(log_path), "--log-level", "debug",

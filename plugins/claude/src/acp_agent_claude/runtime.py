@@ -98,9 +98,10 @@ def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
 
 
 def _start_failure(what: str) -> FailureObservation:
+    phase = Phase.INITIALIZING if what == "started" else Phase.PREPARING
     return FailureObservation(
         kind=FailureKind.TRANSPORT_LOST, native_kind="cliStartFailed", title=f"Claude Code could not be {what}.",
-        source="host", outcome="failed", execution="notSubmitted", phase=Phase.INITIALIZING.value,
+        source="host", outcome="failed", execution="notSubmitted", phase=phase.value,
         recovery_hint="Check that the Claude Code CLI runs on this machine (acp-agent providers) before trying again.")
 
 
@@ -144,6 +145,17 @@ class ClaudeRuntime(ProviderRuntime):
             log.warning("claude CLI failed to start: %s", type(exc).__name__)
             await self._disconnect(client)
             raise PhaseFailed(_start_failure("started")) from None
+        try:
+            async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
+                # Apply and verify the session's settings: the CLI answers only once they hold.
+                await client.set_permission_mode(session.mode)
+        except PhaseDeadlineExceeded:
+            await self._disconnect(client)
+            raise
+        except Exception as exc:
+            log.warning("claude CLI rejected the session settings: %s", type(exc).__name__)
+            await self._disconnect(client)
+            raise PhaseFailed(_start_failure("prepared")) from None
         info = await client.get_server_info() or {}
         session.commands = [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")]
         session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]

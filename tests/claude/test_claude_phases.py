@@ -1,0 +1,74 @@
+"""Phase deadlines against stand-in CLIs that hang in each phase (issue: credentials and deadlines)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import acp
+import pytest
+
+from tests.claude.e2e_support import claude_agent, text
+from tests.fakes.anthropic_api import FakeAnthropicAPI
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
+BOTH = pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+
+
+def standin(tmp_path: Path, hang: str) -> dict[str, str]:
+    script = tmp_path / "claude-standin"
+    script.write_text(f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(Path(__file__).parent / 'standin_cli.py')!r}, "
+                      "run_name='__main__')\n")
+    script.chmod(0o755)
+    return {"ACP_AGENT_CLAUDE_CLI": str(script), "STANDIN_HANG": hang, "STANDIN_PID_FILE": str(tmp_path / "pids"),
+            "ACP_AGENT_STARTUP_TIMEOUT_MS": "400", "ACP_AGENT_SUBMIT_TIMEOUT_MS": "400"}
+
+
+def assert_reaped(tmp_path: Path) -> None:
+    pids = [int(line) for line in (tmp_path / "pids").read_text().split()]
+    assert pids
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z", pid
+
+
+@BOTH
+@pytest.mark.parametrize("phase", ["initializing", "preparing"])
+async def test_start_up_deadlines_say_no_turn_was_submitted(tmp_path: Path, capable: bool, phase: str) -> None:
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, extra=standin(tmp_path, phase)) as agent:
+            with pytest.raises(acp.RequestError) as caught:
+                await agent.conn.new_session(cwd=str(tmp_path))
+    failure = caught.value.data["failure"]
+    assert failure == {"kind": "deadlineExceeded", "source": "adapter", "outcome": "failed", "phase": phase,
+                       "execution": "notSubmitted", "recovery": failure["recovery"]}
+    assert "within 400 ms" in str(caught.value)
+    assert "No model turn was submitted" in str(caught.value)
+    assert caught.value.code == -32603
+    assert agent.frames.problems == []
+    assert_reaped(tmp_path)
+
+
+@BOTH
+async def test_submit_deadline_is_possibly_submitted_and_survives_cleanup(tmp_path: Path, capable: bool) -> None:
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, extra=standin(tmp_path, "submitting")) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            try:
+                result: Any = await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
+            except acp.RequestError as exc:
+                result = exc
+    if capable:
+        record = result.field_meta["jetbrains"]["air"]["sessionFailure"]
+        assert (record["category"], record["severity"], record["actions"]) == ("connection", "error", ["new_session"])
+        assert record["title"].startswith("Claude Code did not acknowledge the turn within 400 ms")
+    else:
+        failure = result.data["failure"]
+        assert failure == {"kind": "deadlineExceeded", "source": "adapter", "outcome": "unknown", "phase": "submitting",
+                           "execution": "possiblySubmitted", "recovery": failure["recovery"]}
+        assert "reload" in failure["recovery"].lower()
+    assert "phase submitting (claude) deadline" in agent.log_text()
+    assert "hi" not in [line.rsplit(": ", 1)[-1] for line in agent.log_text().splitlines()]
+    assert agent.frames.problems == []
+    assert_reaped(tmp_path)

@@ -1,0 +1,320 @@
+"""Items, turns and history as pure functions, folded over real app-server 0.163.0 traffic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from acp_agent.acp import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    EmbeddedResource,
+    ImageContent,
+    Plan,
+    PlanEntry,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolCall,
+    ToolCallUpdate,
+    ToolContent,
+    ToolDiff,
+    ToolLocation,
+    UsageUpdate,
+    UserMessageChunk,
+)
+from acp_agent.events import AttemptBoundary, AuthConfirmed, HistoryFailure, Notice, RetryProgress, TurnEnd
+from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.testing import HistoryContract
+
+from acp_agent_codex import items, runtime
+from acp_agent_codex.translate import TurnTranslator, fold_turn, turn_id_of
+from tests.codex.fixture_lines import response, server_requests, turn
+
+
+def texts(steps: list[Any], cls: type = AgentMessageChunk) -> str:
+    return "".join(step.content.text for step in steps if isinstance(step, cls))
+
+
+def kinds(steps: list[Any]) -> list[str]:
+    return [type(step).__name__ for step in steps]
+
+
+# --- turns folded ------------------------------------------------------------------------------------
+
+
+def test_plain_answer_streams_thoughts_text_usage_and_ends() -> None:
+    steps = fold_turn(turn("ok_reply_reasoning_usage"))
+    assert texts(steps, AgentThoughtChunk) == "The user wants a greeting. Reply briefly."
+    assert texts(steps) == "Hello! How can I help you today?"
+    assert UsageUpdate(used=7929, size=258400) in steps
+    assert steps[-2:] == [AuthConfirmed(), TurnEnd("end_turn")]
+    assert not any(isinstance(step, AttemptBoundary) for step in steps)
+
+
+def test_retries_then_success_end_the_incident_at_the_first_progress() -> None:
+    steps = fold_turn(turn("error_500_500_then_ok"))
+    assert steps[:3] == [RetryProgress("Reconnecting... 1/5", FailureKind.TRANSPORT_LOST),
+                         RetryProgress("Reconnecting... 2/5", FailureKind.TRANSPORT_LOST), AttemptBoundary()]
+    assert texts(steps) == "third time lucky"
+    assert steps[-1] == TurnEnd("end_turn")
+
+
+def test_stream_cut_then_ok_keeps_the_partial_text_and_marks_the_new_attempt() -> None:
+    steps = fold_turn(turn("stream_cut_then_ok"))
+    retry = steps.index(RetryProgress("Reconnecting... 1/5", FailureKind.TRANSPORT_LOST))
+    assert texts(steps[:retry]) == "partial answer"
+    assert steps[retry + 1] == AttemptBoundary()
+    assert texts(steps[retry:]) == "recovered answer"
+    assert steps.count(AttemptBoundary()) == 1
+
+
+@pytest.mark.parametrize(("fixture", "kind", "retries"), [
+    ("error_500_retries_exhausted", FailureKind.PROVIDER_ERROR, 5),
+    ("error_401_unauthorized", FailureKind.AUTH_REQUIRED, 5),
+    ("error_429_rate_limit", FailureKind.RATE_LIMITED, 5),
+    ("stream_cut_retries_exhausted", FailureKind.PROVIDER_ERROR, 5),
+    ("usage_limit_exceeded", FailureKind.QUOTA_EXHAUSTED, 0),
+    ("context_window_exceeded", FailureKind.CONTEXT_EXHAUSTED, 0),
+])
+def test_failed_turns_record_the_terminal_error_once(fixture: str, kind: FailureKind, retries: int) -> None:
+    translator = TurnTranslator()
+    steps = [step for method, params in turn(fixture) for step in translator.feed(method, params)]
+    failures = [step for step in steps if isinstance(step, FailureObservation)]
+    assert len(failures) == 1 and failures[0].kind is kind
+    assert sum(isinstance(step, RetryProgress) for step in steps) == retries
+    done = steps[-1]
+    assert type(done).__name__ == "TurnDone" and done.end is failures[0]
+
+
+def test_interrupt_ends_the_turn_cancelled() -> None:
+    steps = fold_turn(turn("turn_interrupt_slow_stream"))
+    assert steps[-1] == TurnEnd("cancelled")
+    assert texts(steps).startswith("word0 word1")
+
+
+def test_plan_updates_become_acp_plans() -> None:
+    plan = next(step for step in fold_turn(turn("turn_plan_updated")) if isinstance(step, Plan))
+    assert plan.entries == [PlanEntry("Read the code", status="completed"),
+                            PlanEntry("Write the fix", status="in_progress"), PlanEntry("Run tests", status="pending")]
+
+
+def test_command_execution_is_an_execute_tool_call_with_its_output() -> None:
+    steps = fold_turn(turn("approval_command_accept"))
+    call = next(step for step in steps if isinstance(step, ToolCall))
+    assert (call.tool_call_id, call.title, call.kind, call.status) == (
+        "call_0000004dfake", "echo hi > /tmp/acp_fixture_outside.txt; echo done", "execute", "in_progress")
+    update = next(step for step in steps if isinstance(step, ToolCallUpdate))
+    assert (update.tool_call_id, update.status) == ("call_0000004dfake", "completed")
+    assert update.content == [ToolContent(TextContent("done\n"))]
+    assert update.raw_output == {"exitCode": 0, "output": "done\n"}
+
+
+def test_declined_command_fails_its_tool_call() -> None:
+    update = next(step for step in fold_turn(turn("approval_command_decline")) if isinstance(step, ToolCallUpdate))
+    assert update.status == "failed"
+
+
+def test_file_change_is_an_edit_tool_call_with_its_diff() -> None:
+    steps = fold_turn(turn("approval_file_change_accept"))
+    call = next(step for step in steps if isinstance(step, ToolCall))
+    assert (call.kind, call.title, call.status) == ("edit", "Add <OUTSIDE>/patched.txt", "in_progress")
+    assert call.content == [ToolDiff(path="<OUTSIDE>/patched.txt", new_text="hello from apply_patch\n", old_text=None)]
+    assert call.locations == [ToolLocation(path="<OUTSIDE>/patched.txt")]
+    declined = fold_turn(turn("approval_file_change_decline"))
+    assert next(step for step in declined if isinstance(step, ToolCallUpdate)).status == "failed"
+
+
+def test_compaction_shows_the_italic_line_and_the_heads_up_warning() -> None:
+    steps = fold_turn(turn("thread_compacted", 1))
+    assert AgentMessageChunk(TextContent(items.COMPACTED_TEXT)) in steps
+    notice = next(step for step in steps if isinstance(step, Notice))
+    assert notice.title.startswith("Heads up: Long threads")
+    assert notice.legacy_text == f"Warning: {notice.title}\n\n"
+    translator = TurnTranslator()
+    assert translator.feed("thread/compacted", {"threadId": "t", "turnId": "u"}) == [
+        AgentMessageChunk(TextContent(items.COMPACTED_TEXT))]
+    assert translator.feed("thread/compacted", {"threadId": "t", "turnId": "u"}) == []
+
+
+def test_a_message_without_deltas_is_sent_whole_once() -> None:
+    translator = TurnTranslator()
+    item = {"type": "agentMessage", "id": "m1", "text": "all at once"}
+    assert translator.feed("item/completed", {"item": item}) == [AgentMessageChunk(TextContent("all at once"))]
+    translator.feed("item/agentMessage/delta", {"itemId": "m2", "delta": "streamed"})
+    assert translator.feed("item/completed", {"item": {**item, "id": "m2", "text": "streamed"}}) == []
+
+
+def test_command_output_deltas_accumulate() -> None:
+    translator = TurnTranslator()
+    translator.feed("item/commandExecution/outputDelta", {"itemId": "c1", "delta": "one\n"})
+    assert translator.feed("item/commandExecution/outputDelta", {"itemId": "c1", "delta": "two\n"}) == [
+        ToolCallUpdate(tool_call_id="c1", content=[ToolContent(TextContent("one\ntwo\n"))])]
+
+
+def test_turn_ids() -> None:
+    started, *_ = turn("ok_reply_reasoning_usage")
+    assert turn_id_of(*started) == started[1]["turn"]["id"]
+    assert turn_id_of("item/agentMessage/delta", {"turnId": "x"}) == "x"
+    assert turn_id_of("warning", {"threadId": "t", "message": "m"}) is None
+
+
+# --- items that the fixtures do not show (shapes from the 0.163 JSON schema) ------------------------------
+
+
+def test_mcp_tool_call_and_web_search() -> None:
+    mcp = {"type": "mcpToolCall", "id": "mcp1", "server": "docs", "tool": "lookup", "status": "inProgress",
+           "arguments": {"q": "x"}, "result": None, "error": None}
+    call = items.tool_call(mcp)
+    assert call is not None and (call.title, call.kind, call.raw_input) == ("docs: lookup", "other", {"q": "x"})
+    done = {**mcp, "status": "completed", "result": {"content": [{"type": "text", "text": "found"}]}}
+    update = items.tool_call_update(done)
+    assert update is not None and (update.status, update.content) == ("completed", [ToolContent(TextContent("found"))])
+    failed = items.tool_call_update({**mcp, "status": "failed", "error": {"message": "server gone"}})
+    assert failed is not None and failed.content == [ToolContent(TextContent("server gone"))]
+    search = items.tool_call({"type": "webSearch", "id": "w1", "query": "acp schema", "action": None})
+    assert search is not None and (search.title, search.kind) == ("Web search: acp schema", "fetch")
+    assert items.tool_call_update({"type": "webSearch", "id": "w1", "query": "q"}) == ToolCallUpdate(
+        tool_call_id="w1", status="completed")
+
+
+def test_update_and_delete_diffs() -> None:
+    diff = "@@ -1,3 +1,3 @@\n keep\n-old line\n+new line\n tail\n"
+    assert items.split_unified_diff(diff) == ("keep\nold line\ntail\n", "keep\nnew line\ntail\n")
+    changes = [{"path": "/w/a.py", "kind": {"type": "update", "move_path": None}, "diff": diff},
+               {"path": "/w/b.py", "kind": {"type": "delete"}, "diff": "gone\n"}]
+    assert items.file_diffs(changes) == [
+        ToolDiff(path="/w/a.py", new_text="keep\nnew line\ntail\n", old_text="keep\nold line\ntail\n"),
+        ToolDiff(path="/w/b.py", new_text="", old_text="gone\n")]
+
+
+# --- approvals and prompts ----------------------------------------------------------------------------------
+
+
+def test_command_approval_request_as_a_permission_question() -> None:
+    params = server_requests("approval_command_accept", "item/commandExecution/requestApproval")[0]
+    tool_call, options = items.approval_request("item/commandExecution/requestApproval", params, None)
+    assert (tool_call.tool_call_id, tool_call.kind, tool_call.status, tool_call.title) == (
+        "call_0000004dfake", "execute", "pending", "echo hi > /tmp/acp_fixture_outside.txt; echo done")
+    assert tool_call.raw_input["reason"] == "Allow writing /tmp/acp_fixture_outside.txt outside the workspace?"
+    assert [(o.option_id, o.kind) for o in options] == [
+        ("accept", "allow_once"), ("acceptForSession", "allow_always"), ("decline", "reject_once")]
+
+
+def test_file_change_approval_takes_its_paths_from_the_item() -> None:
+    params = server_requests("approval_file_change_accept", "item/fileChange/requestApproval")[0]
+    translator = TurnTranslator()
+    for method, message in turn("approval_file_change_accept"):
+        translator.feed(method, message)
+    tool_call, _ = items.approval_request("item/fileChange/requestApproval", params,
+                                          translator.items[params["itemId"]])
+    assert (tool_call.kind, tool_call.title) == ("edit", "Add <OUTSIDE>/patched.txt")
+    assert tool_call.content == [ToolDiff(path="<OUTSIDE>/patched.txt", new_text="hello from apply_patch\n")]
+
+
+def test_prompt_blocks_become_user_inputs() -> None:
+    blocks = [TextContent("look"), ImageContent(data="aGk=", mime_type="image/png"),
+              ResourceLink(uri="file:///w/a.py", name="a.py"),
+              EmbeddedResource(TextResourceContents(uri="file:///w/b.py", text="print(1)"))]
+    assert items.prompt_input(blocks) == [
+        {"type": "text", "text": "look", "text_elements": []},
+        {"type": "image", "url": "data:image/png;base64,aGk="},
+        {"type": "text", "text": "[@a.py](file:///w/a.py)", "text_elements": []},
+        {"type": "text", "text": '<context ref="file:///w/b.py">\nprint(1)\n</context>', "text_elements": []},
+    ]
+
+
+# --- history ----------------------------------------------------------------------------------------------------
+
+STORED_TURNS = response("thread_list_and_resume", "thread/turns/list", process=1)["data"]
+
+
+def test_history_replay_of_a_stored_thread() -> None:
+    events = items.history_events(STORED_TURNS, lambda text: text)
+    shown = [(type(e).__name__, getattr(getattr(e, "content", None), "text", None)) for e in events]
+    assert shown[:3] == [("UserMessageChunk", "first prompt"), ("AgentThoughtChunk", "Consider greeting"),
+                         ("AgentMessageChunk", "Hello from turn one")]
+    call = events[5]
+    assert isinstance(call, ToolCall)
+    assert (call.tool_call_id, call.title, call.kind, call.status) == (
+        "call_0000008afake", "echo history", "execute", "completed")
+    assert call.content is not None and "history\n" in call.content[0].content.text  # type: ignore[union-attr]
+    failure = events[8]
+    assert isinstance(failure, HistoryFailure)
+    assert (failure.observation.kind, failure.observation.native_kind) == (FailureKind.PROVIDER_ERROR,
+                                                                           "internalServerError")
+    assert (failure.message_id, failure.user_message_id, failure.active) == (
+        "01a228f7-ba56-7441-a44b-7d880ccf277b", "01a228f7-ba63-77e2-84e4-5f0f05fc94a4", False)
+    assert failure.legacy_updates == (AgentMessageChunk(TextContent(
+        "We’re currently experiencing high demand, which may cause temporary errors.")),)
+    assert shown[7] == ("UserMessageChunk", "third prompt fails")
+    assert shown[9:] == [("UserMessageChunk", "fourth prompt is interrupted"),
+                         ("UserMessageChunk", "fifth prompt succeeds"), ("AgentMessageChunk", "after failure")]
+
+
+def test_history_legacy_text_is_redacted() -> None:
+    failed = [{"id": "t1", "status": "failed", "items": [],
+               "error": {"message": "boom sk-secret-123456", "codexErrorInfo": "other"}}]
+    (event,) = items.history_events(failed, lambda text: text.replace("sk-secret-123456", "[REDACTED]"))
+    assert isinstance(event, HistoryFailure) and event.active
+    assert event.legacy_updates == (AgentMessageChunk(TextContent("boom [REDACTED]")),)
+    assert event.user_message_id is None
+
+
+def test_user_images_replay() -> None:
+    turns = [{"id": "t", "status": "completed", "items": [
+        {"type": "userMessage", "id": "u", "content": [{"type": "image", "url": "data:image/png;base64,aGk="}]}]}]
+    assert items.history_events(turns, str) == [UserMessageChunk(ImageContent(data="aGk=", mime_type="image/png"))]
+
+
+class TestHistoryRecognition(HistoryContract):
+    history_cases: ClassVar[list[tuple[Any, list[tuple[str, str | None]]]]] = [
+        (STORED_TURNS, [("01a228f7-ba56-7441-a44b-7d880ccf277b", "01a228f7-ba63-77e2-84e4-5f0f05fc94a4")]),
+        (STORED_TURNS[:2], []),
+    ]
+
+    def recognise(self, transcript: Any) -> list[tuple[str, str | None]]:
+        return [(e.message_id, e.user_message_id) for e in items.history_events(transcript, str)
+                if isinstance(e, HistoryFailure)]
+
+
+# --- runtime helpers (pure) ----------------------------------------------------------------------------------
+
+
+def test_modes_follow_the_sandbox_codex_reports() -> None:
+    started = response("ok_reply_reasoning_usage", "thread/start")
+    assert runtime.mode_of(started) == "auto"
+    assert runtime.mode_of(response("mode_read_only_on_request", "thread/start")) == "read-only"
+    assert runtime.mode_of(response("mode_full_access_never", "thread/start")) == "full-access"
+
+
+@pytest.mark.parametrize(("config", "sets_policy"), [
+    (None, False),
+    ('model = "gpt-5.5"\n', False),
+    ('sandbox_mode = "read-only"\n', True),
+    ('approval_policy = "never"\n', True),
+    ('profile = "work"\n[profiles.work]\nsandbox_mode = "danger-full-access"\n', True),
+    ("this is = not toml [", True),
+])
+def test_user_config_policy_is_honoured(tmp_path: Path, config: str | None, sets_policy: bool) -> None:
+    if config is not None:
+        (tmp_path / "config.toml").write_text(config)
+    assert runtime.user_config_sets_policy({"CODEX_HOME": str(tmp_path)}) is sets_policy
+
+
+def test_mcp_servers_become_config_overrides() -> None:
+    servers = [{"name": "fs", "command": "/bin/mcp-fs", "args": ["--root", "/w"], "env": [{"name": "A", "value": "1"}]},
+               {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []}]
+    assert runtime.mcp_config(servers) == {
+        "mcp_servers.fs": {"command": "/bin/mcp-fs", "args": ["--root", "/w"], "env": {"A": "1"}},
+        "mcp_servers.web": {"url": "http://127.0.0.1:9/mcp"},
+    }
+
+
+def test_thread_list_entries_become_session_infos() -> None:
+    listed = response("thread_list_and_resume", "thread/list", process=1)["data"][0]
+    info = runtime.session_info(listed)
+    assert info is not None
+    assert (info.session_id, info.cwd, info.title) == (listed["id"], "<CWD>", "first prompt")
+    assert isinstance(info.updated_at, str) and info.updated_at.endswith("Z")
