@@ -33,9 +33,7 @@ def main() -> int:
         subtype = message["request"].get("subtype")
         if subtype == "initialize" and hang != "initializing":
             reply(message["request_id"], {"commands": [], "models": [], "pid": os.getpid()})
-        elif subtype == "set_permission_mode" and hang not in ("initializing", "preparing"):
-            reply(message["request_id"], {})
-        elif subtype == "interrupt":
+        elif (subtype == "set_permission_mode" and hang not in ("initializing", "preparing")) or subtype == "interrupt":
             reply(message["request_id"], {})
     return 0
 

@@ -1,0 +1,141 @@
+"""Running `acp-agent --provider codex` against the real codex binary and the loopback fake Responses API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from acp import schema
+
+from tests.e2e.harness import AgentProcess, spawn_agent
+from tests.fakes.responses_api import FakeResponsesAPI
+
+FAKE_KEY = "sk-fake-test-key-0123456789"
+BUBBLEWRAP_PREFIX = "Codex could not find bubblewrap on PATH."
+
+CONFIG = """{top}
+model = "gpt-5.5"
+model_provider = "fake"
+check_for_update_on_startup = false
+{policy}
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+shell_snapshot = false
+
+[model_providers.fake]
+name = "Fake Responses API"
+base_url = "{base_url}"
+wire_api = "responses"
+env_key = "FAKE_OPENAI_API_KEY"
+request_max_retries = 0
+stream_max_retries = {retries}
+stream_idle_timeout_ms = 10000
+"""
+
+
+def write_codex_home(api: FakeResponsesAPI, tmp_path: Path, *, retries: int = 2, top: str = "",
+                     policy: str = "") -> Path:
+    """A fresh CODEX_HOME whose config routes the model provider to the fake (no other network)."""
+    home = tmp_path / "codex-home"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(CONFIG.format(top=top, policy=policy, base_url=api.base_url, retries=retries))
+    return home
+
+
+def workspace(tmp_path: Path) -> str:
+    path = tmp_path / "work"
+    path.mkdir(exist_ok=True)
+    return str(path)
+
+
+def codex_env(home: Path) -> dict[str, str]:
+    return {"CODEX_HOME": str(home), "FAKE_OPENAI_API_KEY": FAKE_KEY, "OPENAI_API_KEY": "", "CODEX_API_KEY": "",
+            "ACP_AGENT_CODEX_BIN": "", "RUST_LOG": "warn"}
+
+
+@asynccontextmanager
+async def codex_agent(home: Path, tmp_path: Path, *, capable: bool, env: dict[str, str] | None = None,
+                      log_name: str = "agent") -> AsyncIterator[AgentProcess]:
+    """`acp-agent --provider codex` on this CODEX_HOME, initialized as a capable or legacy client."""
+    full = {**codex_env(home), **(env or {})}
+    log_dir = tmp_path / log_name
+    log_dir.mkdir(exist_ok=True)
+    async with spawn_agent("codex", log_dir, full) as agent:
+        await agent.initialize(capable=capable)
+        yield agent
+
+
+def text(value: str) -> list[Any]:
+    return [schema.TextContentBlock(type="text", text=value)]
+
+
+async def wait_for_turn_requests(api: FakeResponsesAPI, count: int) -> None:
+    await anyio.to_thread.run_sync(lambda: api.wait_for_requests(count, timeout=30))
+
+
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as handle:
+            found.extend(int(child) for child in handle.read().split())
+    return found
+
+
+def app_server_pid(agent_pid: int) -> int:
+    """The `codex app-server` child of the agent, found through /proc (never by name matching on ps)."""
+    for child in children(agent_pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except FileNotFoundError:
+            continue
+        if len(argv) >= 2 and argv[0].endswith(b"codex") and argv[1] == b"app-server":
+            return child
+    raise AssertionError("no codex app-server child found")
+
+
+def kill_app_server(agent_pid: int) -> int:
+    pid = app_server_pid(agent_pid)
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def is_notice_text(value: str) -> bool:
+    return value.startswith(("Config warning: ", "Warning: "))
+
+
+def agent_texts(agent: AgentProcess, session_id: str) -> list[str]:
+    return [u["content"]["text"] for u in agent.frames.updates(session_id) if u["sessionUpdate"] == "agent_message_chunk"]
+
+
+def model_text(agent: AgentProcess, session_id: str) -> str:
+    """What the model said: agent text without the notices a legacy client sees as text."""
+    return "".join(t for t in agent_texts(agent, session_id) if not is_notice_text(t))
+
+
+def turn_records(agent: AgentProcess) -> list[dict[str, Any]]:
+    return [r for r in agent.frames.failure_records() if r["id"].endswith(":error")]
+
+
+def notice_records(agent: AgentProcess, session_id: str) -> list[dict[str, Any]]:
+    return [r for r in agent.frames.failure_records() if r["id"].startswith(f"{session_id}:notice:")]
+
+
+def turn_metadata(request: Any) -> dict[str, Any]:
+    raw = request.headers.get("x-codex-turn-metadata") or "{}"
+    parsed = json.loads(raw)
+    return parsed if isinstance(parsed, dict) else {}
