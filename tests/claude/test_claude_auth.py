@@ -62,7 +62,7 @@ async def test_keyring_key_reaches_the_cli_only_through_its_environment(tmp_path
             init = agent.frames.incoming[0]["result"]["_meta"]["claude/authStatus"]
             session = await agent.conn.new_session(cwd=str(tmp_path))
             await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
-            cli_argv = [open(f"/proc/{pid}/cmdline", "rb").read() for pid in _descendants(agent.process.pid)]
+            cli_argv = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _descendants(agent.process.pid)]
     assert init["source"] == "keyring"
     assert api.turn_requests[0].headers.get("x-api-key") == secret
     assert all(secret.encode() not in argv for argv in cli_argv)

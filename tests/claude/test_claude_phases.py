@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,8 @@ def assert_reaped(tmp_path: Path) -> None:
     pids = [int(line) for line in (tmp_path / "pids").read_text().split()]
     assert pids
     for pid in pids:
-        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z", pid
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or stat.read_text().split()[2] == "Z", pid
 
 
 @BOTH
