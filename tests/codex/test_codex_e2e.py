@@ -350,8 +350,8 @@ async def test_modes_and_model_reach_the_next_turn(tmp_path: Path) -> None:
             assert session.modes is not None and session.modes.current_mode_id == "auto"
             assert [m.id for m in session.modes.available_modes] == ["read-only", "auto", "full-access"]
             (model,) = session.config_options or []
-            assert (model.root.id, model.root.current_value) == ("model", "gpt-5.5")
-            choices = [option.value for option in model.root.options]
+            assert (model.id, model.current_value) == ("model", "gpt-5.5")
+            choices = [option.value for option in model.options]
             other = next(choice for choice in choices if choice != "gpt-5.5")
             await agent.conn.prompt(session_id=session.session_id, prompt=text("default"))
             await agent.conn.set_session_mode(session_id=session.session_id, mode_id="read-only")
@@ -363,7 +363,7 @@ async def test_modes_and_model_reach_the_next_turn(tmp_path: Path) -> None:
             with pytest.raises(acp.RequestError) as unknown:
                 await agent.conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
         requests = api.turn_requests
-    assert changed.config_options[0].root.current_value == other
+    assert changed.config_options[0].current_value == other
     assert unknown.value.code == -32602
     sandboxes = [turn_metadata(request).get("sandbox") for request in requests]
     assert sandboxes[1] != sandboxes[0] and sandboxes[2] not in (sandboxes[0], sandboxes[1]), sandboxes
