@@ -275,3 +275,30 @@ async def test_modes_and_model_option(tmp_path: Path) -> None:
     assert updated is not None
     assert result.stop_reason == "end_turn"
     assert shutil.which("true")
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+async def test_shutdown_closes_every_cli_with_no_orphans(tmp_path: Path, how: str) -> None:
+    import os
+    import signal
+
+    from tests.claude.e2e_support import children
+
+    with FakeAnthropicAPI([{"reply": "one"}, {"reply": "two"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            for _ in range(2):
+                session = await agent.conn.new_session(cwd=str(tmp_path))
+                await prompt_outcome(agent, session.session_id)
+            clis = children(agent.process.pid)
+            assert len(clis) == 2
+            if how == "eof":
+                agent.process.stdin.close()
+            else:
+                agent.process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(5):
+                code = await agent.process.wait()
+    assert code == 0
+    for pid in clis:
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or stat.read_text().split()[2] == "Z", f"CLI {pid} outlived the agent"
+    assert os.path.exists(tmp_path)
