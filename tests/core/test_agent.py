@@ -37,7 +37,7 @@ async def test_initialize_advertises_extension_only_to_capable_clients() -> None
         capable = await client.initialize(capable=True)
     assert capable["_meta"]["jetbrains"]["air"] == {"version": 1, "capabilities": ["sessionFailure"]}
     assert capable["agentCapabilities"]["loadSession"] is True
-    assert capable["agentCapabilities"]["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}}
+    assert capable["agentCapabilities"]["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}, "fork": {}}
     async with run_in_process(make_spec({})) as client:
         legacy = await client.initialize(meta={"jetbrains": {"air": {"version": "1", "capabilities": ["sessionFailure"]}}})
     assert "sessionFailure" not in json.dumps(legacy)
@@ -324,3 +324,16 @@ async def test_second_prompt_while_running_is_rejected() -> None:
             with pytest.raises(RpcError, match="already running"):
                 await client.prompt(session_id, "second")
             await client.notify("session/cancel", {"sessionId": session_id})
+
+
+async def test_fork_creates_a_new_session() -> None:
+    async with run_in_process(make_spec({})) as client:
+        await client.initialize()
+        session_id = await client.new_session(CWD)
+        forked = await client.request("session/fork", {"sessionId": session_id, "cwd": CWD, "mcpServers": []})
+        assert forked["sessionId"] != session_id
+        result = await client.prompt(forked["sessionId"], "hello fork")
+        assert result == {"stopReason": "end_turn"}
+        with pytest.raises(RpcError) as unknown:
+            await client.request("session/fork", {"sessionId": "missing", "cwd": CWD, "mcpServers": []})
+        assert unknown.value.code == -32002

@@ -429,6 +429,7 @@ class LoadSessionRequest:
 
 
 ResumeSessionRequest = LoadSessionRequest
+ForkSessionRequest = LoadSessionRequest
 
 
 @frozen
@@ -595,6 +596,7 @@ class Methods:
     SESSION_LOAD: ClassVar[str] = "session/load"
     SESSION_LIST: ClassVar[str] = "session/list"
     SESSION_RESUME: ClassVar[str] = "session/resume"
+    SESSION_FORK: ClassVar[str] = "session/fork"
     SESSION_CLOSE: ClassVar[str] = "session/close"
     SESSION_PROMPT: ClassVar[str] = "session/prompt"
     SESSION_CANCEL: ClassVar[str] = "session/cancel"

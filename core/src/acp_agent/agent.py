@@ -85,6 +85,7 @@ RESOURCE_NOT_FOUND = -32002
 SHUTDOWN_BUDGET_S = 4.5
 CANCEL_GRACE_S = 10.0
 PERMISSION_TIMEOUT_S = 3600.0
+LOGOUT_COMMAND_BUDGET_S = 20.0
 
 _SIGNALS: Mapping[type, RecoverySignal] = {
     AttemptBoundary: RecoverySignal.ATTEMPT_BOUNDARY,
@@ -216,6 +217,7 @@ class Agent:
             M.SESSION_LOAD: self.load_session,
             M.SESSION_LIST: self.list_sessions,
             M.SESSION_RESUME: self.resume_session,
+            M.SESSION_FORK: self.fork_session,
             M.SESSION_CLOSE: self.close_session,
             M.SESSION_PROMPT: self.prompt,
             M.SESSION_SET_MODE: self.set_mode,
@@ -227,6 +229,7 @@ class Agent:
             M.SESSION_LIST: caps.list_sessions,
             M.SESSION_RESUME: caps.resume_session,
             M.SESSION_CLOSE: caps.close_session,
+            M.SESSION_FORK: caps.fork_session,
         }
         for method, supported in unsupported.items():
             if not supported:
@@ -400,6 +403,7 @@ class Agent:
             list={} if caps.list_sessions else UNSET,
             resume={} if caps.resume_session else UNSET,
             close={} if caps.close_session else UNSET,
+            fork={} if caps.fork_session else UNSET,
         )
         meta: dict[str, Any] = {}
         if self.capable:
@@ -454,6 +458,7 @@ class Agent:
         for session in list(self.sessions.values()):
             await self._end_session(session)
         await self._close_runtime()
+        await self._run_logout_command()
         if self.settings.keyring is not None:
             try:
                 secret = self.settings.keyring.get(self.provider.name)
@@ -463,6 +468,18 @@ class Agent:
                 log.info("logout could not reach the keyring: %s", exc)
         self.client_credentials.clear()
         return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
+
+    async def _run_logout_command(self) -> None:
+        """The vendor's own logout (e.g. `muse logout`), bounded; its output only reaches the log."""
+        command = self.provider.credentials.logout_command
+        if not command:
+            return
+        try:
+            with anyio.fail_after(LOGOUT_COMMAND_BUDGET_S):
+                result = await anyio.run_process(list(command), env=dict(self.settings.environ), check=False)
+            log.info("%s exited with %d", command[0], result.returncode)
+        except (OSError, TimeoutError) as exc:
+            log.warning("%s could not be run: %s", command[0], type(exc).__name__)
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -520,6 +537,19 @@ class Agent:
 
     async def load_session(self, params: Any) -> Any:
         return await self._open_existing(params, replay=True)
+
+    async def fork_session(self, params: Any) -> Any:
+        request = self._parse(params, acp.ForkSessionRequest)
+        self._check_cwd(request.cwd)
+        pending = _PendingSession()
+        async with self._provider_call("session/fork"):
+            runtime = await self.runtime()
+            start = await runtime.fork_session(request.session_id, request.cwd, request.mcp_servers, pending)
+        session = self._new_session_state(start.session_id, request.cwd, announced=False)
+        session.backlog.extend(pending.backlog)
+        self.sessions[session.session_id] = session
+        response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(start))
+        return Reply(self._dump(response), lambda ok: self._announce(session, ok))
 
     async def resume_session(self, params: Any) -> Any:
         return await self._open_existing(params, replay=False)

@@ -63,6 +63,7 @@ class CredentialSpec:
     stored_min_bytes: int = 0
     login_hint: str = ""
     login_command: tuple[str, ...] | None = None
+    logout_command: tuple[str, ...] | None = None
 
 
 @frozen
@@ -151,6 +152,11 @@ class ProviderRuntime(abc.ABC):
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         raise NotSupported("session/list")
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any],
+                           channel: SessionChannel) -> SessionStart:
+        """Branch a stored session into a new one (ACP's unstable `session/fork`)."""
+        raise NotSupported("session/fork")
 
     async def close_session(self, session_id: str) -> None:
         return None

@@ -111,6 +111,15 @@ class ScriptedRuntime(ProviderRuntime):
                     )
         return SessionStart(session_id)
 
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any],
+                           channel: SessionChannel) -> SessionStart:
+        if session_id not in self.sessions:
+            raise SessionNotFound(session_id)
+        self.counter += 1
+        forked = f"scripted-{self.counter}"
+        self.sessions[forked] = cwd
+        return SessionStart(forked)
+
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         from acp_agent.acp import SessionInfo
 
@@ -228,6 +237,7 @@ def make_spec(script: dict[str, Any] | None = None) -> ProviderSpec:
             load_session=True,
             list_sessions=True,
             resume_session=True,
+            fork_session=True,
             image=True,
             embedded_context=True,
         ),
