@@ -20,17 +20,22 @@ ROOT = pathlib.Path(__file__).parent
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 PLUGINS = sorted(path.parent.name for path in ROOT.glob("plugins/*/pyproject.toml"))
 TEST_PROVIDER = "tests/scripted_provider"
+CONSTRAINTS = ("-c", "tests/constraints.txt")
 
 
 def install_group(session: nox.Session, group: str) -> None:
-    session.install(*nox.project.dependency_groups(PYPROJECT, group))
+    session.install(*CONSTRAINTS, *nox.project.dependency_groups(PYPROJECT, group))
+
+
+def editable(*paths: str) -> list[str]:
+    return [*CONSTRAINTS, *[arg for path in paths for arg in ("-e", path)]]
 
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
     """Core, every plugin and the test-only provider installed editable; every test."""
     install_group(session, "test")
-    session.install("-e", "core", "-e", TEST_PROVIDER, *[arg for name in PLUGINS for arg in ("-e", f"plugins/{name}")])
+    session.install(*editable("core", TEST_PROVIDER, *[f"plugins/{name}" for name in PLUGINS]))
     session.run("pytest", *session.posargs)
 
 
@@ -39,7 +44,7 @@ def tests(session: nox.Session) -> None:
 def plugin_alone(session: nox.Session, name: str) -> None:
     """The core and one plugin, nothing else: that plugin's tests pass on their own."""
     install_group(session, "test")
-    session.install("-e", "core", "-e", f"plugins/{name}")
+    session.install(*editable("core", f"plugins/{name}"))
     session.run("pytest", f"tests/{name}", *session.posargs)
 
 
@@ -53,7 +58,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the core, then on each plugin's package."""
     install_group(session, "typecheck")
-    session.install("-e", "core", *[arg for name in PLUGINS for arg in ("-e", f"plugins/{name}")])
+    session.install(*editable("core", *[f"plugins/{name}" for name in PLUGINS]))
     session.run("mypy")
     for name in PLUGINS:
         session.run("mypy", "--strict", f"plugins/{name}/src")
@@ -63,7 +68,7 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks: they report numbers, they assert nothing."""
     install_group(session, "bench")
-    session.install("-e", "core", "-e", TEST_PROVIDER, *[arg for name in PLUGINS for arg in ("-e", f"plugins/{name}")])
+    session.install(*editable("core", TEST_PROVIDER, *[f"plugins/{name}" for name in PLUGINS]))
     for script in sorted(glob.glob("bench/bench_*.py")):
         session.run("python", script, *session.posargs)
 

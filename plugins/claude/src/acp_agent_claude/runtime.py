@@ -148,7 +148,7 @@ class ClaudeRuntime(ProviderRuntime):
         try:
             async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
                 # Apply and verify the session's settings: the CLI answers only once they hold.
-                await client.set_permission_mode(session.mode)
+                await client.set_permission_mode(session.mode)  # type: ignore[arg-type]
         except PhaseDeadlineExceeded:
             await self._disconnect(client)
             raise
