@@ -302,3 +302,71 @@ async def test_shutdown_closes_every_cli_with_no_orphans(tmp_path: Path, how: st
         stat = Path(f"/proc/{pid}/stat")
         assert not stat.exists() or stat.read_text().split()[2] == "Z", f"CLI {pid} outlived the agent"
     assert os.path.exists(tmp_path)
+
+
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+async def test_rich_prompt_content_reaches_the_model(tmp_path: Path) -> None:
+    from acp import schema
+
+    (tmp_path / "notes.md").write_text("remember the milk\n")
+    prompt = [
+        schema.TextContentBlock(type="text", text="Look at these."),
+        schema.ImageContentBlock(type="image", data=PIXEL, mime_type="image/png"),
+        schema.ResourceContentBlock(type="resource_link", uri=f"file://{tmp_path}/notes.md", name="notes.md"),
+        schema.EmbeddedResourceContentBlock(type="resource", resource=schema.TextResourceContents(
+            uri=f"file://{tmp_path}/inline.py", text="print('inline')\n")),
+    ]
+    with FakeAnthropicAPI([{"thinking": "Considering the files.", "reply": "Seen them."}]) as api:
+        async with claude_agent(api, tmp_path, capable=True) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            result = await agent.conn.prompt(session_id=session.session_id, prompt=prompt)
+    assert result.stop_reason == "end_turn"
+    sent = json.dumps(api.turn_requests[0].body)
+    assert PIXEL in sent
+    assert "print('inline')" in sent
+    assert "notes.md" in sent
+    kinds = [u["sessionUpdate"] for u in agent.frames.updates(session.session_id)]
+    assert "agent_thought_chunk" in kinds
+    thoughts = [u["content"]["text"] for u in agent.frames.updates() if u["sessionUpdate"] == "agent_thought_chunk"]
+    assert "".join(thoughts) == "Considering the files."
+    assert agent.frames.problems == []
+
+
+async def test_edits_show_diffs_and_shell_output_is_shown(tmp_path: Path) -> None:
+    target = tmp_path / "hello.py"
+    script = [
+        {"tool_use": {"name": "Write", "input": {"file_path": str(target), "content": "print('hi')\n"}}},
+        {"tool_use": {"name": "Bash", "input": {"command": "echo shell-output-marker", "description": "Echo"}}},
+        {"reply": "Done."},
+    ]
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            result = await prompt_outcome(agent, session.session_id, "Write and run")
+    assert result.stop_reason == "end_turn"
+    assert target.read_text() == "print('hi')\n"
+    calls = [u for u in agent.frames.updates() if u["sessionUpdate"] == "tool_call"]
+    write = next(call for call in calls if call["kind"] == "edit")
+    assert write["title"] == "Write hello.py"
+    assert write["locations"] == [{"path": str(target)}]
+    assert write["content"] == [{"type": "diff", "path": str(target), "newText": "print('hi')\n", "oldText": None}]
+    outputs = [json.dumps(u.get("content")) for u in agent.frames.updates()
+               if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"]
+    assert any("shell-output-marker" in output for output in outputs)
+    assert agent.frames.problems == []
+
+
+async def test_close_stops_the_sessions_cli(tmp_path: Path) -> None:
+    from tests.claude.e2e_support import children
+
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            [cli] = children(agent.process.pid)
+            await agent.conn.close_session(session_id=session.session_id)
+            remaining = children(agent.process.pid)
+            with pytest.raises(acp.RequestError):
+                await agent.conn.prompt(session_id=session.session_id, prompt=text("gone"))
+    assert cli not in remaining
