@@ -370,3 +370,22 @@ async def test_close_stops_the_sessions_cli(tmp_path: Path) -> None:
             with pytest.raises(acp.RequestError):
                 await agent.conn.prompt(session_id=session.session_id, prompt=text("gone"))
     assert cli not in remaining
+
+
+async def test_todo_list_becomes_a_plan(tmp_path: Path) -> None:
+    todos = [{"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+             {"content": "Write the fix", "status": "in_progress", "activeForm": "Writing the fix"}]
+    script = [{"tool_use": {"name": "ToolSearch", "input": {"query": "select:TodoWrite", "max_results": 1}}},
+              {"tool_use": {"name": "TodoWrite", "input": {"todos": todos}}},
+              {"reply": "Plan recorded."}]
+    # This CLI version defers TodoWrite behind ToolSearch and a feature switch (see fixtures/README.md).
+    extra = {"CLAUDE_CODE_ENABLE_TASKS": "0", "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=True, extra=extra) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            result = await prompt_outcome(agent, session.session_id, "Plan it")
+    assert result.stop_reason == "end_turn"
+    [plan] = [u for u in agent.frames.updates() if u["sessionUpdate"] == "plan"]
+    assert plan["entries"] == [{"content": "Read the code", "priority": "medium", "status": "completed"},
+                               {"content": "Write the fix", "priority": "medium", "status": "in_progress"}]
+    assert agent.frames.problems == []
