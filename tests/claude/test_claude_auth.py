@@ -168,3 +168,21 @@ async def test_sixteen_clients_with_different_credentials_never_cross(tmp_path: 
         everything = agent.frames.text() + agent.log_text() + json.dumps(agent.frames.outgoing)
         assert not [key for key in keys if key in everything]
         assert agent.frames.problems == []
+
+
+async def test_client_provided_credentials_reach_only_that_sessions_cli(tmp_path: Path) -> None:
+    client_key = "sk-ant-client-handed-5555555555"
+    with FakeAnthropicAPI([{"reply": "with the client key"}, {"reply": "with the environment key"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False, meta=AUTH_META) as agent:
+            given = await agent.conn.new_session(cwd=str(tmp_path), **{
+                "claude/credentials": {"ANTHROPIC_API_KEY": client_key}})
+            plain = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=given.session_id, prompt=text("one"))
+            await agent.conn.prompt(session_id=plain.session_id, prompt=text("two"))
+    sent = [request.headers.get("x-api-key") for request in api.turn_requests]
+    assert sent[0] == client_key
+    assert sent[1] != client_key
+    assert statuses(agent, given.session_id)[0]["source"] == "clientProvider"
+    assert statuses(agent, plain.session_id)[0]["source"] == "environment"
+    assert client_key not in agent.frames.text()
+    assert client_key not in agent.log_text()

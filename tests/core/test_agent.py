@@ -337,3 +337,29 @@ async def test_fork_creates_a_new_session() -> None:
         with pytest.raises(RpcError) as unknown:
             await client.request("session/fork", {"sessionId": "missing", "cwd": CWD, "mcpServers": []})
         assert unknown.value.code == -32002
+
+
+async def test_client_provided_credentials_are_per_session_and_validated() -> None:
+    secret = "sk-client-handed-0123456789"
+    auth = {"kind": "auth_required", "native_kind": "authentication_failed", "title": f"Key {secret} was rejected"}
+    async with run_in_process(make_spec({"turns": [[{"text": "ok"}], [{"fail": auth}]]})) as client:
+        await client.initialize(meta={"scripted/authStatus": 1})
+        given = await client.request("session/new", {"cwd": CWD, "mcpServers": [],
+                                                     "_meta": {"scripted/credentials": {"SCRIPTED_API_KEY": secret}}})
+        plain = await client.new_session(CWD)
+        await client.prompt(given["sessionId"], "a")
+        with pytest.raises(RpcError) as rejected:
+            await client.prompt(given["sessionId"], "b")
+        with pytest.raises(RpcError) as bad:
+            await client.request("session/new", {"cwd": CWD, "mcpServers": [],
+                                                 "_meta": {"scripted/credentials": {"PATH": "/evil"}}})
+        await client.request("logout", {})
+    statuses = [u["_meta"]["scripted/authStatus"] for u in client.session_updates(given["sessionId"])
+                if "scripted/authStatus" in (u.get("_meta") or {})]
+    assert [status["source"] for status in statuses] == ["clientProvider", "clientProvider"]
+    assert [status["verification"] for status in statuses] == ["acceptedForTurn", "rejected"]
+    assert plain != given["sessionId"]
+    assert bad.value.code == -32602
+    assert bad.value.data == {"field": "_meta.scripted/credentials"}
+    assert secret not in json.dumps(client.frames)
+    assert secret not in rejected.value.message

@@ -120,9 +120,11 @@ class Turn:
     run_scope: anyio.CancelScope | None = None
 
     session_id: str = field(init=False)
+    credentials: dict[str, str] = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.session_id = self.session.session_id
+        self.credentials = self.session.credentials
 
     def record_failure(self, observation: FailureObservation) -> None:
         if self.failure is None:
@@ -149,6 +151,7 @@ class Session:
     turn: Turn | None = None
     announced: bool = True
     backlog: list[Event] = field(factory=list)
+    credentials: dict[str, str] = field(factory=dict)
 
     async def emit(self, event: Event) -> None:
         if not self.announced:
@@ -168,6 +171,7 @@ class _PendingSession:
 
     backlog: list[Event] = field(factory=list)
     session_id: str = ""
+    credentials: dict[str, str] = field(factory=dict)
 
     async def emit(self, event: Event) -> None:
         self.backlog.append(event)
@@ -200,7 +204,6 @@ class Agent:
         self.capable = False
         self.auth_status = False
         self.client_capabilities = acp.ClientCapabilities()
-        self.client_credentials: dict[str, dict[str, str]] = {}
         self.connection: Connection | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._host: _RuntimeHost | None = None
@@ -466,7 +469,6 @@ class Agent:
                 self.settings.redact.add(secret)
             except KeyringUnavailable as exc:
                 log.info("logout could not reach the keyring: %s", exc)
-        self.client_credentials.clear()
         return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
 
     async def _run_logout_command(self) -> None:
@@ -489,17 +491,45 @@ class Agent:
             "config_options": list(start.config_options) if start.config_options is not None else UNSET,
         }
 
-    def _new_session_state(self, session_id: str, cwd: str, *, announced: bool) -> Session:
-        return Session(self, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), announced=announced)
+    def _new_session_state(self, session_id: str, cwd: str, *, announced: bool,
+                           credentials: dict[str, str] | None = None) -> Session:
+        return Session(self, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), announced=announced,
+                       credentials=dict(credentials or {}))
+
+    def _client_credentials(self, meta: Any) -> dict[str, str]:
+        """Credentials a client hands over for one session: `_meta["<provider>/credentials"]`.
+
+        Only the provider's own variables are accepted; every value is redacted from then on.
+        """
+        key = f"{self.provider.name}/credentials"
+        offered = meta.get(key) if isinstance(meta, dict) else None
+        if offered is None:
+            return {}
+        spec = self.provider.credentials
+        allowed = set(spec.env_vars) | set(spec.client_env_vars)
+        if not isinstance(offered, dict) or not offered or any(
+                name not in allowed or not isinstance(value, str) or not value for name, value in offered.items()):
+            raise RpcError(INVALID_PARAMS, f"_meta[{key!r}] must map some of {sorted(allowed)} to non-empty strings",
+                           {"field": f"_meta.{key}"})
+        for name, value in offered.items():
+            if name in spec.env_vars:
+                self.settings.redact.add(value)
+        return dict(offered)
+
+    def _session_credentials(self, session: Session) -> CredentialState:
+        if any(name in self.provider.credentials.env_vars for name in session.credentials):
+            return CredentialState(True, "clientProvider")
+        return self.credentials()
 
     async def new_session(self, params: Any) -> Any:
         request = self._parse(params, acp.NewSessionRequest)
         self._check_cwd(request.cwd)
-        pending = _PendingSession()
+        pending = _PendingSession(credentials=self._client_credentials(request.meta))
         async with self._provider_call("session/new"):
             runtime = await self.runtime()
             start = await runtime.new_session(request.cwd, request.mcp_servers, pending)
-        session = self._new_session_state(start.session_id, request.cwd, announced=False)
+        session = self._new_session_state(start.session_id, request.cwd, announced=False,
+                                          credentials=pending.credentials)
         session.backlog.extend(pending.backlog)
         self.sessions[session.session_id] = session
         response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(start))
@@ -522,7 +552,10 @@ class Agent:
         existing = self.sessions.get(request.session_id)
         if existing is not None and existing.turn is not None:
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
+        credentials = self._client_credentials(request.meta)
         session = existing or self._new_session_state(request.session_id, request.cwd, announced=True)
+        if credentials:
+            session.credentials = credentials
         self.sessions[session.session_id] = session
         try:
             async with self._provider_call("session/load" if replay else "session/resume"):
@@ -541,11 +574,12 @@ class Agent:
     async def fork_session(self, params: Any) -> Any:
         request = self._parse(params, acp.ForkSessionRequest)
         self._check_cwd(request.cwd)
-        pending = _PendingSession()
+        pending = _PendingSession(credentials=self._client_credentials(request.meta))
         async with self._provider_call("session/fork"):
             runtime = await self.runtime()
             start = await runtime.fork_session(request.session_id, request.cwd, request.mcp_servers, pending)
-        session = self._new_session_state(start.session_id, request.cwd, announced=False)
+        session = self._new_session_state(start.session_id, request.cwd, announced=False,
+                                          credentials=pending.credentials)
         session.backlog.extend(pending.backlog)
         self.sessions[session.session_id] = session
         response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(start))
@@ -696,7 +730,7 @@ class Agent:
     async def _send_auth_status(self, session: Session) -> None:
         if not self.auth_status:
             return
-        status = turn_status(self.credentials(), session.auth)
+        status = turn_status(self._session_credentials(session), session.auth)
         await self._send_update(session, acp.SessionInfoUpdate(meta={auth_status_key(self.provider.name): status}))
 
     async def _dispatch(self, session: Session, event: Event, turn: Turn | None) -> None:

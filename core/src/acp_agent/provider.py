@@ -64,6 +64,8 @@ class CredentialSpec:
     login_hint: str = ""
     login_command: tuple[str, ...] | None = None
     logout_command: tuple[str, ...] | None = None
+    client_env_vars: tuple[str, ...] = ()
+    """Further variables a client may hand over with a session's credentials (e.g. a gateway URL)."""
 
 
 @frozen
@@ -106,9 +108,14 @@ class SessionListing:
 
 
 class SessionChannel(Protocol):
-    """The core's side of one session, as a provider sees it."""
+    """The core's side of one session, as a provider sees it.
+
+    `credentials` are environment variables the client handed over for this session only
+    (`_meta["<provider>/credentials"]`); the runtime must give them to this session's backend.
+    """
 
     session_id: str
+    credentials: dict[str, str]
 
     async def emit(self, event: Event) -> None:
         """Publish a neutral event; inside a turn it belongs to that turn."""

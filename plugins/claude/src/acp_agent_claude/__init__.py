@@ -73,6 +73,7 @@ def provider_spec() -> ProviderSpec:
             keyring_env_var="ANTHROPIC_API_KEY",
             stored_files=stored_credentials,
             login_hint="set ANTHROPIC_API_KEY, run `acp-agent auth set --provider claude`, or sign in with `claude /login`",
+            client_env_vars=("ANTHROPIC_BASE_URL",),
         ),
         check_backend=check_backend,
         capabilities=RuntimeCapabilities(load_session=True, list_sessions=True, resume_session=True,

@@ -88,6 +88,7 @@ class ClaudeSession:
     lock: anyio.Lock = field(factory=anyio.Lock)
     models: list[dict[str, Any]] = field(factory=list)
     commands: list[dict[str, Any]] = field(factory=list)
+    credentials: dict[str, str] = field(factory=dict)
 
 
 def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -119,7 +120,7 @@ class ClaudeRuntime(ProviderRuntime):
         return ClaudeAgentOptions(
             cwd=session.cwd,
             cli_path=self.cli_path,
-            env=dict(self.context.environ),
+            env={**self.context.environ, **session.credentials},
             resume=session.session_id if resume else None,
             extra_args={} if resume else {"session-id": session.session_id},
             permission_mode=session.mode,  # type: ignore[arg-type]
@@ -204,7 +205,7 @@ class ClaudeRuntime(ProviderRuntime):
     # -- sessions ----------------------------------------------------------------------------------
 
     async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
-        session = ClaudeSession(str(uuid.uuid4()), cwd)
+        session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials))
         await self._connect(session, resume=False)
         self.sessions[session.session_id] = session
         await self._announce(session, channel)
@@ -228,7 +229,7 @@ class ClaudeRuntime(ProviderRuntime):
         existing = self.sessions.pop(session_id, None)
         if existing is not None and existing.client is not None:
             await self._disconnect(existing.client)
-        session = ClaudeSession(session_id, cwd)
+        session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials))
         await self._connect(session, resume=True)
         self.sessions[session_id] = session
         await self._announce(session, channel)
