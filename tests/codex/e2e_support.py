@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import anyio.to_thread
 from acp import schema
 
@@ -17,6 +19,7 @@ from tests.e2e.harness import AgentProcess, spawn_agent
 from tests.fakes.responses_api import FakeResponsesAPI
 
 FAKE_KEY = "sk-fake-test-key-0123456789"
+STAND_IN = Path(__file__).with_name("stand_in_app_server.py")
 BUBBLEWRAP_PREFIX = "Codex could not find bubblewrap on PATH."
 
 CONFIG = """{top}
@@ -69,14 +72,48 @@ def codex_env(home: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def codex_agent(home: Path, tmp_path: Path, *, capable: bool, env: dict[str, str] | None = None,
-                      log_name: str = "agent") -> AsyncIterator[AgentProcess]:
+                      log_name: str = "agent", meta: dict[str, Any] | None = None) -> AsyncIterator[CodexAgent]:
     """`acp-agent --provider codex` on this CODEX_HOME, initialized as a capable or legacy client."""
     full = {**codex_env(home), **(env or {})}
     log_dir = tmp_path / log_name
     log_dir.mkdir(exist_ok=True)
     async with spawn_agent("codex", log_dir, full) as agent:
-        await agent.initialize(capable=capable)
-        yield agent
+        agent.frames.incoming = WatchedFrames(agent.frames.incoming)
+        codex = CodexAgent(agent.conn, agent.process, agent.frames, agent.client, agent.log_path)
+        codex.initialized = await agent.initialize(capable=capable, meta=meta)
+        yield codex
+
+
+class WatchedFrames(list[dict[str, Any]]):
+    """The FrameLog's list of agent frames, able to wake a test when a frame it waits for arrives."""
+
+    def __init__(self, frames: list[dict[str, Any]]) -> None:
+        super().__init__(frames)
+        self._changed = anyio.Event()
+
+    def append(self, frame: dict[str, Any]) -> None:
+        super().append(frame)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_for(self, predicate: Callable[[dict[str, Any]], bool], *, timeout_s: float = 20) -> dict[str, Any]:
+        with anyio.fail_after(timeout_s):
+            while True:
+                for frame in self:
+                    if predicate(frame):
+                        return frame
+                await self._changed.wait()
+
+
+class CodexAgent(AgentProcess):
+    """The harness's agent process plus its initialize response and watchable frames."""
+
+    initialized: Any = None
+
+    @property
+    def watched(self) -> WatchedFrames:
+        assert isinstance(self.frames.incoming, WatchedFrames)
+        return self.frames.incoming
 
 
 def text(value: str) -> list[Any]:
@@ -139,3 +176,26 @@ def turn_metadata(request: Any) -> dict[str, Any]:
     raw = request.headers.get("x-codex-turn-metadata") or "{}"
     parsed = json.loads(raw)
     return parsed if isinstance(parsed, dict) else {}
+
+
+def stand_in_env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    """Environment that makes the agent run tests/codex/stand_in_app_server.py as its codex binary."""
+    wrapper = tmp_path / "codex"
+    wrapper.write_text(f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(STAND_IN)!r}, run_name='__main__')\n")
+    wrapper.chmod(0o755)
+    return {"ACP_AGENT_CODEX_BIN": str(wrapper), "STAND_IN_PID_FILE": str(tmp_path / "stand-in.pid"),
+            "CODEX_HOME": str(tmp_path), **settings}
+
+
+def stand_in_gone(tmp_path: Path) -> bool:
+    pid = int((tmp_path / "stand-in.pid").read_text())
+    return process_gone(pid)
+
+
+def process_gone(pid: int) -> bool:
+    """Not running: no such process, or only a zombie awaiting its parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[1].startswith("Z")
+    except FileNotFoundError:
+        return True

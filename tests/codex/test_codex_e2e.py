@@ -8,13 +8,17 @@ one (baseline JSON-RPC errors, the established text, and never the word `session
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import acp
 import anyio
 import pytest
+from acp import schema
 
 from tests.codex.e2e_support import (
     BUBBLEWRAP_PREFIX,
@@ -24,6 +28,7 @@ from tests.codex.e2e_support import (
     kill_app_server,
     model_text,
     notice_records,
+    process_gone,
     text,
     turn_metadata,
     turn_records,
@@ -70,7 +75,13 @@ async def one_turn(api: FakeResponsesAPI, tmp_path: Path, *, capable: bool, retr
 @pytest.mark.parametrize("capable", CLIENTS)
 async def test_ok_reply_streams_text_and_ends_the_turn(tmp_path: Path, capable: bool) -> None:
     with FakeResponsesAPI([{"reasoning": "Thinking it over.", "reply": "Hello from the fake model"}]) as api:
-        agent, session_id, outcome = await one_turn(api, tmp_path, capable=capable)
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            outcome = await prompt_outcome(agent, session.session_id, "say hello")
+            backend = app_server_pid(agent.process.pid)
+        session_id = session.session_id
+    assert process_gone(backend)  # the agent stopped its app-server when it exited
     assert outcome.stop_reason == "end_turn"
     assert outcome.field_meta is None
     assert model_text(agent, session_id) == "Hello from the fake model"
@@ -185,6 +196,9 @@ async def test_config_warning_and_deprecation_notice_at_start_up(tmp_path: Path,
         home = write_codex_home(api, tmp_path, top=DEPRECATED_TOP)
         async with codex_agent(home, tmp_path, capable=capable) as agent:
             session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            # they reach the client as soon as the session exists, without waiting for a prompt
+            await agent.watched.wait_for(lambda f: f.get("method") == "session/update" and UNKNOWN_KEY_SUMMARY in str(f))
+            assert not any(f.get("method") == "session/prompt" for f in agent.frames.outgoing)
             outcome = await prompt_outcome(agent, session.session_id, "hello")
     assert outcome.stop_reason == "end_turn"
     sid = session.session_id
@@ -204,7 +218,7 @@ async def test_config_warning_and_deprecation_notice_at_start_up(tmp_path: Path,
         assert len(config) == 1 and config[0].endswith("is ignored.\n\n")
         assert not any("experimental_use_unified_exec_tool" in t for t in shown)
         assert model_text(agent, sid) == "fine"
-    # they arrive after the session/new response, before the prompt's own text
+    # after the session/new response (the client knows the session id by then)
     session_new = next(i for i, f in enumerate(agent.frames.incoming) if "sessionId" in (f.get("result") or {}))
     first_notice = next(i for i, f in enumerate(agent.frames.incoming)
                         if f.get("method") == "session/update" and UNKNOWN_KEY_SUMMARY in str(f))
@@ -244,6 +258,32 @@ async def test_shell_command_needing_approval(tmp_path: Path, capable: bool, ans
         assert done[-1]["status"] == "failed"
     assert model_text(agent, session.session_id) == "all done"
     assert_clean(agent, capable=capable)
+
+
+@pytest.mark.parametrize("answer", ["accept", "decline"])
+async def test_file_change_outside_the_workspace_needs_approval(tmp_path: Path, answer: str) -> None:
+    outside = Path(tempfile.mkdtemp(prefix="acp-codex-e2e-", dir="/var/tmp"))  # not a writable root
+    try:
+        target = outside / "patched.txt"
+        patch = f"*** Begin Patch\n*** Add File: {target}\n+hello from apply_patch\n*** End Patch\n"
+        with FakeResponsesAPI([{"apply_patch": patch}, {"reply": "patched"}]) as api:
+            home = write_codex_home(api, tmp_path)
+            async with codex_agent(home, tmp_path, capable=True) as agent:
+                agent.client.permission = lambda options: answer
+                session = await agent.conn.new_session(cwd=workspace(tmp_path))
+                outcome = await prompt_outcome(agent, session.session_id, "create the file")
+        created = target.exists()
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    assert outcome.stop_reason == "end_turn"
+    (tool_call, _), = agent.client.permission_requests
+    assert (tool_call.kind, tool_call.title) == ("edit", f"Add {target}")
+    diff = tool_call.content[0]
+    assert (diff.path, diff.new_text, diff.old_text) == (str(target), "hello from apply_patch\n", None)
+    assert created is (answer == "accept")
+    done = [u for u in agent.frames.updates(session.session_id) if u["sessionUpdate"] == "tool_call_update"]
+    assert done[-1]["status"] == ("completed" if answer == "accept" else "failed")
+    assert agent.frames.problems == []
 
 
 # --- cancel and a dying backend --------------------------------------------------------------------------------
@@ -323,7 +363,7 @@ async def test_list_and_load_replay_a_finished_thread(tmp_path: Path, capable: b
     (info,) = [s for s in listed.sessions if s.session_id == session.session_id]
     assert (info.cwd, info.title) == (cwd, "hello there")
     assert loaded.modes is not None and loaded.modes.current_mode_id == "auto"
-    replay = [u for u in second.frames.updates(session.session_id)]
+    replay = second.frames.updates(session.session_id)
     shown = [(u["sessionUpdate"], u.get("content", {}).get("text")) for u in replay
              if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")]
     assert shown[:3] == [("user_message_chunk", "hello there"), ("agent_message_chunk", "first answer"),
@@ -365,8 +405,8 @@ async def test_modes_and_model_reach_the_next_turn(tmp_path: Path) -> None:
         requests = api.turn_requests
     assert changed.config_options[0].current_value == other
     assert unknown.value.code == -32602
-    sandboxes = [turn_metadata(request).get("sandbox") for request in requests]
-    assert sandboxes[1] != sandboxes[0] and sandboxes[2] not in (sandboxes[0], sandboxes[1]), sandboxes
+    sandboxes = [turn_metadata(request).get("sandbox_mode") for request in requests]
+    assert sandboxes == ["workspace-write", "read-only", "danger-full-access"]
     assert [request.body["model"] for request in requests] == ["gpt-5.5", "gpt-5.5", other]
     modes = [u["currentModeId"] for u in agent.frames.updates(session.session_id)
              if u["sessionUpdate"] == "current_mode_update"]
@@ -381,6 +421,7 @@ async def test_the_users_config_chooses_the_starting_mode(tmp_path: Path) -> Non
             session = await agent.conn.new_session(cwd=workspace(tmp_path))
             await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
     assert session.modes is not None and session.modes.current_mode_id == "read-only"
+    assert turn_metadata(api.turn_requests[0]).get("sandbox_mode") == "read-only"
     assert agent.frames.problems == []
 
 
@@ -397,4 +438,75 @@ async def test_bubblewrap_notice_reaches_a_capable_client_once(tmp_path: Path) -
     on_path = any(os.access(os.path.join(p, "bwrap"), os.X_OK) for p in os.environ.get("PATH", "").split(os.pathsep) if p)
     assert len(bubblewrap) == (0 if on_path else 1)
     assert notice_records(agent, second.session_id) == []
+    assert agent.frames.problems == []
+
+
+async def test_prompt_with_image_and_resources_reaches_the_model(tmp_path: Path) -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    blocks: list[Any] = [
+        schema.TextContentBlock(type="text", text="look at these"),
+        schema.ImageContentBlock(type="image", data=png, mime_type="image/png"),
+        schema.ResourceContentBlock(type="resource_link", uri="file:///w/a.py", name="a.py"),
+        schema.EmbeddedResourceContentBlock(type="resource", resource=schema.TextResourceContents(
+            uri="file:///w/b.py", text="print('embedded')")),
+    ]
+    with FakeResponsesAPI([{"reply": "seen"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=True) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=blocks)
+        body = api.turn_requests[0].body or {}
+    assert outcome.stop_reason == "end_turn"
+    user = [item for item in body["input"] if item.get("role") == "user"][-1]
+    parts = [(part["type"], part.get("text") or part.get("image_url")) for part in user["content"]]
+    assert ("input_text", "look at these") in parts
+    assert ("input_image", f"data:image/png;base64,{png}") in parts
+    assert ("input_text", "[@a.py](file:///w/a.py)") in parts
+    assert ("input_text", '<context ref="file:///w/b.py">\nprint(\'embedded\')\n</context>') in parts
+    assert agent.frames.problems == []
+
+
+async def test_resume_continues_without_replay(tmp_path: Path) -> None:
+    with FakeResponsesAPI([{"reply": "before"}, {"reply": "after"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        async with codex_agent(home, tmp_path, capable=True, log_name="first") as first:
+            session = await first.conn.new_session(cwd=cwd)
+            await first.conn.prompt(session_id=session.session_id, prompt=text("remember this"))
+        async with codex_agent(home, tmp_path, capable=True, log_name="second") as second:
+            await second.conn.resume_session(cwd=cwd, session_id=session.session_id)
+            outcome = await second.conn.prompt(session_id=session.session_id, prompt=text("and now?"))
+            await second.conn.close_session(session_id=session.session_id)
+            closed = await prompt_outcome(second, session.session_id, "still there?")
+        history = json.dumps(api.turn_requests[1].body)
+    assert outcome.stop_reason == "end_turn"
+    assert isinstance(closed, acp.RequestError) and closed.code == -32002
+    assert len(api.turn_requests) == 2
+    kinds = [u["sessionUpdate"] for u in second.frames.updates(session.session_id)]
+    assert "user_message_chunk" not in kinds
+    assert model_text(second, session.session_id) == "after"
+    assert "remember this" in history  # the resumed thread kept its history
+    assert second.frames.problems == []
+
+
+async def test_auth_status_rejected_then_accepted_for_turn(tmp_path: Path) -> None:
+    env_key = "sk-env-openai-key-7777777777"
+    with FakeResponsesAPI([{"status": 401}, {"status": 401}, {"reply": "welcome back"}]) as api:
+        home = write_codex_home(api, tmp_path, retries=1)
+        env = {"OPENAI_API_KEY": env_key, "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+        async with codex_agent(home, tmp_path, capable=False, env=env, meta={"codex/authStatus": 1}) as agent:
+            init = agent.initialized
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            failed = await prompt_outcome(agent, session.session_id, "first")
+            ok = await prompt_outcome(agent, session.session_id, "second")
+    assert init.field_meta["codex/authStatus"] == {"configured": True, "source": "environment",
+                                                   "verification": "unknown", "identity": "unknown"}
+    assert isinstance(failed, acp.RequestError) and failed.code == -32000
+    assert ok.stop_reason == "end_turn"
+    statuses = [u["_meta"]["codex/authStatus"] for u in agent.frames.updates(session.session_id)
+                if u["sessionUpdate"] == "session_info_update" and "codex/authStatus" in (u.get("_meta") or {})]
+    assert [s["verification"] for s in statuses] == ["rejected", "acceptedForTurn"]
+    assert statuses[0]["latestFailure"]["kind"] == "httpConnectionFailed"
+    assert statuses[1]["latestFailure"] is None
+    assert env_key not in agent.frames.text()
     assert agent.frames.problems == []

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+
 from acp_agent.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
@@ -27,7 +28,6 @@ from acp_agent.acp import (
 from acp_agent.events import AttemptBoundary, AuthConfirmed, HistoryFailure, Notice, RetryProgress, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.testing import HistoryContract
-
 from acp_agent_codex import items, runtime
 from acp_agent_codex.translate import TurnTranslator, fold_turn, turn_id_of
 from tests.codex.fixture_lines import response, server_requests, turn

@@ -31,7 +31,7 @@ def find_codex(environ: Mapping[str, str]) -> str | None:
     if override:
         return override
     try:
-        from codex_cli_bin import bundled_codex_path
+        from codex_cli_bin import bundled_codex_path  # type: ignore[import-untyped]
     except ImportError:
         return None
     try:

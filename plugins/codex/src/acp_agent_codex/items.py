@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from acp_agent.acp import (
     AgentMessageChunk,
@@ -38,7 +38,6 @@ from acp_agent.acp import (
     UserMessageChunk,
 )
 from acp_agent.events import Event, HistoryFailure
-
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]
@@ -50,7 +49,8 @@ _STATUS: Final[Mapping[str, ToolStatus]] = {
     "failed": "failed",
     "declined": "failed",
 }
-_PLAN_STATUS: Final[Mapping[str, str]] = {
+PlanStatus = Literal["pending", "in_progress", "completed"]
+_PLAN_STATUS: Final[Mapping[str, PlanStatus]] = {
     "pending": "pending",
     "inProgress": "in_progress",
     "in_progress": "in_progress",
@@ -249,7 +249,7 @@ def plan(params: JsonObject) -> Plan:
     for step in params.get("plan") or []:
         if isinstance(step, Mapping) and isinstance(step.get("step"), str):
             status = _PLAN_STATUS.get(_text(step.get("status")), "pending")
-            entries.append(PlanEntry(content=step["step"], status=status))  # type: ignore[arg-type]
+            entries.append(PlanEntry(content=step["step"], status=status))
     return Plan(entries=entries)
 
 

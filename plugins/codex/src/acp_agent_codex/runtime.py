@@ -26,6 +26,9 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from attrs import define, field
+
 from acp_agent import __version__ as core_version
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionInfo, SessionMode, SessionModeState
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
@@ -43,9 +46,6 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.rpc import INVALID_PARAMS, Connection, ConnectionClosed, Methods, RpcError
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from attrs import define, field
-
 from acp_agent_codex import codex_home, find_codex, items
 from acp_agent_codex.classify import (
     classify_error,
@@ -227,7 +227,7 @@ def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The agent's environment plus the wheel's helper directory (rg) on PATH, as openai-codex does."""
     env = dict(environ)
     try:
-        from codex_cli_bin import bundled_path_dir
+        from codex_cli_bin import bundled_path_dir  # type: ignore[import-untyped]
 
         path_dir = bundled_path_dir()
     except (ImportError, AttributeError, OSError):
@@ -255,7 +255,6 @@ class CodexRuntime(ProviderRuntime):
         self._threads: dict[str, ThreadState] = {}
         self._notice_backlog: list[Notice] = []
         self._opening = 0
-        self._closing = False
         self._default_policy = not user_config_sets_policy(context.environ)
 
     # -- the app-server process -------------------------------------------------------------
@@ -349,7 +348,6 @@ class CodexRuntime(ProviderRuntime):
             await server.stopped.wait()
 
     async def aclose(self) -> None:
-        self._closing = True
         server = self._server
         self._server = None
         if server is not None:

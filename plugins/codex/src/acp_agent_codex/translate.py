@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
-from acp_agent.failures import FailureObservation
 from attrs import define, field, frozen
 
+from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
+from acp_agent.failures import FailureObservation
 from acp_agent_codex import items
 from acp_agent_codex.classify import classify_error, notice_for, turn_error_observation
 

@@ -1,0 +1,68 @@
+"""A stand-in for `codex app-server`, reached through ACP_AGENT_CODEX_BIN, that stalls or dies on cue.
+
+It speaks just enough of the app-server protocol (JSON-RPC lines without "jsonrpc") for the
+runtime to get through start-up. `STAND_IN_HANG=<method>` leaves that request unanswered (the
+process keeps reading, so a closed stdin still ends it); `STAND_IN_EXIT_ON=<method>` exits
+instead of answering. `STAND_IN_SCRIPT` is JSON `{"<method>": {"before": [...], "after": [...]}}`:
+notifications sent before and after answering that request (`$THREAD` stands for the thread id).
+It writes its PID to `STAND_IN_PID_FILE` so tests can check it is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+THREAD_ID = "00000000-0000-7000-8000-000000000001"
+
+
+def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    if method == "initialize":
+        return {"userAgent": "stand-in/0.0.0", "codexHome": "/nonexistent", "platformFamily": "unix",
+                "platformOs": "linux"}
+    if method in ("thread/start", "thread/resume"):
+        return {"thread": {"id": THREAD_ID, "cwd": params.get("cwd"), "turns": []}, "model": "stand-in-model",
+                "approvalPolicy": "on-request", "sandbox": {"type": "workspaceWrite"}}
+    if method == "model/list":
+        return {"data": [], "nextCursor": None}
+    if method == "turn/start":
+        return {"turn": {"id": "turn-1", "items": [], "status": "inProgress", "error": None}}
+    return {}
+
+
+def send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    pid_file = os.environ.get("STAND_IN_PID_FILE")
+    if pid_file:
+        with open(pid_file, "w") as handle:
+            handle.write(str(os.getpid()))
+    hang, exit_on = os.environ.get("STAND_IN_HANG"), os.environ.get("STAND_IN_EXIT_ON")
+    script = json.loads(os.environ.get("STAND_IN_SCRIPT", "{}").replace("$THREAD", THREAD_ID))
+    for line in sys.stdin:
+        message = json.loads(line)
+        method = message.get("method")
+        if "id" not in message or method is None:
+            continue
+        if method == exit_on:
+            return 3
+        if method == hang:
+            continue
+        steps = script.get(method, {})
+        for notification in steps.get("before", []):
+            send(notification)
+        send({"id": message["id"], "result": answer(method, message.get("params") or {})})
+        if method == "thread/start":
+            send({"method": "thread/started", "params": {"thread": {"id": THREAD_ID}}})
+        for notification in steps.get("after", []):
+            send(notification)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

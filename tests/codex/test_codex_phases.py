@@ -1,0 +1,93 @@
+"""Phase deadlines and backend loss with a stand-in app-server (ACP_AGENT_CODEX_BIN), end to end.
+
+Each phase the runtime marks (initializing, preparing, submitting) is made to stall; the failure
+names that phase, says whether a model turn may have been submitted, and the stand-in process
+is gone afterwards (cleanup never leaves an orphan, nor replaces the cause).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import acp
+import pytest
+
+from tests.codex.e2e_support import stand_in_env, stand_in_gone, text
+from tests.e2e.harness import spawn_agent
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
+
+
+@pytest.mark.parametrize(("hang", "phase"), [("initialize", "initializing"), ("thread/start", "preparing")])
+async def test_a_stalled_start_up_names_its_phase(tmp_path: Path, hang: str, phase: str) -> None:
+    env = stand_in_env(tmp_path, STAND_IN_HANG=hang, ACP_AGENT_STARTUP_TIMEOUT_MS="300")
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        await agent.initialize(capable=True)
+        with pytest.raises(acp.RequestError) as caught:
+            await agent.conn.new_session(cwd=str(tmp_path))
+        # a failed start-up stops the process at once; a failed thread/start leaves a working one running
+        assert stand_in_gone(tmp_path) is (phase == "initializing")
+    failure = caught.value.data["failure"]
+    assert failure == {"kind": "deadlineExceeded", "source": "adapter", "outcome": "failed", "phase": phase,
+                       "execution": "notSubmitted",
+                       "recovery": "Check that the backend can start and the deadline fits this machine before trying again."}
+    assert "No model turn was submitted." in str(caught.value)
+    assert stand_in_gone(tmp_path)
+    assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_an_unacknowledged_turn_may_have_been_submitted(tmp_path: Path, capable: bool) -> None:
+    env = stand_in_env(tmp_path, STAND_IN_HANG="turn/start", ACP_AGENT_SUBMIT_TIMEOUT_MS="300")
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        await agent.initialize(capable=capable)
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        outcome: Any
+        try:
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+        except acp.RequestError as error:
+            outcome = error
+    title = "Codex did not acknowledge the turn within 300 ms; the turn may have been submitted."
+    if capable:
+        record = outcome.field_meta["jetbrains"]["air"]["sessionFailure"]
+        assert (record["title"], record["category"], record["actions"]) == (title, "connection", ["new_session"])
+    else:
+        assert (outcome.code, str(outcome)) == (-32603, title)
+        assert outcome.data["failure"] == {
+            "kind": "deadlineExceeded", "source": "adapter", "outcome": "unknown", "phase": "submitting",
+            "execution": "possiblySubmitted", "recovery": "Reload and inspect the session before deciding to submit again."}
+        assert "sessionFailure" not in agent.frames.text()
+    assert stand_in_gone(tmp_path)
+    assert agent.frames.problems == []
+
+
+async def test_backend_exit_while_preparing_is_a_transport_loss(tmp_path: Path) -> None:
+    env = stand_in_env(tmp_path, STAND_IN_EXIT_ON="thread/start")
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        await agent.initialize(capable=False)
+        with pytest.raises(acp.RequestError) as caught:
+            await agent.conn.new_session(cwd=str(tmp_path))
+    assert str(caught.value).startswith("The connection to Codex was lost.")
+    assert caught.value.data["failure"] == {
+        "kind": "transportLost", "source": "transport", "outcome": "failed", "phase": "preparing",
+        "execution": "notSubmitted", "recovery": "Start a new session; Codex will be started again."}
+    assert agent.frames.problems == []
+
+
+async def test_a_missing_binary_is_reported_not_crashed(tmp_path: Path) -> None:
+    env = {"ACP_AGENT_CODEX_BIN": str(tmp_path / "no-such-codex"), "CODEX_HOME": str(tmp_path)}
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        await agent.initialize(capable=False)
+        with pytest.raises(acp.RequestError) as caught:
+            await agent.conn.new_session(cwd=str(tmp_path))
+        session_again: Any = None
+        with pytest.raises(acp.RequestError):
+            session_again = await agent.conn.new_session(cwd=str(tmp_path))
+    assert session_again is None
+    assert caught.value.data["failure"]["kind"] == "spawnFailed"
+    assert caught.value.data["failure"]["phase"] == "initializing"
+    assert str(tmp_path) not in str(caught.value)
+    assert os.path.exists(tmp_path / "agent-codex.log")
+    assert agent.frames.problems == []
