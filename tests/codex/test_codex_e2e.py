@@ -355,7 +355,7 @@ async def test_list_and_load_replay_a_finished_thread(tmp_path: Path, capable: b
         async with codex_agent(home, tmp_path, capable=capable, log_name="first") as first:
             session = await first.conn.new_session(cwd=cwd)
             await first.conn.prompt(session_id=session.session_id, prompt=text("hello there"))
-            await prompt_outcome(first, session.session_id, "this one fails")
+            live = await prompt_outcome(first, session.session_id, "this one fails")
         async with codex_agent(home, tmp_path, capable=capable, log_name="second") as second:
             listed = await second.conn.list_sessions(cwd=cwd)
             loaded = await second.conn.load_session(cwd=cwd, session_id=session.session_id)
@@ -371,6 +371,8 @@ async def test_list_and_load_replay_a_finished_thread(tmp_path: Path, capable: b
     if capable:
         (history,) = [r for r in second.frames.failure_records() if r["id"].endswith(":error")][:1]
         assert (history["title"], history["category"], history["severity"]) == (HIGH_DEMAND, "service", "error")
+        # the same occurrence keeps the same id live and replayed
+        assert history["id"] == live.field_meta["jetbrains"]["air"]["sessionFailure"]["id"]
         assert ("agent_message_chunk", HIGH_DEMAND) not in shown
     else:
         assert shown[3] == ("agent_message_chunk", HIGH_DEMAND)

@@ -244,8 +244,9 @@ def test_history_replay_of_a_stored_thread() -> None:
     assert isinstance(failure, HistoryFailure)
     assert (failure.observation.kind, failure.observation.native_kind) == (FailureKind.PROVIDER_ERROR,
                                                                            "internalServerError")
+    # the live failure's id is `<codex turn id>:error`, so the replay names the turn id
     assert (failure.message_id, failure.user_message_id, failure.active) == (
-        "01a228f7-ba56-7441-a44b-7d880ccf277b", "01a228f7-ba63-77e2-84e4-5f0f05fc94a4", False)
+        "01a228f7-ba56-7441-a44b-7d880ccf277b", "01a228f7-ba56-7441-a44b-7d880ccf277b", False)
     assert failure.legacy_updates == (AgentMessageChunk(TextContent(
         "We’re currently experiencing high demand, which may cause temporary errors.")),)
     assert shown[7] == ("UserMessageChunk", "third prompt fails")
@@ -259,7 +260,7 @@ def test_history_legacy_text_is_redacted() -> None:
     (event,) = items.history_events(failed, lambda text: text.replace("sk-secret-123456", "[REDACTED]"))
     assert isinstance(event, HistoryFailure) and event.active
     assert event.legacy_updates == (AgentMessageChunk(TextContent("boom [REDACTED]")),)
-    assert event.user_message_id is None
+    assert event.user_message_id == "t1"
 
 
 def test_user_images_replay() -> None:
@@ -270,7 +271,7 @@ def test_user_images_replay() -> None:
 
 class TestHistoryRecognition(HistoryContract):
     history_cases: ClassVar[list[tuple[Any, list[tuple[str, str | None]]]]] = [
-        (STORED_TURNS, [("01a228f7-ba56-7441-a44b-7d880ccf277b", "01a228f7-ba63-77e2-84e4-5f0f05fc94a4")]),
+        (STORED_TURNS, [("01a228f7-ba56-7441-a44b-7d880ccf277b", "01a228f7-ba56-7441-a44b-7d880ccf277b")]),
         (STORED_TURNS[:2], []),
     ]
 

@@ -363,3 +363,23 @@ async def test_client_provided_credentials_are_per_session_and_validated() -> No
     assert bad.value.data == {"field": "_meta.scripted/credentials"}
     assert secret not in json.dumps(client.frames)
     assert secret not in rejected.value.message
+
+
+async def test_a_kept_creation_channel_reaches_the_session_after_it_exists() -> None:
+    script = {"turns": [[{"late_notice": "Config reloaded"}, {"text": "ok"}]]}
+    async with run_in_process(make_spec(script)) as client:
+        await client.initialize(capable=True)
+        first = await client.new_session(CWD)
+        second = await client.new_session(CWD)
+        await client.prompt(second, "go")
+    [record] = client.failure_records(first)
+    assert record["title"] == "Config reloaded"
+    assert record["id"].startswith(f"{first}:notice:")
+
+
+async def test_a_provider_may_adopt_its_own_turn_id_before_anything_is_published() -> None:
+    script = {"turns": [[{"adopt": "backend-turn-7"}, {"retry": "Retrying"}, {"adopt": "too-late"}, {"fail": RATE}]]}
+    result, client, _ = await one_turn([], capable=True, **script)
+    ids = {record["id"] for record in client.failure_records()}
+    assert ids == {"backend-turn-7:error"}
+    assert result["_meta"]["jetbrains"]["air"]["sessionFailure"]["revision"] == 2

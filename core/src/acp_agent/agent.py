@@ -130,6 +130,16 @@ class Turn:
         if self.failure is None:
             self.failure = observation
 
+    def adopt_turn_id(self, backend_turn_id: str) -> bool:
+        """Take the backend's own turn id, so stored history later replays under the same incident id.
+
+        Only before anything of this turn was published: an id already on the wire never changes.
+        """
+        if self.retry_published or not backend_turn_id:
+            return False
+        self.turn_id = backend_turn_id
+        return True
+
     async def emit(self, event: Event) -> None:
         await self.session.agent._dispatch(self.session, event, self)
 
@@ -167,18 +177,33 @@ class Session:
 
 @define(eq=False)
 class _PendingSession:
-    """Channel for a session the provider is still creating: events wait until it is announced."""
+    """Channel for a session the provider is still creating: events wait until it is announced.
+
+    Once the session exists, a provider that kept this channel reaches the session through it.
+    """
 
     backlog: list[Event] = field(factory=list)
     session_id: str = ""
     credentials: dict[str, str] = field(factory=dict)
+    target: Session | None = None
+
+    def bind(self, session: Session) -> None:
+        session.backlog.extend(self.backlog)
+        self.backlog.clear()
+        self.session_id = session.session_id
+        self.target = session
 
     async def emit(self, event: Event) -> None:
-        self.backlog.append(event)
+        if self.target is not None:
+            await self.target.emit(event)
+        else:
+            self.backlog.append(event)
 
     async def request_permission(
         self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
     ) -> str | None:
+        if self.target is not None:
+            return await self.target.request_permission(tool_call, options)
         return None
 
 
@@ -506,6 +531,9 @@ class Agent:
         if offered is None:
             return {}
         spec = self.provider.credentials
+        if not spec.per_session:
+            raise RpcError(INVALID_PARAMS, f"The {self.provider.title} provider cannot use credentials for one session; "
+                           "configure them for the agent instead.", {"field": f"_meta.{key}"})
         allowed = set(spec.env_vars) | set(spec.client_env_vars)
         if not isinstance(offered, dict) or not offered or any(
                 name not in allowed or not isinstance(value, str) or not value for name, value in offered.items()):
@@ -530,7 +558,7 @@ class Agent:
             start = await runtime.new_session(request.cwd, request.mcp_servers, pending)
         session = self._new_session_state(start.session_id, request.cwd, announced=False,
                                           credentials=pending.credentials)
-        session.backlog.extend(pending.backlog)
+        pending.bind(session)
         self.sessions[session.session_id] = session
         response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(start))
         return Reply(self._dump(response), lambda ok: self._announce(session, ok))
@@ -580,7 +608,7 @@ class Agent:
             start = await runtime.fork_session(request.session_id, request.cwd, request.mcp_servers, pending)
         session = self._new_session_state(start.session_id, request.cwd, announced=False,
                                           credentials=pending.credentials)
-        session.backlog.extend(pending.backlog)
+        pending.bind(session)
         self.sessions[session.session_id] = session
         response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(start))
         return Reply(self._dump(response), lambda ok: self._announce(session, ok))

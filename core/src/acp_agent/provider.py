@@ -66,6 +66,8 @@ class CredentialSpec:
     logout_command: tuple[str, ...] | None = None
     client_env_vars: tuple[str, ...] = ()
     """Further variables a client may hand over with a session's credentials (e.g. a gateway URL)."""
+    per_session: bool = True
+    """Whether the runtime can give one session its own credentials (one backend per session)."""
 
 
 @frozen
@@ -131,6 +133,9 @@ class TurnChannel(SessionChannel, Protocol):
 
     def record_failure(self, observation: FailureObservation) -> None:
         """Remember a failure as it is observed; the first one wins over anything later."""
+
+    def adopt_turn_id(self, backend_turn_id: str) -> bool:
+        """Use the backend's own turn id for this turn's incident (only before anything was published)."""
 
 
 class SessionNotFound(Exception):

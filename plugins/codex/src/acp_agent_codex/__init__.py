@@ -83,6 +83,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 stored_files=_stored_files,
                 login_hint="run `acp-agent auth set --provider codex` or `acp-agent --provider codex --cli login`",
                 login_command=(find_codex(os.environ) or "codex",),
+                per_session=False,  # one app-server per agent process serves every session
             ),
             check_backend=check_backend,
             capabilities=RuntimeCapabilities(

@@ -329,7 +329,7 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str]) -> list[E
     """Stored turns (`itemsView: full`) as the replay of `session/load`.
 
     A failed turn's error is replayed as a typed record in place of text, identified by the
-    turn's user message; legacy clients see the (redacted) error text as agent text instead.
+    turn's id as the live failure was; legacy clients see the (redacted) error text as agent text.
     """
     events: list[Event] = []
     for index, turn in enumerate(turns):
@@ -359,7 +359,9 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str]) -> list[E
         if turn.get("status") == "failed" and isinstance(error, Mapping):
             observation = turn_error_observation(error)
             legacy = (agent_text(redact(observation.title)),) if observation.title else ()
+            # The live incident id is `<codex turn id>:error` (the runtime adopts codex's turn id).
             events.append(HistoryFailure(observation, message_id=_text(turn.get("id")),
-                                         user_message_id=user_message_id, active=index == len(turns) - 1,
+                                         user_message_id=_text(turn.get("id")) or user_message_id,
+                                         active=index == len(turns) - 1,
                                          legacy_updates=legacy))
     return events

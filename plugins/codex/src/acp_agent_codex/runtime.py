@@ -681,6 +681,9 @@ class CodexRuntime(ProviderRuntime):
         codex_turn = result.get("turn") if isinstance(result, Mapping) else None
         turn_id = codex_turn.get("id") if isinstance(codex_turn, Mapping) else None
         active.codex_turn_id = turn_id if isinstance(turn_id, str) else None
+        if active.codex_turn_id is not None:
+            # Codex stores this id with the turn: a replayed failure then keeps the live incident id.
+            turn.adopt_turn_id(active.codex_turn_id)
         if active.cancel_requested:
             await self._interrupt(server, thread, active)
         async with self.clock.phase(Phase.RUNNING, label="turn"):

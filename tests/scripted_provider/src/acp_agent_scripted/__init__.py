@@ -64,6 +64,7 @@ class ScriptedRuntime(ProviderRuntime):
         self.sessions: dict[str, str] = {}
         self.cancelled: dict[str, anyio.Event] = {}
         self.counter = 0
+        self.creation_channels: list[SessionChannel] = []
 
     async def new_session(
         self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel
@@ -74,6 +75,7 @@ class ScriptedRuntime(ProviderRuntime):
         self.counter += 1
         session_id = f"scripted-{self.counter}"
         self.sessions[session_id] = cwd
+        self.creation_channels.append(channel)
         for notice in self.script.get("session_notices", []):
             await channel.emit(Notice(notice["title"], notice.get("details"), notice.get("legacy")))
         return SessionStart(session_id)
@@ -199,6 +201,10 @@ class ScriptedRuntime(ProviderRuntime):
                 ToolCallUpdate("tool-1", title=step["permission"]), options
             )
             await turn.emit(AgentMessageChunk(TextContent(f"permission: {choice}")))
+        elif "late_notice" in step:
+            await self.creation_channels[0].emit(Notice(step["late_notice"]))
+        elif "adopt" in step:
+            turn.adopt_turn_id(step["adopt"])
         elif "hang_submit" in step:
             async with self.context.clock.phase(Phase.SUBMITTING):
                 await anyio.sleep_forever()
