@@ -383,3 +383,17 @@ async def test_a_provider_may_adopt_its_own_turn_id_before_anything_is_published
     ids = {record["id"] for record in client.failure_records()}
     assert ids == {"backend-turn-7:error"}
     assert result["_meta"]["jetbrains"]["air"]["sessionFailure"]["revision"] == 2
+
+
+async def test_per_session_credentials_are_refused_where_the_provider_cannot_honour_them() -> None:
+    import attrs
+
+    spec = make_spec({})
+    shared = attrs.evolve(spec, credentials=attrs.evolve(spec.credentials, per_session=False))
+    async with run_in_process(shared) as client:
+        await client.initialize()
+        with pytest.raises(RpcError) as refused:
+            await client.request("session/new", {"cwd": CWD, "mcpServers": [],
+                                                 "_meta": {"scripted/credentials": {"SCRIPTED_API_KEY": "sk-x-123456"}}})
+    assert refused.value.code == -32602
+    assert "cannot use credentials for one session" in refused.value.message
