@@ -77,3 +77,30 @@ def median(values: list[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def time_turns(provider: str, env: dict[str, str], cwd: str) -> dict[str, float]:
+    """Seconds for initialize (from spawn), session/new, a first and a second one-line prompt."""
+    timings: dict[str, float] = {}
+    agent = RawAgent(provider, env=env, cwd=cwd)
+    agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    timings["initialize"] = time.perf_counter() - agent.started
+    started = time.perf_counter()
+    session = agent.call("session/new", {"cwd": cwd, "mcpServers": []})["result"]["sessionId"]
+    timings["session/new"] = time.perf_counter() - started
+    for label in ("first prompt", "second prompt"):
+        started = time.perf_counter()
+        result = agent.call("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]})
+        timings[label] = time.perf_counter() - started
+        if result.get("result", {}).get("stopReason") != "end_turn":
+            agent.close()
+            raise SystemExit(f"{provider}: {label} did not end normally: {result}")
+    agent.close()
+    return timings
+
+
+def report(name: str, runs: list[dict[str, float]]) -> str:
+    parts = [f"{key} {median([run[key] for run in runs]) * 1000:.0f} ms "
+             f"({min(run[key] for run in runs) * 1000:.0f}–{max(run[key] for run in runs) * 1000:.0f})"
+             for key in runs[0]]
+    return f"{name} (median of {len(runs)}, min–max): " + ", ".join(parts)

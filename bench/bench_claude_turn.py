@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from _agent import RawAgent, median  # noqa: E402
+from _agent import report, time_turns  # noqa: E402
 
 from tests.fakes.anthropic_api import FakeAnthropicAPI  # noqa: E402
 
@@ -23,32 +22,16 @@ RUNS = 5
 
 
 def one_run() -> dict[str, float]:
-    timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as directory, FakeAnthropicAPI([{"reply": "first"}, {"reply": "second"}]) as api:
         env = {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "sk-ant-bench-0000",
                "CLAUDE_CONFIG_DIR": os.path.join(directory, "config"), "HOME": directory,
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
                "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
-        agent = RawAgent("claude", env=env, cwd=directory)
-        agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        timings["initialize"] = time.perf_counter() - agent.started
-        started = time.perf_counter()
-        session = agent.call("session/new", {"cwd": directory, "mcpServers": []})["result"]["sessionId"]
-        timings["session/new"] = time.perf_counter() - started
-        for label in ("first prompt", "second prompt"):
-            started = time.perf_counter()
-            result = agent.call("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]})
-            timings[label] = time.perf_counter() - started
-            if result.get("result", {}).get("stopReason") != "end_turn":
-                raise SystemExit(f"{label} did not end normally: {result}")
-        agent.close()
-    return timings
+        return time_turns("claude", env, directory)
 
 
 def main() -> None:
-    runs = [one_run() for _ in range(RUNS)]
-    parts = [f"{key} {median([run[key] for run in runs]) * 1000:.0f} ms" for key in runs[0]]
-    print(f"claude_turn (median of {RUNS}): " + ", ".join(parts))
+    print(report("claude_turn", [one_run() for _ in range(RUNS)]))
 
 
 if __name__ == "__main__":

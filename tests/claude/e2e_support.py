@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,6 +12,7 @@ import anyio.to_thread
 from acp import schema
 
 from tests.e2e.harness import AgentProcess, spawn_agent
+from tests.e2e.processes import kill_child
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 API_KEY = "sk-ant-test-e2e-0123456789abcdef"
@@ -58,23 +57,9 @@ async def wait_for_requests(api: FakeAnthropicAPI, count: int, **kwargs: Any) ->
     await anyio.to_thread.run_sync(lambda: api.wait_for(count, **kwargs))
 
 
-def children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as handle:
-            found.extend(int(child) for child in handle.read().split())
-    return found
-
-
 def kill_claude_cli(agent_pid: int) -> int:
-    """SIGKILL the CLI the agent spawned, by PID (found through /proc, never by name)."""
-    for child in children(agent_pid):
-        with open(f"/proc/{child}/cmdline", "rb") as handle:
-            argv = handle.read().split(b"\0")
-        if any(re.search(rb"claude$", part) for part in argv[:2]):
-            os.kill(child, signal.SIGKILL)
-            return child
-    raise AssertionError("no Claude CLI child found")
+    """SIGKILL the CLI the agent spawned, by PID."""
+    return kill_child(agent_pid, lambda argv: any(re.search(rb"claude$", part) for part in argv[:2]), "Claude CLI")
 
 
 def agent_texts(agent: AgentProcess, session_id: str) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 from acp import schema
 
 from tests.claude.e2e_support import claude_agent, text
+from tests.e2e.processes import descendants
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(180)]
@@ -62,22 +63,12 @@ async def test_keyring_key_reaches_the_cli_only_through_its_environment(tmp_path
             init = agent.frames.incoming[0]["result"]["_meta"]["claude/authStatus"]
             session = await agent.conn.new_session(cwd=str(tmp_path))
             await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
-            cli_argv = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _descendants(agent.process.pid)]
+            cli_argv = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in descendants(agent.process.pid)]
     assert init["source"] == "keyring"
     assert api.turn_requests[0].headers.get("x-api-key") == secret
     assert all(secret.encode() not in argv for argv in cli_argv)
     assert secret not in agent.frames.text()
     assert secret not in agent.log_text()
-
-
-def _descendants(pid: int) -> list[int]:
-    from tests.claude.e2e_support import children
-
-    found = []
-    for child in children(pid):
-        found.append(child)
-        found.extend(_descendants(child))
-    return found
 
 
 async def test_authenticate_and_auth_methods(tmp_path: Path) -> None:
@@ -128,7 +119,7 @@ async def test_logout_closes_sessions_clears_the_keyring_and_keeps_the_environme
             response = schema.LogoutResponse.model_validate(await agent.conn._conn.send_request("logout", {}))
             with pytest.raises(acp.RequestError) as gone:
                 await agent.conn.prompt(session_id=session.session_id, prompt=text("still there?"))
-            cli_children = _descendants(agent.process.pid)
+            cli_children = descendants(agent.process.pid)
     assert response.field_meta["claude/authStatus"] == {"configured": True, "source": "environment",
                                                         "verification": "unknown", "identity": "unknown"}
     assert keyring.get_password("acp-agent", "claude") is None

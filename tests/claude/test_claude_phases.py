@@ -10,6 +10,7 @@ import acp
 import pytest
 
 from tests.claude.e2e_support import claude_agent, text
+from tests.e2e.processes import gone
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -28,9 +29,7 @@ def standin(tmp_path: Path, hang: str) -> dict[str, str]:
 def assert_reaped(tmp_path: Path) -> None:
     pids = [int(line) for line in (tmp_path / "pids").read_text().split()]
     assert pids
-    for pid in pids:
-        stat = Path(f"/proc/{pid}/stat")
-        assert not stat.exists() or stat.read_text().split()[2] == "Z", pid
+    assert all(gone(pid) for pid in pids), pids
 
 
 @BOTH

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -16,6 +14,8 @@ import anyio.to_thread
 from acp import schema
 
 from tests.e2e.harness import AgentProcess, spawn_agent
+from tests.e2e.processes import child_matching, kill_child
+from tests.e2e.processes import gone as process_gone
 from tests.fakes.responses_api import FakeResponsesAPI
 
 FAKE_KEY = "sk-fake-test-key-0123456789"
@@ -124,31 +124,18 @@ async def wait_for_turn_requests(api: FakeResponsesAPI, count: int) -> None:
     await anyio.to_thread.run_sync(lambda: api.wait_for_requests(count, timeout=30))
 
 
-def children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as handle:
-            found.extend(int(child) for child in handle.read().split())
-    return found
+def is_app_server(argv: list[bytes]) -> bool:
+    return len(argv) >= 2 and argv[0].endswith(b"codex") and argv[1] == b"app-server"
 
 
 def app_server_pid(agent_pid: int) -> int:
-    """The `codex app-server` child of the agent, found through /proc (never by name matching on ps)."""
-    for child in children(agent_pid):
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as handle:
-                argv = handle.read().split(b"\0")
-        except FileNotFoundError:
-            continue
-        if len(argv) >= 2 and argv[0].endswith(b"codex") and argv[1] == b"app-server":
-            return child
-    raise AssertionError("no codex app-server child found")
+    """The `codex app-server` child of the agent, found through /proc."""
+    return child_matching(agent_pid, is_app_server, "codex app-server")
 
 
 def kill_app_server(agent_pid: int) -> int:
-    pid = app_server_pid(agent_pid)
-    os.kill(pid, signal.SIGKILL)
-    return pid
+    return kill_child(agent_pid, is_app_server, "codex app-server")
+
 
 
 def is_notice_text(value: str) -> bool:
@@ -192,10 +179,3 @@ def stand_in_gone(tmp_path: Path) -> bool:
     return process_gone(pid)
 
 
-def process_gone(pid: int) -> bool:
-    """Not running: no such process, or only a zombie awaiting its parent."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(") ")[1].startswith("Z")
-    except FileNotFoundError:
-        return True

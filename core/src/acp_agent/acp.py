@@ -169,16 +169,22 @@ class ToolCall:
 
 
 @frozen
-class ToolCallUpdate:
+class ToolCallFields:
+    """A tool call's fields as an update carries them; `session/request_permission` sends exactly these."""
+
     tool_call_id: str
-    title: str | Unset | None = UNSET
-    kind: ToolKind | Unset | None = UNSET
-    status: ToolStatus | Unset | None = UNSET
-    content: list[ToolCallContent] | Unset | None = UNSET
-    locations: list[ToolLocation] | Unset | None = UNSET
+    title: str | None | Unset = UNSET
+    kind: ToolKind | None | Unset = UNSET
+    status: ToolStatus | None | Unset = UNSET
+    content: list[ToolCallContent] | None | Unset = UNSET
+    locations: list[ToolLocation] | None | Unset = UNSET
     raw_input: Any | Unset = UNSET
     raw_output: Any | Unset = UNSET
     meta: Meta | Unset = UNSET
+
+
+@frozen
+class ToolCallUpdate(ToolCallFields):
     session_update: Literal["tool_call_update"] = "tool_call_update"
 
 
@@ -544,29 +550,9 @@ class PermissionOption:
 
 
 @frozen
-class PermissionToolCall:
-    """The tool call inside `session/request_permission`: a tool call update without `sessionUpdate`."""
-
-    tool_call_id: str
-    title: str | Unset | None = UNSET
-    kind: ToolKind | Unset | None = UNSET
-    status: ToolStatus | Unset | None = UNSET
-    content: list[ToolCallContent] | Unset | None = UNSET
-    locations: list[ToolLocation] | Unset | None = UNSET
-    raw_input: Any | Unset = UNSET
-    raw_output: Any | Unset = UNSET
-    meta: Meta | Unset = UNSET
-
-    @classmethod
-    def from_update(cls, update: ToolCallUpdate) -> PermissionToolCall:
-        return cls(update.tool_call_id, update.title, update.kind, update.status, update.content, update.locations,
-                   update.raw_input, update.raw_output, update.meta)
-
-
-@frozen
 class RequestPermissionRequest:
     session_id: str
-    tool_call: PermissionToolCall
+    tool_call: ToolCallFields
     options: list[PermissionOption]
     meta: Meta | Unset = UNSET
 

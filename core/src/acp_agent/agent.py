@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
+import attrs
 import cattrs
 from attrs import define, field
 
@@ -551,16 +552,27 @@ class Agent:
 
     async def new_session(self, params: Any) -> Any:
         request = self._parse(params, acp.NewSessionRequest)
-        self._check_cwd(request.cwd)
-        pending = _PendingSession(credentials=self._client_credentials(request.meta))
-        async with self._provider_call("session/new"):
-            runtime = await self.runtime()
-            start = await runtime.new_session(request.cwd, request.mcp_servers, pending)
-        session = self._new_session_state(start.session_id, request.cwd, announced=False,
-                                          credentials=pending.credentials)
+        return await self._create_session("session/new", request.cwd, request.meta,
+                                          lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
+                                                                                       channel))
+
+    async def fork_session(self, params: Any) -> Any:
+        request = self._parse(params, acp.ForkSessionRequest)
+        return await self._create_session("session/fork", request.cwd, request.meta,
+                                          lambda runtime, channel: runtime.fork_session(
+                                              request.session_id, request.cwd, request.mcp_servers, channel))
+
+    async def _create_session(self, what: str, cwd: str, meta: Any,
+                              start: Callable[[ProviderRuntime, _PendingSession], Awaitable[SessionStart]]) -> Reply:
+        """A session the provider creates (new or fork): its events wait until the response is written."""
+        self._check_cwd(cwd)
+        pending = _PendingSession(credentials=self._client_credentials(meta))
+        async with self._provider_call(what):
+            started = await start(await self.runtime(), pending)
+        session = self._new_session_state(started.session_id, cwd, announced=False, credentials=pending.credentials)
         pending.bind(session)
         self.sessions[session.session_id] = session
-        response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(start))
+        response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(started))
         return Reply(self._dump(response), lambda ok: self._announce(session, ok))
 
     def _announce(self, session: Session, written: bool) -> None:
@@ -599,19 +611,6 @@ class Agent:
     async def load_session(self, params: Any) -> Any:
         return await self._open_existing(params, replay=True)
 
-    async def fork_session(self, params: Any) -> Any:
-        request = self._parse(params, acp.ForkSessionRequest)
-        self._check_cwd(request.cwd)
-        pending = _PendingSession(credentials=self._client_credentials(request.meta))
-        async with self._provider_call("session/fork"):
-            runtime = await self.runtime()
-            start = await runtime.fork_session(request.session_id, request.cwd, request.mcp_servers, pending)
-        session = self._new_session_state(start.session_id, request.cwd, announced=False,
-                                          credentials=pending.credentials)
-        pending.bind(session)
-        self.sessions[session.session_id] = session
-        response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(start))
-        return Reply(self._dump(response), lambda ok: self._announce(session, ok))
 
     async def resume_session(self, params: Any) -> Any:
         return await self._open_existing(params, replay=False)
@@ -826,8 +825,8 @@ class Agent:
     ) -> str | None:
         if self.connection is None or (turn is not None and turn.cancel_requested):
             return None
-        params = self._dump(acp.RequestPermissionRequest(
-            session.session_id, acp.PermissionToolCall.from_update(tool_call), list(options)))
+        fields = acp.ToolCallFields(**{a.name: getattr(tool_call, a.name) for a in attrs.fields(acp.ToolCallFields)})
+        params = self._dump(acp.RequestPermissionRequest(session.session_id, fields, list(options)))
         with anyio.CancelScope() as scope:
             if turn is not None:
                 turn.permission_scopes.add(scope)
