@@ -118,6 +118,15 @@ def test_retries_then_recovery_in_real_output() -> None:
     assert outcome == TurnEnd("end_turn")
 
 
+def test_a_successful_turn_confirms_authentication() -> None:
+    from acp_agent.events import AuthConfirmed
+
+    [(events, _)] = fold_turns("auth_401_then_ok")
+    assert events[-1] == AuthConfirmed()
+    [(failed, _)] = fold_turns("auth_401_repeated")
+    assert AuthConfirmed() not in failed
+
+
 def test_stream_cut_retry_is_a_reconnect_in_category_connection() -> None:
     [(events, _)] = fold_turns("stream_cut_then_success")
     [retry] = [event for event in events if isinstance(event, RetryProgress)]

@@ -11,7 +11,7 @@ from typing import Any
 from attrs import define, field
 
 from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, TextContent
-from acp_agent.events import AttemptBoundary, Event, TurnEnd
+from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_claude import classify, content
 
@@ -58,6 +58,8 @@ class TurnFold:
             events = self._usage(message)
             if self.outcome == TurnEnd("refusal") and self.refusal_text:
                 events.insert(0, AgentMessageChunk(TextContent(self.refusal_text)))
+            if isinstance(self.outcome, TurnEnd) and not message.is_error:
+                events.append(AuthConfirmed())  # the API accepted the credentials for this turn
             return events
         return []
 
