@@ -173,11 +173,11 @@ class ToolCallFields:
     """A tool call's fields as an update carries them; `session/request_permission` sends exactly these."""
 
     tool_call_id: str
-    title: str | None | Unset = UNSET
-    kind: ToolKind | None | Unset = UNSET
-    status: ToolStatus | None | Unset = UNSET
-    content: list[ToolCallContent] | None | Unset = UNSET
-    locations: list[ToolLocation] | None | Unset = UNSET
+    title: str | Unset | None = UNSET
+    kind: ToolKind | Unset | None = UNSET
+    status: ToolStatus | Unset | None = UNSET
+    content: list[ToolCallContent] | Unset | None = UNSET
+    locations: list[ToolLocation] | Unset | None = UNSET
     raw_input: Any | Unset = UNSET
     raw_output: Any | Unset = UNSET
     meta: Meta | Unset = UNSET

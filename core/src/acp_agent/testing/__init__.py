@@ -1,6 +1,9 @@
 """The conformance kit for provider authors: an in-process ACP client and contract base classes.
 
     from acp_agent.testing import run_in_process, ClassificationContract
+
+`played_spec(name, turns)` builds a provider that plays neutral steps (what a provider's fold made
+of native events); `play(name, steps, capable=...)` runs one such turn through a real agent.
 """
 
 from acp_agent.testing.client import CAPABLE_META, InProcessClient, MemoryByteStream, run_in_process
@@ -10,6 +13,8 @@ from acp_agent.testing.conformance import (
     ProviderWireContract,
     RedactionContract,
     TitleContract,
+    play,
+    played_spec,
 )
 
 __all__ = [
@@ -21,5 +26,7 @@ __all__ = [
     "ProviderWireContract",
     "RedactionContract",
     "TitleContract",
+    "play",
+    "played_spec",
     "run_in_process",
 ]

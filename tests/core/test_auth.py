@@ -1,0 +1,138 @@
+"""Credential evidence, the keyring store and logout, with an in-memory keyring backend."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from keyring.backend import KeyringBackend
+
+from acp_agent.auth import KeyringStore, KeyringUnavailable, resolve_credentials, stored_file_present
+from acp_agent.provider import CredentialSpec
+from acp_agent.rpc import RpcError
+from acp_agent.testing import run_in_process
+from acp_agent_scripted import make_spec
+
+CWD = tempfile.gettempdir()
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring that lives in a dict: the in-memory backend for tests."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.entries.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.entries[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        del self.entries[(service, username)]
+
+
+class BrokenKeyring(MemoryKeyring):
+    def get_password(self, service: str, username: str) -> str | None:
+        raise RuntimeError("dbus is not running")
+
+
+def spec_with(tmp_path: Path, min_bytes: int = 0) -> CredentialSpec:
+    return CredentialSpec(env_vars=("VENDOR_API_KEY", "VENDOR_TOKEN"), keyring_env_var="VENDOR_API_KEY",
+                          stored_files=lambda environ: [str(tmp_path / "auth.json")], stored_min_bytes=min_bytes)
+
+
+def test_sources_in_order_environment_keyring_stored_none(tmp_path: Path) -> None:
+    memory = MemoryKeyring()
+    store = KeyringStore(memory)
+    spec = spec_with(tmp_path)
+    assert resolve_credentials("vendor", spec, {}, store).source == "none"
+    (tmp_path / "auth.json").write_text('{"token": "x"}')
+    assert resolve_credentials("vendor", spec, {}, store).source == "stored"
+    memory.set_password("acp-agent", "vendor", "sk-keyring-123456")
+    keyring_state = resolve_credentials("vendor", spec, {}, store)
+    assert (keyring_state.source, keyring_state.secret) == ("keyring", "sk-keyring-123456")
+    assert resolve_credentials("vendor", spec, {"VENDOR_TOKEN": "t-123456"}, store).source == "environment"
+    assert resolve_credentials("vendor", spec, {"VENDOR_TOKEN": ""}, store).source == "keyring"
+
+
+def test_stored_files_count_only_above_the_minimum_size(tmp_path: Path) -> None:
+    path = tmp_path / "auth.json"
+    assert not stored_file_present(str(path), 2)
+    path.write_text("{}")
+    assert not stored_file_present(str(path), 2)
+    path.write_text('{"a": 1}')
+    assert stored_file_present(str(path), 2)
+
+
+def test_a_broken_keyring_is_unavailable_never_a_crash(tmp_path: Path) -> None:
+    store = KeyringStore(BrokenKeyring())
+    with pytest.raises(KeyringUnavailable, match="could not be read"):
+        store.get("vendor")
+    assert resolve_credentials("vendor", spec_with(tmp_path), {}, store).source == "none"
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_keyring_key_goes_to_the_runtime_environment_and_logout_deletes_it() -> None:
+    memory = MemoryKeyring()
+    memory.set_password("acp-agent", "scripted", "sk-keyring-abcdef123456")
+    seen: dict[str, Any] = {}
+    spec = make_spec({"turns": [[{"text": "ok"}]]})
+    original = spec.open_runtime
+
+    def spying_open_runtime(context: Any) -> Any:
+        seen["environ"] = dict(context.environ)
+        return original(context)
+
+    spec = attrs.evolve(spec, open_runtime=spying_open_runtime)
+    async with run_in_process(spec, keyring=memory) as client:
+        init = await client.initialize(meta={"scripted/authStatus": 1})
+        session_id = await client.new_session(CWD)
+        await client.prompt(session_id, "hi")
+        logged_out = await client.request("logout", {})
+        with pytest.raises(RpcError) as gone:
+            await client.prompt(session_id, "after logout")
+        with pytest.raises(RpcError) as unconfigured:
+            await client.request("authenticate", {"methodId": "scripted"})
+    assert init["_meta"]["scripted/authStatus"]["source"] == "keyring"
+    assert seen["environ"]["SCRIPTED_API_KEY"] == "sk-keyring-abcdef123456"
+    assert memory.entries == {}
+    assert logged_out["_meta"]["scripted/authStatus"] == {"configured": False, "source": "none",
+                                                          "verification": "unknown", "identity": "unknown"}
+    assert gone.value.code == -32002
+    assert unconfigured.value.code == -32000
+    assert "SCRIPTED_API_KEY" in unconfigured.value.message
+    assert "sk-keyring-abcdef123456" not in json.dumps(client.frames)
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_logout_keeps_reporting_an_inherited_environment_key() -> None:
+    async with run_in_process(make_spec({}), environ={"SCRIPTED_API_KEY": "sk-env-123456"},
+                              keyring=MemoryKeyring()) as client:
+        await client.initialize(meta={"scripted/authStatus": 1})
+        response = await client.request("logout", {})
+    assert response["_meta"]["scripted/authStatus"] == {"configured": True, "source": "environment",
+                                                        "verification": "unknown", "identity": "unknown"}
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_terminal_auth_method_only_for_clients_that_declare_it() -> None:
+    async with run_in_process(make_spec({})) as client:
+        plain = await client.initialize()
+    async with run_in_process(make_spec({})) as client:
+        terminal = await client.initialize(terminal_auth=True)
+    assert [m["id"] for m in plain["authMethods"]] == ["scripted"]
+    assert terminal["authMethods"][1] == {
+        "id": "scripted-terminal", "name": "Store a Scripted key in the keyring",
+        "description": "Runs `acp-agent auth set` in a terminal.", "type": "terminal",
+        "args": ["auth", "set", "--provider", "scripted"]}
