@@ -261,3 +261,19 @@ class TestRedaction(RedactionContract):
 
     def failure_with_text(self, text: str) -> FailureObservation:
         return classify.failure(K.PROVIDER_ERROR, "server_error", text)
+
+
+def test_mcp_servers_from_acp() -> None:
+    from acp_agent_claude.content import mcp_servers
+
+    assert mcp_servers([
+        {"name": "files", "command": "mcp-files", "args": ["--root", "/w"], "env": [{"name": "A", "value": "1"}]},
+        {"type": "http", "name": "web", "url": "https://mcp.example/x", "headers": [{"name": "Authorization",
+                                                                                    "value": "Bearer t"}]},
+        {"type": "sse", "name": "events", "url": "https://mcp.example/sse", "headers": []},
+        {"name": "broken"},
+    ]) == {
+        "files": {"type": "stdio", "command": "mcp-files", "args": ["--root", "/w"], "env": {"A": "1"}},
+        "web": {"type": "http", "url": "https://mcp.example/x", "headers": {"Authorization": "Bearer t"}},
+        "events": {"type": "sse", "url": "https://mcp.example/sse"},
+    }

@@ -389,3 +389,20 @@ async def test_todo_list_becomes_a_plan(tmp_path: Path) -> None:
     assert plan["entries"] == [{"content": "Read the code", "priority": "medium", "status": "completed"},
                                {"content": "Write the fix", "priority": "medium", "status": "in_progress"}]
     assert agent.frames.problems == []
+
+
+async def test_the_editors_mcp_servers_reach_the_cli(tmp_path: Path) -> None:
+    from acp import schema
+
+    from tests.e2e.processes import argv_of, children
+
+    server = schema.McpServerStdio(name="editor-tools", command="/bin/true", args=["--flag"],
+                                   env=[schema.EnvVariable(name="TOOL_MODE", value="x")])
+    with FakeAnthropicAPI([{"reply": "ok"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[server])
+            [cli] = children(agent.process.pid)
+            argv = argv_of(cli)
+    config = json.loads(argv[argv.index(b"--mcp-config") + 1])
+    assert config["mcpServers"]["editor-tools"] == {"type": "stdio", "command": "/bin/true", "args": ["--flag"],
+                                                    "env": {"TOOL_MODE": "x"}}

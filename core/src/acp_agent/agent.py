@@ -446,6 +446,7 @@ class Agent:
                 load_session=caps.load_session,
                 prompt_capabilities=acp.PromptCapabilities(
                     image=caps.image, audio=caps.audio, embedded_context=caps.embedded_context),
+                mcp_capabilities=acp.McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse),
                 session_capabilities=session_caps,
                 auth=acp.AgentAuthCapabilities(logout={}),
             ),

@@ -80,6 +80,8 @@ class RuntimeCapabilities:
     image: bool = False
     audio: bool = False
     embedded_context: bool = False
+    mcp_http: bool = False
+    mcp_sse: bool = False
 
 
 @frozen

@@ -77,7 +77,8 @@ def provider_spec() -> ProviderSpec:
         ),
         check_backend=check_backend,
         capabilities=RuntimeCapabilities(load_session=True, list_sessions=True, resume_session=True,
-                                         close_session=True, image=True, embedded_context=True),
+                                         close_session=True, image=True, embedded_context=True,
+                                         mcp_http=True, mcp_sse=True),
         description="Claude Code through the official claude-agent-sdk",
     )
 

@@ -187,3 +187,21 @@ def prompt_blocks(prompt: Sequence[ContentBlock]) -> list[dict[str, Any]]:
 
 def _uri_path(uri: str) -> str:
     return uri[len("file://"):] if uri.startswith("file://") else uri
+
+
+def mcp_servers(servers: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """ACP `mcpServers` (stdio, http, sse) as the CLI's MCP configuration, keyed by server name."""
+    configs: dict[str, dict[str, Any]] = {}
+    for server in servers:
+        if not isinstance(server, Mapping) or not isinstance(server.get("name"), str):
+            continue
+        pairs = server.get("headers") if "url" in server else server.get("env")
+        values = {str(p["name"]): str(p["value"]) for p in pairs or [] if isinstance(p, Mapping) and "name" in p}
+        if "url" in server:
+            kind = server.get("type") if server.get("type") in ("http", "sse") else "http"
+            configs[server["name"]] = {"type": kind, "url": str(server["url"]), **({"headers": values} if values else {})}
+        elif isinstance(server.get("command"), str):
+            configs[server["name"]] = {"type": "stdio", "command": server["command"],
+                                       "args": [str(arg) for arg in server.get("args") or []],
+                                       **({"env": values} if values else {})}
+    return configs

@@ -89,6 +89,7 @@ class ClaudeSession:
     models: list[dict[str, Any]] = field(factory=list)
     commands: list[dict[str, Any]] = field(factory=list)
     credentials: dict[str, str] = field(factory=dict)
+    mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
 
 
 def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -130,6 +131,7 @@ class ClaudeRuntime(ProviderRuntime):
             system_prompt={"type": "preset", "preset": "claude_code"},
             setting_sources=["user", "project", "local"],
             stderr=lambda line: log.debug("claude stderr: %s", line),
+            mcp_servers=session.mcp_servers,  # type: ignore[arg-type]
         )
 
     async def _connect(self, session: ClaudeSession, *, resume: bool) -> None:
@@ -205,7 +207,8 @@ class ClaudeRuntime(ProviderRuntime):
     # -- sessions ----------------------------------------------------------------------------------
 
     async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
-        session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials))
+        session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials),
+                                mcp_servers=content.mcp_servers(mcp_servers))
         await self._connect(session, resume=False)
         self.sessions[session.session_id] = session
         await self._announce(session, channel)
@@ -229,7 +232,8 @@ class ClaudeRuntime(ProviderRuntime):
         existing = self.sessions.pop(session_id, None)
         if existing is not None and existing.client is not None:
             await self._disconnect(existing.client)
-        session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials))
+        session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
+                                mcp_servers=content.mcp_servers(mcp_servers))
         await self._connect(session, resume=True)
         self.sessions[session_id] = session
         await self._announce(session, channel)
