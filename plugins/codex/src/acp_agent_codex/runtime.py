@@ -7,8 +7,8 @@ phase (`initializing`, `preparing`, `submitting`, `running`, `reading`).
 
 Notifications arrive on the reader task, in wire order. Those of a thread with a prompt running
 are queued to that prompt, which folds them through a `TurnTranslator` in order; those outside a
-prompt become session-scoped events (notices, `SessionFailure`s), delivered at once when the
-session has a live channel and otherwise kept until the session's next prompt. Process-wide
+prompt become session-scoped events (notices, `SessionFailure`s), delivered at once through the
+session's channel (kept from its creation or load). Process-wide
 notices sent at start-up (`configWarning`, `deprecationNotice`) go to the session whose creation
 (or prompt) comes next, so they reach the client as soon as a session exists.
 """
@@ -507,8 +507,8 @@ class CodexRuntime(ProviderRuntime):
         model = result.get("model")
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
                              model if isinstance(model, str) else None)
+        thread.channel = channel  # the core delivers through it once the session/new response is out
         self._threads[thread_id] = thread
-        # The core holds these until the session/new response is written; the channel dies on return.
         await self._deliver_backlogs(thread, channel)
         return self._setup(server, thread)
 
@@ -636,7 +636,6 @@ class CodexRuntime(ProviderRuntime):
 
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
         thread = self._thread(session_id)
-        thread.channel = turn
         await self._deliver_backlogs(thread, turn)
         server = await self._ready()
         if thread.generation != server.generation:
