@@ -49,7 +49,7 @@ async def test_an_unacknowledged_turn_may_have_been_submitted(tmp_path: Path, ca
             outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
         except acp.RequestError as error:
             outcome = error
-    title = "Codex did not acknowledge the turn within 300 ms; the turn may have been submitted."
+    title = "Codex did not acknowledge the turn within 300 ms (phase submitting); the turn may have been submitted."
     if capable:
         record = outcome.field_meta["jetbrains"]["air"]["sessionFailure"]
         assert (record["title"], record["category"], record["actions"]) == (title, "connection", ["new_session"])

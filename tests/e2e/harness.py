@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,8 @@ RESPONSE_MODELS: dict[str, type[Any]] = {
 }
 if hasattr(schema, "LogoutResponse"):
     RESPONSE_MODELS["logout"] = schema.LogoutResponse
+if hasattr(schema, "ForkSessionResponse"):  # unstable in ACP, but validated like the rest
+    RESPONSE_MODELS["session/fork"] = schema.ForkSessionResponse
 REQUEST_MODELS: dict[str, type[Any]] = {
     "session/update": schema.SessionNotification,
     "session/request_permission": schema.RequestPermissionRequest,
@@ -128,21 +130,30 @@ class FrameLog:
 
 
 class RecordingClient:
-    """A minimal editor: records updates, answers permission requests with `permission`."""
+    """A minimal editor: records updates, answers permission requests with `permission`.
+
+    `permission_hook` (async, given the options and the tool call) replaces `permission` when a test
+    must act while a request is open; `update_hook` sees every session update as it arrives.
+    """
 
     def __init__(self) -> None:
         self.permission: Callable[[Any], str | None] = lambda options: options[0].option_id
+        self.permission_hook: Callable[[list[Any], Any], Awaitable[Any]] | None = None
+        self.update_hook: Callable[[str, Any], None] | None = None
         self.permission_requests: list[Any] = []
 
     async def request_permission(self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
         self.permission_requests.append((tool_call, options))
+        if self.permission_hook is not None:
+            return await self.permission_hook(options, tool_call)
         choice = self.permission(options)
         if choice is None:
             return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
         return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(outcome="selected", option_id=choice))
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        return None
+        if self.update_hook is not None:
+            self.update_hook(session_id, update)
 
     async def write_text_file(self, *args: Any, **kwargs: Any) -> Any:
         raise acp.RequestError.method_not_found("fs/write_text_file")

@@ -95,17 +95,27 @@ def _execution(phase: Phase) -> Execution:
     return "possiblySubmitted" if phase in (Phase.SUBMITTING, Phase.RUNNING) else "notSubmitted"
 
 
-def deadline_observation(phase: Phase, budget_ms: int, backend: str) -> FailureObservation:
+def deadline_observation(phase: Phase, budget_ms: int, backend: str, *, mutation: bool = False) -> FailureObservation:
+    """The `deadlineExceeded` observation; its message names the phase and the budget.
+
+    `mutation` marks a phase whose request may have changed something (a fork that may have
+    created a branch): the outcome is then unknown and the message says so.
+    """
     execution = _execution(phase)
-    if execution == "notSubmitted":
-        title = (f"{backend} did not finish {phase.value} within {budget_ms} ms. No model turn was submitted.")
-        hint = "Check that the backend can start and the deadline fits this machine before trying again."
-        outcome = "failed"
-    else:
-        title = (f"{backend} did not acknowledge the turn within {budget_ms} ms; "
+    outcome = "failed"
+    if execution == "possiblySubmitted":
+        title = (f"{backend} did not acknowledge the turn within {budget_ms} ms (phase {phase.value}); "
                  "the turn may have been submitted.")
         hint = "Reload and inspect the session before deciding to submit again."
         outcome = "unknown"
+    elif mutation:
+        title = (f"{backend} did not finish {phase.value} within {budget_ms} ms. No model turn was submitted, "
+                 "but a branch may have been created.")
+        hint = "Inspect session/list before retrying the fork."
+        outcome = "unknown"
+    else:
+        title = f"{backend} did not finish {phase.value} within {budget_ms} ms. No model turn was submitted."
+        hint = "Check that the backend can start and the deadline fits this machine before trying again."
     return FailureObservation(
         kind=FailureKind.DEADLINE_EXCEEDED,
         native_kind="deadlineExceeded",
@@ -115,6 +125,7 @@ def deadline_observation(phase: Phase, budget_ms: int, backend: str) -> FailureO
         execution=execution,
         phase=phase.value,
         recovery_hint=hint,
+        mutation_possibly_applied=mutation,
     )
 
 
@@ -142,7 +153,8 @@ class PhaseClock:
     backend: str
 
     @asynccontextmanager
-    async def phase(self, phase: Phase, *, label: str = "") -> AsyncIterator[None]:
+    async def phase(self, phase: Phase, *, label: str = "", mutation: bool = False) -> AsyncIterator[None]:
+        """Run the block under the phase's budget; `mutation` when its request may change state."""
         budget = self.deadlines.budget_ms(phase)
         started = time.monotonic()
         log.debug("phase %s%s started", phase.value, f" ({label})" if label else "")
@@ -155,7 +167,7 @@ class PhaseClock:
                     yield
                 if scope.cancelled_caught:
                     outcome = "deadline"
-                    raise PhaseDeadlineExceeded(deadline_observation(phase, budget, self.backend))
+                    raise PhaseDeadlineExceeded(deadline_observation(phase, budget, self.backend, mutation=mutation))
             outcome = "ok"
         finally:
             log.info("phase %s%s %s after %.0f ms", phase.value, f" ({label})" if label else "", outcome,

@@ -1,0 +1,305 @@
+"""Pure classification of Muse host outcomes into neutral events and failure observations.
+
+`turn/completed` carries the turn's terminal (`completed | failed | cancelled`, an open set) and,
+when it failed, the settled `TurnError {kind, message, retryable}`. The title is always the host's
+own `message` (the core redacts it); the host's `kind` is the native kind baseline clients see, so
+unknown and future kinds stay visible. Error responses to requests (`error.data.kind`), retry
+notices, host death and the adapter's own observations live here too. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from acp_agent.events import RetryProgress, TurnEnd
+from acp_agent.failures import FailureKind, FailureObservation, Source
+
+HOST_TITLE: Final = "Muse Code"
+
+# TurnError.kind → neutral kind (the issue's table); anything else is a provider error.
+TURN_ERROR_KINDS: Final[Mapping[str, FailureKind]] = {
+    "authRequired": FailureKind.AUTH_REQUIRED,
+    "modelError": FailureKind.PROVIDER_ERROR,
+    "configError": FailureKind.BAD_REQUEST,
+    "environmentError": FailureKind.BAD_REQUEST,
+    "projectionError": FailureKind.BAD_REQUEST,
+    "launchError": FailureKind.PROVIDER_ERROR,
+    "mcpLinkError": FailureKind.PROVIDER_ERROR,
+    "workflowLaunchError": FailureKind.PROVIDER_ERROR,
+    "logError": FailureKind.PROVIDER_ERROR,
+}
+# Failures of the model or its API, rather than of the host itself.
+PROVIDER_SOURCED: Final = frozenset({"modelError", "authRequired"})
+TRANSPORT_SOURCED: Final = frozenset({"terminalUnknown", "transportError"})
+STEP_LIMIT: Final = "stepLimit"
+
+# MSP error codes (muse_code_msp.ERRORS).
+OVERLOADED_CODE: Final = -32001
+BACKPRESSURED_CODE: Final = -32031
+SESSION_NOT_FOUND_CODE: Final = -32020
+SESSION_NOT_LOADED_CODE: Final = -32024
+RETRYABLE_CODES: Final[Mapping[int, str]] = {OVERLOADED_CODE: "overloaded", BACKPRESSURED_CODE: "backpressured"}
+_CODE_KINDS: Final[Mapping[int, str]] = {
+    -32700: "parseError", -32600: "invalidRequest", -32601: "methodNotFound", -32602: "invalidParams",
+    -32603: "internal", -32001: "overloaded", -32002: "inputTooLarge", -32010: "capabilityRequired",
+    -32011: "notFound", -32013: "interrupted", -32014: "cancelled", -32020: "sessionNotFound",
+    -32021: "sessionInUse", -32022: "sessionAmbiguous", -32023: "forkBoundaryInvalid", -32024: "sessionNotLoaded",
+    -32025: "sessionStreamMismatch", -32030: "commandRejected", -32031: "backpressured",
+}
+_REQUEST_ERROR_KINDS: Final[Mapping[str, FailureKind]] = {
+    "invalidRequest": FailureKind.BAD_REQUEST,
+    "invalidParams": FailureKind.BAD_REQUEST,
+    "methodNotFound": FailureKind.BAD_REQUEST,
+    "inputTooLarge": FailureKind.BAD_REQUEST,
+    "capabilityRequired": FailureKind.BAD_REQUEST,
+    "commandRejected": FailureKind.BAD_REQUEST,
+    "forkBoundaryInvalid": FailureKind.BAD_REQUEST,
+    "overloaded": FailureKind.OVERLOADED,
+    "backpressured": FailureKind.OVERLOADED,
+}
+_RETRY_HTTP: Final[Mapping[int, FailureKind]] = {
+    401: FailureKind.AUTH_REQUIRED,
+    403: FailureKind.ACCESS_DENIED,
+    429: FailureKind.RATE_LIMITED,
+    503: FailureKind.OVERLOADED,
+    529: FailureKind.OVERLOADED,
+}
+_RETRY_ERROR_KINDS: Final[Mapping[str, FailureKind]] = {
+    "rateLimited": FailureKind.RATE_LIMITED,
+    "rateLimit": FailureKind.RATE_LIMITED,
+    "overloaded": FailureKind.OVERLOADED,
+    "authRequired": FailureKind.AUTH_REQUIRED,
+    "unauthorized": FailureKind.AUTH_REQUIRED,
+}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def source_of(native_kind: str) -> Source:
+    """spec/004: model and auth errors come from the provider, host death from the transport."""
+    if native_kind in PROVIDER_SOURCED:
+        return "provider"
+    if native_kind in TRANSPORT_SOURCED:
+        return "transport"
+    return "host"
+
+
+# --- the terminal of a turn --------------------------------------------------------------------------
+
+
+def turn_error_observation(error: Mapping[str, Any] | None, *, terminal: str = "failed") -> FailureObservation:
+    """A failed turn's settled `TurnError` as an observation: acknowledged, then failed at the host."""
+    error = error if isinstance(error, Mapping) else {}
+    native = _text(error.get("kind")) or (terminal if terminal != "failed" else "unknown")
+    kind = TURN_ERROR_KINDS.get(native, FailureKind.PROVIDER_ERROR)
+    retryable = error.get("retryable")
+    return FailureObservation(
+        kind=kind,
+        native_kind=native,
+        title=_text(error.get("message")),
+        source=source_of(native),
+        outcome="failed",
+        execution="possiblySubmitted",
+        phase="running",
+        retryable=retryable if isinstance(retryable, bool) else None,
+    )
+
+
+def classify_terminal(params: Mapping[str, Any]) -> TurnEnd | FailureObservation:
+    """`turn/completed` → the turn's end: a stop reason, or the failure that ended it.
+
+    `completed` ends the turn, `cancelled` is ACP's cancelled, a `stepLimit` failure keeps its
+    standard stop reason (`max_turn_requests`); every other failure, and every terminal this
+    version does not know, is a failure (never success).
+    """
+    terminal = params.get("terminal")
+    error = params.get("error")
+    if terminal == "completed":
+        return TurnEnd("end_turn")
+    if terminal == "cancelled":
+        return TurnEnd("cancelled")
+    if terminal == "failed" and isinstance(error, Mapping) and error.get("kind") == STEP_LIMIT:
+        return TurnEnd("max_turn_requests")
+    return turn_error_observation(error if isinstance(error, Mapping) else None,
+                                  terminal=terminal if isinstance(terminal, str) and terminal else "failed")
+
+
+# --- retries -----------------------------------------------------------------------------------------
+
+
+def _retry_kind(params: Mapping[str, Any]) -> FailureKind:
+    status = params.get("httpStatus")
+    if isinstance(status, int) and not isinstance(status, bool) and status in _RETRY_HTTP:
+        return _RETRY_HTTP[status]
+    kind = params.get("errorKind")
+    if isinstance(kind, str) and kind in _RETRY_ERROR_KINDS:
+        return _RETRY_ERROR_KINDS[kind]
+    return FailureKind.PROVIDER_ERROR
+
+
+def _attempt_text(params: Mapping[str, Any]) -> str:
+    attempt, limit = params.get("nextAttempt"), params.get("maxAttempts")
+    delay = params.get("retryDelayMs")
+    parts = []
+    if isinstance(delay, int) and not isinstance(delay, bool) and delay >= 0:
+        seconds = delay / 1000
+        parts.append(f"retrying in {seconds:g}s")
+    if isinstance(attempt, int) and isinstance(limit, int) and not isinstance(attempt, bool):
+        parts.append(f"attempt {attempt}/{limit}")
+    return " · ".join(parts)
+
+
+def retry_progress(method: str, params: Mapping[str, Any]) -> RetryProgress:
+    """`turn/retryScheduled` (titled by the host's own `reason`) or `turn/modelRetryScheduled`.
+
+    The model-layer notice carries no user text (its recorded message is not for people), so its
+    title is built from its counters, the way Muse's own clients word the row.
+    """
+    kind = _retry_kind(params)
+    reason = _text(params.get("reason")) if method == "turn/retryScheduled" else None
+    progress = _attempt_text(params)
+    if reason is not None:
+        title = f"{reason} ({progress})" if progress and progress not in reason else reason
+    else:
+        system = _text(params.get("system")) or "The model"
+        status = params.get("httpStatus")
+        cause = f" (HTTP {status})" if isinstance(status, int) and not isinstance(status, bool) else ""
+        title = f"{system} is unavailable{cause}; " + (progress or "retrying") + "."
+    return RetryProgress(title, kind)
+
+
+# --- request errors and the adapter's own observations ---------------------------------------------------
+
+
+def error_kind(code: int, data: Any) -> str:
+    """`error.data.kind` when the host sent one, else the kind MSP assigns the code."""
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    if isinstance(kind, str) and kind:
+        return kind
+    return _CODE_KINDS.get(code, "hostError")
+
+
+def is_retryable_error(code: int, data: Any) -> bool:
+    """Only `-32001 overloaded` and `-32031 backpressured` admitted nothing and may be re-sent."""
+    expected = RETRYABLE_CODES.get(code)
+    if expected is None:
+        return False
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    return kind is None or kind == expected
+
+
+def request_error_observation(code: int, message: str, data: Any, phase: str, *,
+                              mutation: bool = False) -> FailureObservation:
+    """The host answered a request with an error: nothing was admitted, so nothing was submitted."""
+    native = error_kind(code, data)
+    kind = _REQUEST_ERROR_KINDS.get(native, FailureKind.PROVIDER_ERROR)
+    retryable = data.get("retryable") if isinstance(data, Mapping) else None
+    return FailureObservation(
+        kind=kind,
+        native_kind=native,
+        title=_text(message),
+        source="host",
+        outcome="failed",
+        execution="notSubmitted",
+        phase=phase,
+        retryable=retryable if isinstance(retryable, bool) else kind is FailureKind.OVERLOADED,
+        mutation_possibly_applied=mutation,
+    )
+
+
+def host_lost(phase: str, *, submitted: bool, mutation: bool = False) -> FailureObservation:
+    """The host died or its stdout closed.
+
+    Mid-turn this is `terminalUnknown`: the turn may have run, so the outcome is unknown. Before
+    submission (start-up, reads) nothing ran: the outcome is a plain failure.
+    """
+    if submitted:
+        return FailureObservation(
+            kind=FailureKind.TRANSPORT_LOST,
+            native_kind="terminalUnknown" if phase == "running" else "transportError",
+            title=f"The connection to {HOST_TITLE} was lost; the turn's outcome is unknown.",
+            source="transport",
+            outcome="unknown",
+            execution="possiblySubmitted",
+            phase=phase,
+            recovery_hint="Reload and inspect the session before deciding to submit again.",
+        )
+    if mutation:
+        return FailureObservation(
+            kind=FailureKind.TRANSPORT_LOST,
+            native_kind="transportError",
+            title=(f"The connection to {HOST_TITLE} was lost after the fork was requested; "
+                   "no model turn was submitted, but a branch may have been created."),
+            source="transport",
+            outcome="unknown",
+            execution="notSubmitted",
+            phase=phase,
+            mutation_possibly_applied=True,
+            recovery_hint="Inspect session/list before retrying the fork.",
+        )
+    return FailureObservation(
+        kind=FailureKind.TRANSPORT_LOST,
+        native_kind="transportError",
+        title=f"The connection to {HOST_TITLE} was lost before the operation finished.",
+        source="transport",
+        outcome="failed",
+        execution="notSubmitted",
+        phase=phase,
+        recovery_hint="Check that `muse serve` can start here, then try again.",
+    )
+
+
+def host_missing(phase: str, hint: str) -> FailureObservation:
+    """No `muse` executable: nothing can start (the adapter's own observation)."""
+    return FailureObservation(
+        kind=FailureKind.BAD_REQUEST,
+        native_kind="hostNotFound",
+        title=f"{HOST_TITLE} could not be started: no `muse` executable was found; {hint}.",
+        source="adapter",
+        outcome="failed",
+        execution="notSubmitted",
+        phase=phase,
+        retryable=False,
+        recovery_hint="Install the Muse Code CLI or set MUSE_CODE_EXECUTABLE, then start a new session.",
+    )
+
+
+def host_launch_failed(phase: str, executable: str, reason: str) -> FailureObservation:
+    """The executable exists but could not be run."""
+    return FailureObservation(
+        kind=FailureKind.BAD_REQUEST,
+        native_kind="hostLaunchFailed",
+        title=f"{HOST_TITLE} could not be started: {executable} could not be run ({reason}).",
+        source="adapter",
+        outcome="failed",
+        execution="notSubmitted",
+        phase=phase,
+        retryable=False,
+        recovery_hint="Check that MUSE_CODE_EXECUTABLE (or `muse` on PATH) is an executable Muse Code CLI.",
+    )
+
+
+def settings_not_applied(what: str, requested: str, served: str | None, phase: str) -> FailureObservation:
+    """`session/read` did not show the setting the adapter applied."""
+    return FailureObservation(
+        kind=FailureKind.BAD_REQUEST,
+        native_kind="settingsNotApplied",
+        title=(f"{HOST_TITLE} did not apply the {what} {requested!r}: the session reports "
+               f"{repr(served) if served is not None else 'none'}."),
+        source="host",
+        outcome="failed",
+        execution="notSubmitted",
+        phase=phase,
+        retryable=False,
+        recovery_hint=f"Choose a {what} this Muse Code host accepts, then try again.",
+    )
+
+
+def fingerprint_notice_text(served: str, expected: str, host_version: str | None, required_version: str) -> str:
+    """The one-time notice when the host's MSP schema differs from the one this adapter was built for."""
+    version = f" {host_version}" if host_version else ""
+    return (f"{HOST_TITLE}{version} serves MSP schema {served}, but this adapter was built for {expected} "
+            f"(host version {required_version}); continuing, but some events may not be understood.")

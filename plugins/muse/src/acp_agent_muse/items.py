@@ -1,0 +1,533 @@
+"""Pure mapping between MSP transcript items and ACP content, both ways. No I/O.
+
+MSP → ACP: `agentMessage` and `reasoning` items become message and thought chunks; `toolCall`,
+`userShell`, `webSearch` and every other kind (unknown kinds included, rendered generically)
+become tool calls with a status; `session/todoListChanged` becomes a plan; context usage a
+`usage_update`; approvals become permission questions offering only the host's own choices; a
+resumed session's items become the replay of `session/load`. ACP → MSP: prompt blocks become
+`TurnInputPart`s; ACP MCP servers become the session's `config.mcpServers`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal
+
+from acp_agent.acp import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    PermissionKind,
+    PermissionOption,
+    Plan,
+    PlanEntry,
+    ResourceLink,
+    SessionInfo,
+    TextContent,
+    TextResourceContents,
+    ToolCall,
+    ToolCallContent,
+    ToolCallUpdate,
+    ToolContent,
+    ToolKind,
+    ToolLocation,
+    ToolStatus,
+    UsageUpdate,
+    UserMessageChunk,
+)
+from acp_agent.events import Event, HistoryFailure
+from acp_agent.failures import FailureObservation
+from acp_agent.wire import UNSET
+from acp_agent_muse.classify import classify_terminal
+
+JsonObject = Mapping[str, Any]
+MESSAGE_KINDS: Final = frozenset({"agentMessage", "reasoning"})
+_STATUS: Final[Mapping[str, ToolStatus]] = {
+    "inProgress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "failed",
+    "rejected": "failed",
+    "timedOut": "failed",
+}
+PlanStatus = Literal["pending", "in_progress", "completed"]
+_PLAN_STATUS: Final[Mapping[str, PlanStatus]] = {
+    "pending": "pending",
+    "inProgress": "in_progress",
+    "completed": "completed",
+}
+# Substrings of a tool name → ACP tool kind, first match wins.
+_TOOL_KINDS: Final[tuple[tuple[tuple[str, ...], ToolKind], ...]] = (
+    (("shell", "bash", "exec", "command", "terminal", "run"), "execute"),
+    (("delete", "remove", "unlink"), "delete"),
+    (("move", "rename"), "move"),
+    (("write", "edit", "patch", "apply", "create"), "edit"),
+    (("grep", "search", "glob", "find", "list", "ls"), "search"),
+    (("read", "view", "open", "cat"), "read"),
+    (("fetch", "web", "http", "url", "browse"), "fetch"),
+    (("think", "plan", "todo"), "think"),
+)
+_SUBJECT_KINDS: Final[Mapping[str, ToolKind]] = {
+    "shell": "execute",
+    "command": "execute",
+    "exec": "execute",
+    "write": "edit",
+    "edit": "edit",
+    "patch": "edit",
+    "fileWrite": "edit",
+    "delete": "delete",
+    "network": "fetch",
+    "fetch": "fetch",
+    "read": "read",
+    "fileRead": "read",
+    "mcp": "other",
+}
+_GENERIC_TITLES: Final[Mapping[str, str]] = {
+    "compaction": "Compacted the conversation",
+    "subagent": "Subagent",
+    "workflow": "Workflow",
+    "hookRun": "Hook",
+    "webSearch": "Web search",
+    "damagedRange": "Part of the session log could not be read",
+    "monitorFeed": "Monitor",
+    "scheduledFire": "Scheduled task",
+    "backgroundTerminalCompletion": "Background command finished",
+    "overdueNotice": "Overdue task",
+    "sideChat": "Side chat",
+    "reminderChild": "Reminder",
+}
+_PATH_KEYS: Final = ("path", "file_path", "filePath", "file", "target")
+# approval decision → permission option kind, by the choice's scope.
+_ALLOW: Final = frozenset({"approved", "approvedForSession", "approvedPolicyAmendment"})
+_REJECT: Final = frozenset({"denied", "deniedPolicyAmendment", "abort"})
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# --- chunks --------------------------------------------------------------------------------------------
+
+
+def agent_text(text: str) -> AgentMessageChunk:
+    return AgentMessageChunk(TextContent(text))
+
+
+def thought_text(text: str) -> AgentThoughtChunk:
+    return AgentThoughtChunk(TextContent(text))
+
+
+def message_text(item: JsonObject) -> str:
+    """An agent message's text, or a reasoning item's text (its summary when it has no text)."""
+    text = _text(item.get("text"))
+    if text or item.get("kind") != "reasoning":
+        return text
+    summary = [part for part in item.get("summary") or [] if isinstance(part, str) and part]
+    return "\n\n".join(summary)
+
+
+def message_chunk(item: JsonObject, text: str) -> AgentMessageChunk | AgentThoughtChunk:
+    return thought_text(text) if item.get("kind") == "reasoning" else agent_text(text)
+
+
+# --- tool calls -----------------------------------------------------------------------------------------
+
+
+def parse_args(raw: Any) -> Any:
+    """A tool's `args` (a JSON string on the wire) as a value; text that is not JSON stays text."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def tool_kind(name: str) -> ToolKind:
+    lowered = name.lower()
+    for needles, kind in _TOOL_KINDS:
+        if any(needle in lowered for needle in needles):
+            return kind
+    return "other"
+
+
+def item_tool_kind(item: JsonObject) -> ToolKind:
+    kind = item.get("kind")
+    if kind == "userShell":
+        return "execute"
+    if kind == "webSearch":
+        return "fetch"
+    if kind in ("subagent", "reasoning"):
+        return "think"
+    if kind == "toolCall":
+        return tool_kind(_text(item.get("tool")))
+    return "other"
+
+
+def tool_status(item: JsonObject) -> ToolStatus:
+    """MSP item status → ACP tool status; an unknown value is terminal, rendered as completed."""
+    status = _text(item.get("status"))
+    return _STATUS.get(status, "completed" if status else "in_progress")
+
+
+def _args_summary(args: Any) -> str:
+    if isinstance(args, Mapping):
+        for key in ("command", "cmd", *_PATH_KEYS, "query", "url", "pattern"):
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                return value
+            if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
+                return shlex.join(value)
+    if isinstance(args, str):
+        return args
+    return ""
+
+
+def tool_title(item: JsonObject) -> str:
+    """The host's own words (`displayLabel` by status, `commandText`, `label`), else the tool and its target."""
+    label = item.get("displayLabel")
+    status = _text(item.get("status"))
+    if isinstance(label, Mapping):
+        form = "active" if status == "inProgress" else "done" if status else "neutral"
+        for key in (form, "neutral", "done", "active"):
+            if _text(label.get(key)):
+                return _text(label.get(key))
+    for key in ("commandText", "label", "displayText", "objective"):
+        if _text(item.get(key)).strip():
+            return _first_line(_text(item[key]))
+    tool = _text(item.get("tool"))
+    if tool:
+        target = _args_summary(parse_args(item.get("args")))
+        return f"{tool}: {_first_line(target)}" if target else tool
+    kind = _text(item.get("kind"))
+    summary = item.get("summary")
+    if isinstance(summary, list) and summary and isinstance(summary[0], str) and summary[0].strip():
+        return _first_line(summary[0])
+    return _GENERIC_TITLES.get(kind, kind or "Tool call")
+
+
+def tool_locations(item: JsonObject) -> list[ToolLocation]:
+    args = parse_args(item.get("args"))
+    if not isinstance(args, Mapping):
+        return []
+    for key in _PATH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return [ToolLocation(value)]
+    return []
+
+
+def tool_output(item: JsonObject, streamed: str = "") -> str:
+    output = _text(item.get("visibleOutput")) or streamed
+    if item.get("truncated") is True and output:
+        output += "\n…"
+    reason = _text(item.get("failureReason"))
+    if reason and reason not in output:
+        output = f"{output}\n{reason}" if output else reason
+    return output
+
+
+def _content(text: str) -> list[ToolCallContent]:
+    return [ToolContent(TextContent(text))] if text else []
+
+
+def _raw_input(item: JsonObject) -> Any:
+    if item.get("kind") == "userShell":
+        return {"command": _text(item.get("commandText"))}
+    args = parse_args(item.get("args"))
+    return args if args is not None else None
+
+
+def _raw_output(item: JsonObject) -> Any:
+    output: dict[str, Any] = {}
+    for key in ("exitCode", "exitSignal", "failureKind", "durationMs", "truncated"):
+        if key in item:
+            output[key] = item[key]
+    return output or None
+
+
+def tool_call(item: JsonObject, streamed: str = "") -> ToolCall:
+    """A tool-like item as the ACP tool call that introduces it."""
+    raw = _raw_input(item)
+    status = tool_status(item)
+    raw_output = _raw_output(item) if status != "in_progress" else None
+    return ToolCall(
+        tool_call_id=_text(item.get("itemId")),
+        title=tool_title(item),
+        kind=item_tool_kind(item),
+        status=status,
+        content=_content(tool_output(item, streamed)),
+        locations=tool_locations(item),
+        raw_input=raw if raw is not None else UNSET,
+        raw_output=raw_output if raw_output else UNSET,
+    )
+
+
+def tool_call_update(item: JsonObject, streamed: str = "") -> ToolCallUpdate:
+    """A later revision of a tool-like item: title, status and output as they are now."""
+    status = tool_status(item)
+    output = tool_output(item, streamed)
+    raw_output = _raw_output(item) if status != "in_progress" else None
+    return ToolCallUpdate(
+        tool_call_id=_text(item.get("itemId")),
+        title=tool_title(item),
+        status=status,
+        content=_content(output) if output else UNSET,
+        raw_output=raw_output if raw_output else UNSET,
+    )
+
+
+def tool_output_update(item_id: str, output: str) -> ToolCallUpdate:
+    """Streamed output of a running tool so far."""
+    return ToolCallUpdate(tool_call_id=item_id, content=_content(output))
+
+
+# --- plans and usage ---------------------------------------------------------------------------------------
+
+
+def plan(params: JsonObject) -> Plan:
+    """`session/todoListChanged`: the whole list, replaced; cancelled entries are dropped."""
+    entries: list[PlanEntry] = []
+    for todo in params.get("items") or []:
+        if not isinstance(todo, Mapping):
+            continue
+        status = _PLAN_STATUS.get(_text(todo.get("status")))
+        text = _text(todo.get("text")).strip()
+        if status is None or not text:
+            continue
+        entries.append(PlanEntry(content=text, status=status))
+    return Plan(entries)
+
+
+def usage(params: JsonObject) -> UsageUpdate | None:
+    """`session/contextUsage`: the context window's occupancy (only when the window size is known)."""
+    used, window = params.get("usedTokens"), params.get("windowTokens")
+    if isinstance(used, int) and isinstance(window, int) and not isinstance(used, bool) and window > 0:
+        return UsageUpdate(used=used, size=window)
+    return None
+
+
+# --- approvals -----------------------------------------------------------------------------------------------
+
+
+def approval_stage(params: JsonObject) -> str:
+    """The per-stage latch key: one decision per approval and requirement (multi-stage shells)."""
+    requirement = params.get("currentRequirementId")
+    requirement = requirement if isinstance(requirement, Mapping) else {}
+    return f"{_text(params.get('approvalId'))} {_text(requirement.get('approvalId'))}:{requirement.get('sourceIndex')}"
+
+
+def permission_kind(choice: JsonObject) -> PermissionKind | None:
+    """The host's choice as an ACP option kind; a decision this version does not know is not offered."""
+    decision = _text(choice.get("decision"))
+    scope = _text(choice.get("scope")) or "once"
+    if decision in _ALLOW:
+        once = decision == "approved" and scope == "once"
+        return "allow_once" if once else "allow_always"
+    if decision in _REJECT:
+        lasting = decision == "deniedPolicyAmendment" or (decision == "denied" and scope != "once")
+        return "reject_always" if lasting else "reject_once"
+    return None
+
+
+def permission_options(params: JsonObject) -> list[PermissionOption]:
+    """Exactly the host's `availableChoices` (select, never create), in the host's order and words."""
+    options: list[PermissionOption] = []
+    for choice in params.get("availableChoices") or []:
+        if not isinstance(choice, Mapping) or not _text(choice.get("choiceId")):
+            continue
+        kind = permission_kind(choice)
+        if kind is None:
+            continue
+        options.append(PermissionOption(option_id=choice["choiceId"], name=_text(choice.get("label")) or
+                                        choice["choiceId"], kind=kind))
+    return options
+
+
+def refusal_choice(params: JsonObject, *, prefer_abort: bool) -> str | None:
+    """The host's own deny (or abort) choice, for a question nobody answered."""
+    choices = [choice for choice in params.get("availableChoices") or [] if isinstance(choice, Mapping)]
+    order = ("abort", "denied") if prefer_abort else ("denied", "abort")
+    for decision in order:
+        for choice in choices:
+            if choice.get("decision") == decision and _text(choice.get("choiceId")):
+                return str(choice["choiceId"])
+    return None
+
+
+def _subject_title(subject: JsonObject) -> str:
+    for key in ("command", "path", "target", "url", "host", "toolName"):
+        value = subject.get(key)
+        if isinstance(value, str) and value:
+            if key == "host" and isinstance(subject.get("port"), int):
+                return f"{value}:{subject['port']}"
+            return value
+    stages = subject.get("stages")
+    if isinstance(stages, list):
+        commands = [shlex.join(str(part) for part in stage["argv"]) for stage in stages
+                    if isinstance(stage, Mapping) and isinstance(stage.get("argv"), list)]
+        if commands:
+            return " | ".join(commands)
+    return ""
+
+
+def approval_tool_call(params: JsonObject, item: JsonObject | None) -> ToolCallUpdate:
+    """What the approval is about, as the tool call the client is asked to permit."""
+    subject = params.get("subject")
+    subject = subject if isinstance(subject, Mapping) else {}
+    tool = _text(params.get("toolName"))
+    title = _first_line(_subject_title(subject)) or (tool_title(item) if item is not None else tool) or "Tool call"
+    kind = _SUBJECT_KINDS.get(_text(subject.get("kind"))) or (item_tool_kind(item) if item is not None else
+                                                               tool_kind(tool))
+    raw = parse_args(params.get("rawArgs"))
+    path = subject.get("path")
+    return ToolCallUpdate(
+        tool_call_id=_text(params.get("itemId")) or _text(params.get("toolCallId")),
+        title=title,
+        kind=kind,
+        status="pending",
+        locations=[ToolLocation(path)] if isinstance(path, str) and path else UNSET,
+        raw_input={"toolName": tool, "subject": dict(subject), **({"args": raw} if raw is not None else {})},
+    )
+
+
+def decide_params(params: JsonObject, choice_id: str) -> dict[str, Any]:
+    """`approval/decide` params for one choice (`commandId` is added by the command layer)."""
+    return {
+        "approvalId": _text(params.get("approvalId")),
+        "choiceId": choice_id,
+        "requirementId": params.get("currentRequirementId"),
+        "sessionId": _text(params.get("sessionId")),
+    }
+
+
+# --- prompts and configuration ------------------------------------------------------------------------------------
+
+
+def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
+    """ACP prompt blocks as MSP `TurnInputPart`s: text and images; resources are quoted as text.
+
+    File mentions are text in MSP (`@relative/path`), so a resource link is written that way.
+    """
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextContent):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageContent):
+            parts.append({"type": "image", "base64Data": block.data, "mediaType": block.mime_type})
+        elif isinstance(block, ResourceLink):
+            path = block.uri.removeprefix("file://")
+            parts.append({"type": "text", "text": f"@{path}" if block.uri.startswith("file://") else
+                          f"[@{block.name}]({block.uri})"})
+        elif isinstance(block, EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                text = f'<context ref="{resource.uri}">\n{resource.text}\n</context>'
+            else:
+                text = f"[@{os.path.basename(resource.uri) or resource.uri}]({resource.uri})"
+            parts.append({"type": "text", "text": text})
+    return parts
+
+
+def display_text(blocks: Sequence[ContentBlock]) -> str:
+    return "".join(block.text for block in blocks if isinstance(block, TextContent))
+
+
+def mcp_servers(servers: Sequence[Any]) -> dict[str, Any]:
+    """ACP `mcpServers` as MSP `SessionConfig.mcpServers` (stdio and streamable HTTP; SSE has no arm)."""
+    config: dict[str, Any] = {}
+    for server in servers:
+        if not isinstance(server, Mapping) or not _text(server.get("name")):
+            continue
+        if "command" in server:
+            env = {pair["name"]: pair["value"] for pair in server.get("env") or []
+                   if isinstance(pair, Mapping) and "name" in pair and "value" in pair}
+            entry: dict[str, Any] = {"transport": "stdio", "command": server["command"],
+                                     "args": list(server.get("args") or [])}
+            if env:
+                entry["env"] = env
+        elif server.get("type", "http") == "http" and _text(server.get("url")):
+            headers = {pair["name"]: pair["value"] for pair in server.get("headers") or []
+                       if isinstance(pair, Mapping) and "name" in pair and "value" in pair}
+            entry = {"transport": "streamableHttp", "url": server["url"]}
+            if headers:
+                entry["headers"] = headers
+        else:
+            continue
+        config[server["name"]] = entry
+    return config
+
+
+def session_info(session: JsonObject, fallback_cwd: str | None) -> SessionInfo | None:
+    """A `session/list` row; a session without a workspace is listed only under the asked directory."""
+    session_id = _text(session.get("sessionId"))
+    cwd = _text(session.get("workspaceRoot")) or fallback_cwd
+    if not session_id or not cwd:
+        return None
+    title = next((_first_line(_text(session.get(key)), 120) for key in ("name", "title", "generatedName",
+                                                                          "firstUserPrompt")
+                  if _text(session.get(key)).strip()), None)
+    updated = _text(session.get("updatedAt")) or _text(session.get("lastActivityAt")) or None
+    return SessionInfo(session_id=session_id, cwd=cwd, title=title, updated_at=updated)
+
+
+# --- history -----------------------------------------------------------------------------------------------------
+
+
+def history_items(result: JsonObject) -> list[JsonObject]:
+    """The items a resume/fork/read result serves: inline items, else the snapshot's."""
+    history = result.get("history")
+    if not isinstance(history, Mapping):
+        return []
+    items = history.get("items")
+    if not isinstance(items, list):
+        snapshot = history.get("snapshot")
+        state = snapshot.get("state") if isinstance(snapshot, Mapping) else None
+        items = state.get("items") if isinstance(state, Mapping) else None
+    return [item for item in items or [] if isinstance(item, Mapping)]
+
+
+def history_events(result: JsonObject, redact: Callable[[str], str]) -> list[Event]:
+    """A resumed session's stored items as the replay of `session/load`.
+
+    User text, agent text, thoughts and tool calls (with their final status) are replayed in
+    order. A failed last turn (`lastTurn`) is replayed as a typed record in place of text,
+    identified by that turn's user message; legacy clients see the host's (redacted) message as
+    agent text instead, as they would have in a transcript.
+    """
+    events: list[Event] = []
+    user_message_of: dict[str, str] = {}
+    for item in history_items(result):
+        kind = item.get("kind")
+        if kind == "userMessage":
+            turn_id = _text(item.get("turnId"))
+            if turn_id and turn_id not in user_message_of:
+                user_message_of[turn_id] = _text(item.get("itemId"))
+            if _text(item.get("text")) and item.get("retracted") is not True:
+                events.append(UserMessageChunk(TextContent(item["text"])))
+        elif kind in MESSAGE_KINDS:
+            text = message_text(item)
+            if text:
+                events.append(message_chunk(item, text))
+        else:
+            events.append(tool_call(item))
+    last = result.get("lastTurn")
+    if isinstance(last, Mapping) and last.get("terminal") not in ("completed", "cancelled"):
+        outcome = classify_terminal(last)
+        if isinstance(outcome, FailureObservation):
+            turn_id = _text(last.get("turnId"))
+            legacy = (agent_text(redact(outcome.title)),) if outcome.title else ()
+            events.append(HistoryFailure(outcome, message_id=turn_id or "last-turn",
+                                         user_message_id=user_message_of.get(turn_id) or None,
+                                         active=True, legacy_updates=legacy))
+    return events

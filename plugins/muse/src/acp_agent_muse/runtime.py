@@ -1,0 +1,875 @@
+"""The Muse runtime: one `muse serve` host per ACP session, spoken to in MSP.
+
+A session's host starts with the session (`initializing`: spawn and handshake), opens it
+(`preparing`: `session/resume` of the session id, `session/start` when the host answers `-32020
+sessionNotFound`), applies the approval mode and model and verifies them with `session/read`. It
+is released after a minute without use (`ACP_AGENT_MUSE_IDLE_RELEASE_MS`) and started again, and
+the session resumed, when the session is used again; a host that died is replaced the same way
+(`RuntimeReplaced` then ends the transport-loss incident). `session/list` uses a short-lived
+read-only host, `session/load` and `session/resume` read under the `reading` budget, and
+`session/fork` reads the source and then forks under the `forking` budget; the fork's host
+becomes the new session's host.
+
+A prompt is `turn/start` (`submitting` until the acknowledgement), then the session's view
+notifications, in wire order, are folded by a `TurnTranslator` until `turn/completed`.
+Approvals become permission questions asked in their own tasks (the turn keeps streaming).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from importlib import metadata
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+import attrs
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from attrs import define, field
+
+from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionMode, SessionModeState
+from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.provider import (
+    ProviderRuntime,
+    RuntimeContext,
+    SessionChannel,
+    SessionListing,
+    SessionNotFound,
+    SessionStart,
+    TurnChannel,
+    TurnFailed,
+)
+from acp_agent.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
+from acp_agent_muse import INSTALL_HINT, find_muse, items
+from acp_agent_muse.classify import (
+    HOST_TITLE,
+    SESSION_NOT_FOUND_CODE,
+    SESSION_NOT_LOADED_CODE,
+    fingerprint_notice_text,
+    host_launch_failed,
+    host_lost,
+    host_missing,
+    request_error_observation,
+    settings_not_applied,
+)
+from acp_agent_muse.host import MuseHost
+from acp_agent_muse.ids import mint
+from acp_agent_muse.translate import TurnDone, TurnTranslator
+
+log = logging.getLogger(__name__)
+
+IDLE_VAR: Final = "ACP_AGENT_MUSE_IDLE_RELEASE_MS"
+DEFAULT_IDLE_MS: Final = 60_000
+MODELS_BUDGET_S: Final = 5.0
+LEAVE_TIMEOUT_S: Final = 5.0
+CANCEL_TIMEOUT_S: Final = 10.0
+LIST_PAGE: Final = 50
+
+MODES: Final = (
+    SessionMode("default", "Default", "Muse Code asks before any action its policy does not already allow."),
+    SessionMode("readOnly", "Read only", "Muse Code itself denies every action its policy does not already allow."),
+    SessionMode("plan", "Plan", "Muse Code works on request: it asks only when the model requests an escalation."),
+    SessionMode("bypassApprovals", "Bypass approvals", "Muse Code runs every action without asking."),
+    SessionMode("rejectApprovals", "Reject approvals",
+                "Muse Code asks, and the adapter answers every question with Muse Code's own deny choice."),
+)
+DEFAULT_MODE: Final = "default"
+APPROVAL_MODES: Final[Mapping[str, str]] = {
+    "default": "promptUnmatched",
+    "readOnly": "denyUnmatched",
+    "plan": "onRequest",
+    "bypassApprovals": "allowAll",
+    "rejectApprovals": "promptUnmatched",
+}
+MODE_OF_APPROVAL: Final[Mapping[str, str]] = {
+    "promptUnmatched": "default",
+    "denyUnmatched": "readOnly",
+    "onRequest": "plan",
+    "allowAll": "bypassApprovals",
+}
+AUTO_DENY_MODES: Final = frozenset({"rejectApprovals"})
+# Used when `model/list` fails or does not answer within its advisory budget.
+BUILTIN_MODELS: Final = (
+    ConfigOptionValue("muse-code", "Muse Code", "Muse Code's default model."),
+    ConfigOptionValue("muse-code-fast", "Muse Code Fast", "A faster, lighter model."),
+)
+_APPROVAL_METHODS: Final = frozenset({"approval/requested", "approval/request", "approval/updated"})
+_USER_INPUT_METHODS: Final = frozenset({"userInput/requested", "userInput/request"})
+
+
+def idle_release_s(environ: Mapping[str, str]) -> float:
+    raw = environ.get(IDLE_VAR, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw) / 1000
+    return DEFAULT_IDLE_MS / 1000
+
+
+def _version() -> str:
+    try:
+        return metadata.version("acp-agent-muse")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _served_mode(session: Mapping[str, Any]) -> str | None:
+    mode = _mapping(session.get("approvalMode")).get("mode")
+    return mode if isinstance(mode, str) else None
+
+
+# --- state --------------------------------------------------------------------------------------------------
+
+
+@define(eq=False)
+class _Lost:
+    """The turn's host is gone."""
+
+
+QueueItem = tuple[str, Mapping[str, Any]] | _Lost
+
+
+@define(eq=False)
+class ActiveTurn:
+    channel: TurnChannel
+    host: MuseHost
+    send: MemoryObjectSendStream[QueueItem]
+    receive: MemoryObjectReceiveStream[QueueItem]
+    translator: TurnTranslator | None = None
+    turn_id: str | None = None
+    cancel_requested: bool = False
+    cancel_sent: bool = False
+    approvals: dict[str, Mapping[str, Any]] = field(factory=dict)
+    decided: set[str] = field(factory=set)
+    resolved: set[str] = field(factory=set)
+    questions: set[str] = field(factory=set)
+
+
+@define(eq=False)
+class MuseSession:
+    """What the runtime knows of one ACP session (= one Muse session, same id)."""
+
+    session_id: str
+    cwd: str
+    mode: str = DEFAULT_MODE
+    model: str | None = None
+    mcp: dict[str, Any] = field(factory=dict)
+    host: MuseHost | None = None
+    channel: SessionChannel | None = None
+    backlog: list[Event] = field(factory=list)
+    active: ActiveTurn | None = None
+    lock: anyio.Lock = field(factory=anyio.Lock)
+    busy: int = 0
+    idle_scope: anyio.CancelScope | None = None
+    models: list[ConfigOptionValue] = field(factory=list)
+    needs_resume: bool = False
+    lost: bool = False
+    closed: bool = False
+    mcp_noticed: bool = False
+
+
+# --- the runtime -------------------------------------------------------------------------------------------
+
+
+class MuseRuntime(ProviderRuntime):
+    def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup) -> None:
+        self.context = context
+        self.clock = context.clock
+        self._tg = task_group
+        self._sessions: dict[str, MuseSession] = {}
+        self._hosts: set[MuseHost] = set()
+        self._idle_s = idle_release_s(context.environ)
+        self._version = _version()
+        self._fingerprint_noticed = False
+        self._pending_notices: list[Notice] = []
+
+    # -- phases ------------------------------------------------------------------------------------------
+
+    def _phase(self, phase: Phase, label: str, *, mutation: bool = False) -> Any:
+        """A backend wait under its phase's deadline (the core's texts name the phase and the budget)."""
+        return self.clock.phase(phase, label=label, mutation=mutation)
+
+    # -- hosts ---------------------------------------------------------------------------------------------
+
+    async def _spawn(self, label: str, cwd: str | None) -> MuseHost:
+        """Start a host and complete the MSP handshake, all under the `initializing` budget."""
+        executable = find_muse(self.context.environ)
+        if executable is None:
+            raise PhaseFailed(host_missing(Phase.INITIALIZING.value, INSTALL_HINT))
+        host = MuseHost(label, self._route, self._host_lost)
+        try:
+            async with self._phase(Phase.INITIALIZING, f"{label}: spawn and initialize"):
+                try:
+                    await self._tg.start(host.run, [executable, "serve"], self.context.environ, cwd)
+                except OSError as exc:
+                    raise PhaseFailed(host_launch_failed(Phase.INITIALIZING.value, executable,
+                                                         type(exc).__name__)) from None
+                self._hosts.add(host)
+                try:
+                    result = await host.handshake(self._version)
+                except ConnectionClosed:
+                    raise PhaseFailed(host_lost(Phase.INITIALIZING.value, submitted=False)) from None
+                except RpcError as exc:
+                    raise PhaseFailed(request_error_observation(exc.code, exc.message, exc.data,
+                                                                Phase.INITIALIZING.value)) from None
+        except BaseException:
+            await host.stop()
+            raise
+        log.info("%s started (pid %s)", label, host.pid)
+        self._check_fingerprint(result)
+        return host
+
+    def _check_fingerprint(self, result: Mapping[str, Any]) -> None:
+        from muse_code_msp import REQUIRED_HOST_VERSION, SCHEMA_FINGERPRINT
+
+        served = _mapping(result.get("schema")).get("fingerprint")
+        if served == SCHEMA_FINGERPRINT:
+            return
+        version = _mapping(result.get("serverInfo")).get("version")
+        text = fingerprint_notice_text(str(served), SCHEMA_FINGERPRINT, version if isinstance(version, str) else None,
+                                       REQUIRED_HOST_VERSION)
+        log.warning("%s", text)
+        if not self._fingerprint_noticed:
+            self._fingerprint_noticed = True
+            self._pending_notices.append(Notice(text))
+
+    def _route(self, host: MuseHost, method: str, params: Mapping[str, Any]) -> None:
+        """Every frame a host sends, in wire order: into the running prompt, or handled outside one."""
+        state = self._sessions.get(host.session_id) if host.session_id else None
+        if state is None or state.host is not host:
+            return
+        active = state.active
+        if active is not None and active.host is host:
+            try:
+                active.send.send_nowait((method, params))
+                return
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+        if method == "session/closed":
+            log.info("session %s was unloaded by its host (%s)", state.session_id, params.get("reason"))
+            state.needs_resume = True
+        else:
+            log.debug("dropped %s outside a prompt of session %s", method, state.session_id)
+
+    def _host_lost(self, host: MuseHost) -> None:
+        self._hosts.discard(host)
+        state = self._sessions.get(host.session_id) if host.session_id else None
+        if state is None or state.host is not host:
+            return
+        active = state.active
+        if active is not None and active.host is host:
+            try:
+                active.send.send_nowait(_Lost())
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+        if host.stop_requested:
+            return
+        state.lost = True
+        log.warning("the host of session %s exited unexpectedly", state.session_id)
+        if active is None:
+            observation = FailureObservation(
+                kind=FailureKind.TRANSPORT_LOST, native_kind="transportError",
+                title=f"{HOST_TITLE} exited; it will be started again for the next prompt.", source="transport",
+                outcome="failed", execution="notSubmitted",
+                recovery_hint="Send the next prompt; the session is resumed in a new host.")
+            self._to_session(state, SessionFailure(observation))
+
+    def _to_session(self, state: MuseSession, event: Event) -> None:
+        channel = state.channel
+        if channel is None:
+            state.backlog.append(event)
+            return
+        self._tg.start_soon(channel.emit, event)
+
+    async def _deliver(self, state: MuseSession, channel: SessionChannel) -> None:
+        pending: list[Event] = [*self._pending_notices, *state.backlog]
+        self._pending_notices.clear()
+        state.backlog.clear()
+        for event in pending:
+            await channel.emit(event)
+
+    # -- opening sessions ------------------------------------------------------------------------------------
+
+    async def _ask(self, host: MuseHost, method: str, params: Mapping[str, Any], phase: Phase, *,
+                   command: bool = False, missing: str | None = None, mutation: bool = False) -> Mapping[str, Any]:
+        """A request within a phase: a lost host and an error answer become that phase's failures."""
+        try:
+            if command:
+                return await host.command(method, params)
+            result = await host.call(method, params)
+            return result if isinstance(result, Mapping) else {}
+        except ConnectionClosed:
+            raise PhaseFailed(host_lost(phase.value, submitted=False, mutation=mutation)) from None
+        except RpcError as exc:
+            if missing is not None and exc.code == SESSION_NOT_FOUND_CODE:
+                raise SessionNotFound(missing) from None
+            raise PhaseFailed(request_error_observation(exc.code, exc.message, exc.data, phase.value)) from None
+
+    def _config(self, host: MuseHost, state: MuseSession) -> dict[str, Any]:
+        if not state.mcp:
+            return {}
+        if "sessionMcp" in host.granted:
+            return {"config": {"mcpServers": state.mcp}}
+        if not state.mcp_noticed:
+            state.mcp_noticed = True
+            log.warning("the Muse Code host did not grant sessionMcp; MCP servers were not passed to it")
+            state.backlog.append(Notice(f"{HOST_TITLE} did not accept the editor's MCP servers (no sessionMcp grant); "
+                                        "the session runs without them."))
+        return {}
+
+    async def _open(self, host: MuseHost, state: MuseSession, *, restart: bool) -> Mapping[str, Any]:
+        """`session/resume` of the session id; `session/start` when the host does not know it."""
+        config = self._config(host, state)
+        try:
+            result = await self._ask(host, "session/resume",
+                                     {"sessionId": state.session_id, "excludeItems": True, **config},
+                                     Phase.PREPARING, command=True, missing=state.session_id)
+        except SessionNotFound:
+            params: dict[str, Any] = {"sessionId": state.session_id, "workspaceRoot": state.cwd,
+                                      "approvalMode": APPROVAL_MODES[state.mode], **config}
+            if state.model:
+                params["modelId"] = state.model
+            result = await self._ask(host, "session/start", params, Phase.PREPARING, command=True)
+            if restart:
+                state.backlog.append(Notice(f"{HOST_TITLE} no longer had this session's history; it continues as a "
+                                            "new session with the same id."))
+        return _mapping(result.get("session"))
+
+    async def _apply_settings(self, host: MuseHost, state: MuseSession, served: Mapping[str, Any] | None, *,
+                              force_mode: bool = False, force_model: bool = False) -> None:
+        """Apply the approval mode and model the session should have, then verify them with `session/read`.
+
+        `served` is the session as the host last described it (None: unknown, so only the forced
+        setting is sent); verification always reads the session back.
+        """
+        wanted_mode = APPROVAL_MODES[state.mode]
+        session_id = state.session_id
+        if force_mode or (served is not None and _served_mode(served) != wanted_mode):
+            await self._ask(host, "session/setApprovalMode", {"sessionId": session_id, "mode": wanted_mode},
+                            Phase.PREPARING, command=True)
+        if state.model and (force_model or (served is not None and served.get("modelId") != state.model)):
+            await self._ask(host, "session/setModel", {"sessionId": session_id, "model": {"modelId": state.model}},
+                            Phase.PREPARING, command=True)
+        read = await self._ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
+                               Phase.PREPARING, missing=session_id)
+        session = _mapping(read.get("session"))
+        if _served_mode(session) != wanted_mode:
+            raise PhaseFailed(settings_not_applied("approval mode", wanted_mode, _served_mode(session),
+                                                   Phase.PREPARING.value))
+        served_model = session.get("modelId")
+        if state.model and served_model != state.model:
+            raise PhaseFailed(settings_not_applied("model", state.model,
+                                                   served_model if isinstance(served_model, str) else None,
+                                                   Phase.PREPARING.value))
+        if not state.model and isinstance(served_model, str) and served_model:
+            state.model = served_model
+
+    async def _discover_models(self, host: MuseHost, state: MuseSession) -> None:
+        """`model/list` within its advisory budget; the built-in catalog when it fails or is late."""
+        models: list[ConfigOptionValue] | None = None
+        with anyio.move_on_after(MODELS_BUDGET_S):
+            try:
+                result = await host.call("model/list", {"sessionId": state.session_id})
+            except (RpcError, ConnectionClosed) as exc:
+                log.info("model/list failed (%s); using the built-in catalog", type(exc).__name__)
+                result = None
+            if isinstance(result, Mapping):
+                models = []
+                for entry in result.get("models") or []:
+                    if not isinstance(entry, Mapping) or not isinstance(entry.get("modelId"), str):
+                        continue
+                    description = entry.get("description")
+                    models.append(ConfigOptionValue(entry["modelId"], str(entry.get("displayLabel") or entry["modelId"]),
+                                                    description if isinstance(description, str) else None))
+                    if not state.model and (entry.get("isActive") is True):
+                        state.model = entry["modelId"]
+        if models is None:
+            log.info("model/list gave no catalog within %.0f s; using the built-in one", MODELS_BUDGET_S)
+            models = list(BUILTIN_MODELS)
+        state.models = models
+
+    def _model_options(self, state: MuseSession) -> list[ConfigOption]:
+        values = list(state.models)
+        current = state.model or (values[0].value if values else None)
+        if current is None:
+            return []
+        if all(value.value != current for value in values):
+            values.insert(0, ConfigOptionValue(current, current))
+        return [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
+                             description="The model Muse Code uses for the next turns.")]
+
+    def _setup(self, state: MuseSession) -> SessionStart:
+        return SessionStart(state.session_id,
+                            modes=SessionModeState(current_mode_id=state.mode, available_modes=list(MODES)),
+                            config_options=self._model_options(state))
+
+    def _adopt(self, state: MuseSession, host: MuseHost) -> None:
+        host.session_id = state.session_id
+        state.host = host
+        state.needs_resume = False
+        self._sessions[state.session_id] = state
+
+    def _state(self, session_id: str) -> MuseSession:
+        state = self._sessions.get(session_id)
+        if state is None:
+            raise SessionNotFound(session_id)
+        return state
+
+    async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
+        state = MuseSession(mint(), cwd, mcp=items.mcp_servers(mcp_servers))
+        state.busy += 1
+        try:
+            host = await self._spawn("muse serve (new session)", cwd)
+            try:
+                async with self._phase(Phase.PREPARING, "session/resume|start"):
+                    served = await self._open(host, state, restart=False)
+                await self._discover_models(host, state)
+                async with self._phase(Phase.PREPARING, "settings"):
+                    await self._apply_settings(host, state, served)
+            except BaseException:
+                await host.stop()
+                raise
+            self._adopt(state, host)
+            # The core holds these until the session/new response is written.
+            await self._deliver(state, channel)
+            return self._setup(state)
+        finally:
+            state.busy -= 1
+            self._arm_idle(state)
+
+    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel,
+                           *, replay: bool) -> SessionStart:
+        previous = self._sessions.get(session_id)
+        state = MuseSession(session_id, cwd, mcp=items.mcp_servers(mcp_servers))
+        state.busy += 1
+        try:
+            host = await self._spawn("muse serve (load)" if replay else "muse serve (resume)", cwd)
+            try:
+                async with self._phase(Phase.READING, "session/resume"):
+                    params: dict[str, Any] = {"sessionId": session_id, "excludeItems": not replay,
+                                              **self._config(host, state)}
+                    if replay:
+                        params["history"] = "inline"
+                    result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                                             missing=session_id)
+                await self._discover_models(host, state)
+            except BaseException:
+                await host.stop()
+                raise
+            served = _mapping(result.get("session"))
+            served_mode = _served_mode(served)
+            if previous is not None and served_mode == APPROVAL_MODES.get(previous.mode):
+                state.mode = previous.mode
+            else:
+                state.mode = MODE_OF_APPROVAL.get(served_mode or "", DEFAULT_MODE)
+            model = served.get("modelId")
+            state.model = model if isinstance(model, str) and model else state.model
+            if previous is not None:
+                self._disarm_idle(previous)
+                previous.closed = True
+                state.backlog = previous.backlog
+                if previous.host is not None:
+                    await previous.host.stop()
+            self._adopt(state, host)
+            state.channel = channel
+            if replay:
+                for event in items.history_events(result, self.context.redact):
+                    await channel.emit(event)
+            await self._deliver(state, channel)
+            return self._setup(state)
+        finally:
+            state.busy -= 1
+            self._arm_idle(state)
+
+    async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
+        host = await self._spawn("muse serve (list)", cwd)
+        try:
+            params: dict[str, Any] = {"limit": LIST_PAGE}
+            if cwd:
+                params["workspaceRoot"] = cwd
+            if cursor:
+                params["cursor"] = cursor
+            async with self._phase(Phase.READING, "session/list"):
+                result = await self._ask(host, "session/list", params, Phase.READING)
+        finally:
+            await host.stop()
+        sessions = [info for info in (items.session_info(row, cwd) for row in result.get("sessions") or []
+                                      if isinstance(row, Mapping)) if info is not None]
+        next_cursor = result.get("nextCursor")
+        return SessionListing(sessions, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any],
+                           channel: SessionChannel) -> SessionStart:
+        host = await self._spawn("muse serve (fork)", cwd)
+        try:
+            async with self._phase(Phase.READING, "session/read (fork source)"):
+                await self._ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
+                                Phase.READING, missing=session_id)
+            async with self._phase(Phase.FORKING, "session/fork", mutation=True):
+                result = await self._ask(host, "session/fork", {"sessionId": session_id, "excludeItems": True},
+                                         Phase.FORKING, command=True, mutation=True)
+            served = _mapping(result.get("session"))
+            new_id = served.get("sessionId")
+            if not isinstance(new_id, str) or not new_id:
+                raise PhaseFailed(request_error_observation(-32603, f"{HOST_TITLE} answered session/fork without "
+                                                            "a session id.", None, Phase.FORKING.value,
+                                                            mutation=True))
+            state = MuseSession(new_id, cwd, mcp=items.mcp_servers(mcp_servers))
+            state.mode = MODE_OF_APPROVAL.get(_served_mode(served) or "", DEFAULT_MODE)
+            model = served.get("modelId")
+            state.model = model if isinstance(model, str) and model else None
+            await self._discover_models(host, state)
+        except BaseException:
+            await host.stop()
+            raise
+        self._adopt(state, host)
+        await self._deliver(state, channel)
+        self._arm_idle(state)
+        return self._setup(state)
+
+    async def close_session(self, session_id: str) -> None:
+        state = self._sessions.get(session_id)
+        if state is None:
+            return
+        state.closed = True
+        self._disarm_idle(state)
+        host = state.host
+        try:
+            if host is None:
+                return
+            if host.alive:
+                with anyio.move_on_after(LEAVE_TIMEOUT_S):
+                    try:
+                        await host.command("session/leave", {"sessionId": session_id})
+                    except (RpcError, ConnectionClosed) as exc:
+                        log.info("session/leave failed: %s", type(exc).__name__)
+            await host.stop()  # a prompt still running learns it from its queue
+        finally:
+            if self._sessions.get(session_id) is state:
+                del self._sessions[session_id]
+
+    # -- settings ---------------------------------------------------------------------------------------------
+
+    async def set_mode(self, session_id: str, mode_id: str) -> None:
+        state = self._state(session_id)
+        if mode_id not in APPROVAL_MODES:
+            raise RpcError(INVALID_PARAMS, f"Unknown mode {mode_id!r}; choose one of {', '.join(APPROVAL_MODES)}.",
+                           {"field": "modeId"})
+        previous = state.mode
+        state.mode = mode_id
+        try:
+            await self._live_settings(state, force_mode=True)
+        except BaseException:
+            state.mode = previous
+            raise
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
+        state = self._state(session_id)
+        if config_id != "model":
+            raise RpcError(INVALID_PARAMS, f"Unknown config option {config_id!r}.", {"field": "configId"})
+        if value not in {option.value for option in state.models} and value != state.model:
+            raise RpcError(INVALID_PARAMS, f"Unknown model {value!r}.", {"field": "value"})
+        previous = state.model
+        state.model = value
+        try:
+            await self._live_settings(state, force_model=True)
+        except BaseException:
+            state.model = previous
+            raise
+        return self._model_options(state)
+
+    async def _live_settings(self, state: MuseSession, *, force_mode: bool = False, force_model: bool = False) -> None:
+        """Apply a changed setting to a running host now; a released host gets it when it restarts."""
+        state.busy += 1
+        self._disarm_idle(state)
+        try:
+            async with state.lock:
+                host = state.host
+                if host is None or not host.alive or state.needs_resume:
+                    return
+                async with self._phase(Phase.PREPARING, "settings"):
+                    await self._apply_settings(host, state, None, force_mode=force_mode, force_model=force_model)
+        finally:
+            state.busy -= 1
+            self._arm_idle(state)
+
+    # -- idle release --------------------------------------------------------------------------------------
+
+    def _disarm_idle(self, state: MuseSession) -> None:
+        if state.idle_scope is not None:
+            state.idle_scope.cancel()
+            state.idle_scope = None
+
+    def _arm_idle(self, state: MuseSession) -> None:
+        self._disarm_idle(state)
+        if state.busy or state.closed or state.host is None or not state.host.alive:
+            return
+        scope = anyio.CancelScope()
+        state.idle_scope = scope
+        self._tg.start_soon(self._release_when_idle, state, scope)
+
+    async def _release_when_idle(self, state: MuseSession, scope: anyio.CancelScope) -> None:
+        with scope:
+            await anyio.sleep(self._idle_s)
+            async with state.lock:
+                host = state.host
+                if state.busy or state.idle_scope is not scope or host is None or not host.alive:
+                    return
+                log.info("releasing the idle host of session %s (pid %s)", state.session_id, host.pid)
+                state.host = None
+                state.idle_scope = None
+                await host.stop()
+
+    async def _ensure_host(self, state: MuseSession) -> MuseHost:
+        """The session's live host: started again and the session resumed when it was released or died."""
+        async with state.lock:
+            host = state.host
+            if host is not None and host.alive and not state.needs_resume:
+                return host
+            if host is not None and host.alive:
+                async with self._phase(Phase.PREPARING, "session/resume (unloaded)"):
+                    served = await self._open(host, state, restart=True)
+                    await self._apply_settings(host, state, served)
+                state.needs_resume = False
+                return host
+            host = await self._spawn("muse serve (restart)", state.cwd)
+            try:
+                async with self._phase(Phase.PREPARING, "session/resume (restart)"):
+                    served = await self._open(host, state, restart=True)
+                    await self._apply_settings(host, state, served)
+            except BaseException:
+                await host.stop()
+                raise
+            self._adopt(state, host)
+            if state.lost:
+                state.lost = False
+                state.backlog.append(RuntimeReplaced())
+            return host
+
+    # -- turns -------------------------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
+        state = self._state(session_id)
+        state.busy += 1
+        self._disarm_idle(state)
+        state.channel = turn
+        try:
+            await self._deliver(state, turn)
+            host = await self._ensure_host(state)
+            await self._deliver(state, turn)
+            send, receive = anyio.create_memory_object_stream[QueueItem](math.inf)
+            active = ActiveTurn(turn, host, send, receive)
+            state.active = active
+            try:
+                return await self._run_turn(state, host, active, prompt)
+            finally:
+                state.active = None
+                send.close()
+                receive.close()
+        finally:
+            state.busy -= 1
+            self._arm_idle(state)
+
+    async def _submit(self, state: MuseSession, host: MuseHost, active: ActiveTurn,
+                      prompt: Sequence[ContentBlock]) -> Mapping[str, Any]:
+        params = {"sessionId": state.session_id, "input": items.prompt_input(prompt)}
+        turn = active.channel
+        try:
+            async with self._phase(Phase.SUBMITTING, "turn/start"):
+                return await host.command("turn/start", params)
+        except ConnectionClosed:
+            observation = host_lost(Phase.SUBMITTING.value, submitted=True)
+            turn.record_failure(observation)
+            raise TurnFailed(observation) from None
+        except PhaseDeadlineExceeded:
+            # The acknowledgement never came: stop that host (and whatever it may be running); the
+            # session is resumed in a new one for the next prompt. The deadline stays the cause.
+            await host.stop()
+            raise
+
+    async def _run_turn(self, state: MuseSession, host: MuseHost, active: ActiveTurn,
+                        prompt: Sequence[ContentBlock]) -> TurnEnd:
+        turn = active.channel
+        try:
+            ack = await self._submit(state, host, active, prompt)
+        except RpcError as exc:
+            if exc.code != SESSION_NOT_LOADED_CODE:
+                raise TurnFailed(request_error_observation(exc.code, exc.message, exc.data,
+                                                           Phase.SUBMITTING.value)) from None
+            # The host unloaded the session (nothing was admitted): resume it and submit once more.
+            state.needs_resume = True
+            host = await self._ensure_host(state)
+            active.host = host
+            try:
+                ack = await self._submit(state, host, active, prompt)
+            except RpcError as again:
+                raise TurnFailed(request_error_observation(again.code, again.message, again.data,
+                                                           Phase.SUBMITTING.value)) from None
+        turn_id = ack.get("turnId")
+        if not isinstance(turn_id, str) or not turn_id:
+            observation = request_error_observation(-32603, f"{HOST_TITLE} acknowledged the turn without a turn id.",
+                                                    None, Phase.SUBMITTING.value)
+            observation = attrs.evolve(observation, execution="possiblySubmitted", outcome="unknown")
+            turn.record_failure(observation)
+            raise TurnFailed(observation)
+        active.turn_id = turn_id
+        active.translator = TurnTranslator(turn_id)
+        if active.cancel_requested:
+            self._tg.start_soon(self._send_cancel, state, active)
+        async with self._phase(Phase.RUNNING, "turn"), anyio.create_task_group() as questions:
+            end = await self._consume(state, active, questions)
+            questions.cancel_scope.cancel()
+        if isinstance(end, FailureObservation):
+            turn.record_failure(end)
+            raise TurnFailed(end)
+        return end
+
+    async def _consume(self, state: MuseSession, active: ActiveTurn,
+                       questions: anyio.abc.TaskGroup) -> TurnEnd | FailureObservation:
+        """Fold the session's notifications, in order, until the turn is over."""
+        turn = active.channel
+        translator = active.translator
+        assert translator is not None
+        async for entry in active.receive:
+            if isinstance(entry, _Lost):
+                if active.cancel_requested and active.host.stop_requested:
+                    return TurnEnd("cancelled")  # we stopped the host of a cancelled turn (close, logout)
+                return host_lost(Phase.RUNNING.value, submitted=True)
+            method, params = entry
+            if method in _APPROVAL_METHODS:
+                self._approval(state, active, method, params, questions)
+                continue
+            if method == "approval/resolved":
+                if isinstance(params.get("approvalId"), str):
+                    active.resolved.add(params["approvalId"])
+                continue
+            if method in _USER_INPUT_METHODS:
+                self._question(state, active, params, questions)
+                continue
+            if method == "session/closed":
+                state.needs_resume = True
+                continue
+            for step in translator.feed(method, params):
+                if isinstance(step, TurnDone):
+                    return step.end
+                if isinstance(step, FailureObservation):
+                    turn.record_failure(step)
+                else:
+                    await turn.emit(step)
+        return host_lost(Phase.RUNNING.value, submitted=True)
+
+    async def _send_cancel(self, state: MuseSession, active: ActiveTurn) -> None:
+        if active.cancel_sent or active.turn_id is None or not active.host.alive:
+            return
+        active.cancel_sent = True
+        with anyio.move_on_after(CANCEL_TIMEOUT_S):
+            try:
+                await active.host.command("turn/cancel", {"sessionId": state.session_id, "turnId": active.turn_id})
+            except (RpcError, ConnectionClosed) as exc:
+                log.info("turn/cancel failed: %s", type(exc).__name__)
+
+    async def cancel(self, session_id: str) -> None:
+        state = self._sessions.get(session_id)
+        active = state.active if state is not None else None
+        if state is None or active is None:
+            return
+        active.cancel_requested = True
+        # In the background: the turn's own `turn/completed` (or its host's end) says when it is over.
+        self._tg.start_soon(self._send_cancel, state, active)
+
+    # -- approvals and questions ------------------------------------------------------------------------------
+
+    def _approval(self, state: MuseSession, active: ActiveTurn, method: str, params: Mapping[str, Any],
+                  questions: anyio.abc.TaskGroup) -> None:
+        approval_id = params.get("approvalId")
+        if not isinstance(approval_id, str) or approval_id in active.resolved:
+            return
+        if method == "approval/updated":
+            base = active.approvals.get(approval_id)
+            if base is None or _mapping(params.get("change")).get("kind") == "alreadyTerminal":
+                return
+            params = {**base, **{key: params[key] for key in ("availableChoices", "currentRequirementId", "subject")
+                                 if key in params}}
+        if active.translator is not None and params.get("turnId") not in (None, active.turn_id):
+            return
+        active.approvals[approval_id] = params
+        stage = items.approval_stage(params)
+        if stage in active.decided:
+            return
+        active.decided.add(stage)
+        questions.start_soon(self._decide, state, active, params)
+
+    async def _decide(self, state: MuseSession, active: ActiveTurn, params: Mapping[str, Any]) -> None:
+        options = items.permission_options(params)
+        choice: str | None
+        if state.mode in AUTO_DENY_MODES or not options:
+            choice = items.refusal_choice(params, prefer_abort=False)
+        else:
+            item_id = params.get("itemId")
+            item = active.translator.items.get(item_id) if active.translator and isinstance(item_id, str) else None
+            choice = await active.channel.request_permission(items.approval_tool_call(params, item), options)
+            if choice is None:
+                choice = items.refusal_choice(params, prefer_abort=active.cancel_requested)
+        approval_id = str(params.get("approvalId"))
+        if choice is None:
+            log.info("approval %s offers no deny or abort choice; leaving it to the host", approval_id)
+            return
+        if approval_id in active.resolved:
+            return
+        decide = {**items.decide_params(params, choice), "sessionId": state.session_id}
+        try:
+            await active.host.command("approval/decide", decide)
+        except (RpcError, ConnectionClosed) as exc:
+            log.info("approval/decide for %s failed: %s", approval_id, exc)
+
+    def _question(self, state: MuseSession, active: ActiveTurn, params: Mapping[str, Any],
+                  questions: anyio.abc.TaskGroup) -> None:
+        """A `userInput` question: ACP has no way to ask it, so it is declined and the model goes on."""
+        question_id = params.get("userInputId")
+        if not isinstance(question_id, str) or question_id in active.questions:
+            return
+        active.questions.add(question_id)
+
+        async def decline() -> None:
+            try:
+                await active.host.command("userInput/cancel", {
+                    "sessionId": state.session_id, "userInputId": question_id,
+                    "reason": "The editor cannot answer Muse Code's questions; continue without an answer."})
+            except (RpcError, ConnectionClosed) as exc:
+                log.info("userInput/cancel failed: %s", type(exc).__name__)
+
+        questions.start_soon(decline)
+
+    # -- shutdown ----------------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for state in self._sessions.values():
+                state.closed = True
+                self._disarm_idle(state)
+            hosts = list(self._hosts)
+            async with anyio.create_task_group() as stopping:
+                for host in hosts:
+                    stopping.start_soon(host.stop)
+
+
+@asynccontextmanager
+async def open_muse_runtime(context: RuntimeContext) -> AsyncIterator[MuseRuntime]:
+    """The runtime for one agent process; hosts start with their sessions."""
+    async with anyio.create_task_group() as task_group:
+        runtime = MuseRuntime(context, task_group)
+        try:
+            yield runtime
+        finally:
+            await runtime.aclose()
+            task_group.cancel_scope.cancel()
+
+
+__all__ = ["MODES", "MuseRuntime", "open_muse_runtime"]

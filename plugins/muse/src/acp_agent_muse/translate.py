@@ -1,0 +1,196 @@
+"""Pure per-turn state: one Muse turn's view notifications, in wire order, → neutral steps.
+
+The runtime feeds every notification its session's host sends while a prompt runs through a
+`TurnTranslator` (once `turn/start` acknowledged the turn id) and carries out what comes back:
+events are emitted, a `FailureObservation` is recorded at once, and `TurnDone` ends the prompt.
+Frames of another turn are dropped; deltas that arrive before their item are held until it does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from attrs import define, field, frozen
+
+from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
+from acp_agent.failures import FailureObservation
+from acp_agent_muse import items
+from acp_agent_muse.classify import classify_terminal, retry_progress
+
+
+@frozen
+class TurnDone:
+    """The turn is over: a normal end, or the failure that ended it."""
+
+    end: TurnEnd | FailureObservation
+
+
+Step = Event | FailureObservation | TurnDone
+RETRY_METHODS = frozenset({"turn/retryScheduled", "turn/modelRetryScheduled"})
+ITEM_METHODS = frozenset({"item/started", "item/updated", "item/completed"})
+
+
+def turn_of(method: str, params: Mapping[str, Any]) -> str | None:
+    """The Muse turn a notification names (None: it names none, like deltas and session facts)."""
+    if method in ITEM_METHODS:
+        item = params.get("item")
+        turn_id = item.get("turnId") if isinstance(item, Mapping) else None
+    else:
+        turn_id = params.get("turnId")
+    return turn_id if isinstance(turn_id, str) and turn_id else None
+
+
+@define
+class TurnTranslator:
+    """State of one turn: its items, streamed text and output, held deltas, retry state."""
+
+    turn_id: str
+    items: dict[str, Mapping[str, Any]] = field(factory=dict)
+    streamed: dict[str, str] = field(factory=dict)
+    outputs: dict[str, str] = field(factory=dict)
+    introduced: set[str] = field(factory=set)
+    held: dict[str, list[tuple[str, str]]] = field(factory=dict)
+    foreign: set[str] = field(factory=set)
+    retrying: bool = False
+    done: bool = False
+
+    def _progress(self) -> list[Step]:
+        """Model output after a retry confirms a new attempt: the retry incident is over."""
+        if not self.retrying:
+            return []
+        self.retrying = False
+        return [AttemptBoundary()]
+
+    def feed(self, method: str, params: Mapping[str, Any]) -> list[Step]:
+        if self.done:
+            return []
+        named = turn_of(method, params)
+        if named is not None and named != self.turn_id:
+            if method in ITEM_METHODS:
+                item = params.get("item")
+                if isinstance(item, Mapping) and isinstance(item.get("itemId"), str):
+                    self.foreign.add(item["itemId"])
+                    self.held.pop(item["itemId"], None)
+            return []
+        if method in ITEM_METHODS:
+            item = params.get("item")
+            if not isinstance(item, Mapping) or not isinstance(item.get("itemId"), str):
+                return []
+            return self._item(method, item)
+        if method == "item/delta":
+            return self._delta(params)
+        if method in RETRY_METHODS:
+            self.retrying = True
+            return [retry_progress(method, params)]
+        if method == "session/todoListChanged":
+            return [items.plan(params)]
+        if method == "session/contextUsage":
+            update = items.usage(params)
+            return [update] if update is not None else []
+        if method == "turn/completed":
+            return self._finished(params)
+        if method == "turn/unqueued":
+            self.done = True
+            return [TurnDone(TurnEnd("cancelled"))]
+        return []
+
+    # -- items ------------------------------------------------------------------------------------------
+
+    def _item(self, method: str, item: Mapping[str, Any]) -> list[Step]:
+        item_id = str(item["itemId"])
+        previous = self.items.get(item_id)
+        revision, seen = item.get("revision"), previous.get("revision") if previous else None
+        if (method == "item/updated" and isinstance(revision, int) and isinstance(seen, int) and revision <= seen
+                and previous is not None and previous.get("status") == item.get("status")):
+            return []  # apply rule: replace iff higher
+        self.items[item_id] = item
+        kind = item.get("kind")
+        if kind == "userMessage":
+            self.held.pop(item_id, None)
+            return []
+        steps: list[Step] = []
+        if kind in items.MESSAGE_KINDS:
+            steps.extend(self._replay_held(item_id))
+            if method == "item/completed":
+                steps.extend(self._message_rest(item))
+        else:
+            introduced = item_id in self.introduced
+            self.introduced.add(item_id)
+            output = self.outputs.get(item_id, "")
+            if not introduced:
+                steps.append(items.tool_call(item, output))
+            elif method != "item/started":
+                steps.append(items.tool_call_update(item, output))
+            steps.extend(self._replay_held(item_id))
+        return [*self._progress(), *steps] if steps or method == "item/completed" else steps
+
+    def _message_rest(self, item: Mapping[str, Any]) -> list[Step]:
+        """What the completed message says beyond what was streamed (all of it when nothing was)."""
+        item_id = str(item["itemId"])
+        full = items.message_text(item)
+        streamed = self.streamed.get(item_id, "")
+        if not full or (streamed and not full.startswith(streamed)):
+            return []
+        rest = full[len(streamed):]
+        self.streamed[item_id] = full
+        return [items.message_chunk(item, rest)] if rest else []
+
+    def _delta(self, params: Mapping[str, Any]) -> list[Step]:
+        item_id, delta = params.get("itemId"), params.get("delta")
+        if not isinstance(item_id, str) or not isinstance(delta, str) or not delta or item_id in self.foreign:
+            return []
+        path = params.get("field")
+        path = path if isinstance(path, str) and path else "text"
+        if item_id not in self.items:
+            self.held.setdefault(item_id, []).append((path, delta))
+            return []
+        steps = self._apply_delta(item_id, path, delta)
+        return [*self._progress(), *steps] if steps else []
+
+    def _apply_delta(self, item_id: str, path: str, delta: str) -> list[Step]:
+        item = self.items[item_id]
+        kind = item.get("kind")
+        if kind == "userMessage":
+            return []
+        if kind in items.MESSAGE_KINDS:
+            if kind == "agentMessage" and path != "text":
+                return []
+            self.streamed[item_id] = self.streamed.get(item_id, "") + delta
+            return [items.message_chunk(item, delta)]
+        if path not in ("visibleOutput", "text", "output"):
+            return []
+        self.outputs[item_id] = self.outputs.get(item_id, "") + delta
+        return [items.tool_output_update(item_id, self.outputs[item_id])]
+
+    def _replay_held(self, item_id: str) -> list[Step]:
+        steps: list[Step] = []
+        for path, delta in self.held.pop(item_id, []):
+            steps.extend(self._apply_delta(item_id, path, delta))
+        return steps
+
+    # -- the end ------------------------------------------------------------------------------------------
+
+    def _finished(self, params: Mapping[str, Any]) -> list[Step]:
+        self.done = True
+        end = classify_terminal(params)
+        if isinstance(end, TurnEnd) and end.stop_reason != "cancelled":
+            return [AuthConfirmed(), TurnDone(end)]
+        return [TurnDone(end)]
+
+
+def fold_turn(turn_id: str, messages: Iterable[tuple[str, Mapping[str, Any]]]
+              ) -> list[Event | FailureObservation | TurnEnd]:
+    """Fold one turn's notifications (in wire order) into the steps the runtime carries out."""
+    translator = TurnTranslator(turn_id)
+    steps: list[Event | FailureObservation | TurnEnd] = []
+    for method, params in messages:
+        for step in translator.feed(method, params):
+            if isinstance(step, TurnDone):
+                steps.append(step.end)
+                return steps
+            steps.append(step)
+    return steps
+
+
+__all__ = ["RetryProgress", "Step", "TurnDone", "TurnTranslator", "fold_turn", "turn_of"]
