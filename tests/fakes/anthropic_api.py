@@ -67,9 +67,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Final, Literal, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Final, Literal
+
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 JsonObject = dict[str, Any]
 Step = Mapping[str, Any]
@@ -509,7 +510,7 @@ class _Answer:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: LoopbackServer
 
     def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet: tests read `FakeAnthropicAPI.requests` instead."""
@@ -806,16 +807,7 @@ def _models_page() -> JsonObject:
     }
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], api: FakeAnthropicAPI) -> None:
-        super().__init__(address, _Handler)
-        self.api = api
-
-
-class FakeAnthropicAPI:
+class FakeAnthropicAPI(LoopbackFake):
     """A fake Anthropic Messages API on 127.0.0.1 with a per-turn-request fault script.
 
     >>> with FakeAnthropicAPI([{"status": 529}, {"reply": "hi"}]) as api:
@@ -823,15 +815,15 @@ class FakeAnthropicAPI:
     'http://127.0.0.1:54321'
     """
 
+    handler = _Handler
+    thread_name = "fake-anthropic-api"
+
     def __init__(self, script: Sequence[Step] = (), *, port: int = 0) -> None:
         self._lock = threading.Condition()
         self._script: list[Step] = expand_script(script)
         self._requests: list[RecordedRequest] = []
         self._ids = itertools.count(1)
-        self._port = port
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self.stopping = threading.Event()
+        self._init_loopback(port)
         self.released = threading.Event()
         self.on_request: Callable[[RecordedRequest], None] | None = None  # called as each request ends
 
@@ -955,36 +947,6 @@ class FakeAnthropicAPI:
             callback(record)
 
     # -- lifecycle ------------------------------------------------------------------------------
-
-    def start(self) -> Self:
-        self.stopping.clear()
-        self._server = _Server(("127.0.0.1", self._port), self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-anthropic-api", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -48,9 +48,11 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import FrameType, TracebackType
+from http.server import BaseHTTPRequestHandler
+from types import FrameType
 from typing import Any, Final, Literal
+
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 JsonObject = dict[str, Any]
 Step = Mapping[str, Any]
@@ -426,7 +428,7 @@ def _models_body() -> JsonObject:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: LoopbackServer
 
     def log_message(self, format: str, *args: object) -> None:
         """Stay quiet: tests read `FakeResponsesAPI.requests` instead."""
@@ -563,16 +565,7 @@ def _stream_answer(stream: _Stream, step: Step, tools: Mapping[str, str]) -> Non
         stream.message(str(DEFAULT_STEP["reply"]))
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], api: FakeResponsesAPI) -> None:
-        super().__init__(address, _Handler)
-        self.api = api
-
-
-class FakeResponsesAPI:
+class FakeResponsesAPI(LoopbackFake):
     """A fake OpenAI Responses API on 127.0.0.1 with a per-request fault script.
 
     >>> with FakeResponsesAPI([{"status": 500}, {"reply": "hi"}]) as api:  # doctest: +SKIP
@@ -580,14 +573,15 @@ class FakeResponsesAPI:
     'http://127.0.0.1:54321/v1'
     """
 
+    handler = _Handler
+    thread_name = "fake-responses-api"
+    poll_interval_s = SHUTDOWN_POLL_INTERVAL_S
+
     def __init__(self, script: Sequence[Step] = (), *, port: int = 0) -> None:
         self._changed = threading.Condition()
         self._script: list[Step] = [dict(step) for step in script]
         self._requests: list[RecordedRequest] = []
-        self._port = port
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self.stopping = threading.Event()
+        self._init_loopback(port)
 
     @property
     def port(self) -> int:
@@ -651,39 +645,6 @@ class FakeResponsesAPI:
             if not self._changed.wait_for(lambda: len(matching()) >= count, timeout):
                 raise TimeoutError(f"fewer than {count} {kind or 'any'} requests in {timeout}s")
             return matching()
-
-    def start(self) -> FakeResponsesAPI:
-        self.stopping.clear()
-        self._server = _Server(("127.0.0.1", self._port), self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": SHUTDOWN_POLL_INTERVAL_S},
-            name="fake-responses-api",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> FakeResponsesAPI:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
