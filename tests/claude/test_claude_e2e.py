@@ -406,3 +406,24 @@ async def test_the_editors_mcp_servers_reach_the_cli(tmp_path: Path) -> None:
     config = json.loads(argv[argv.index(b"--mcp-config") + 1])
     assert config["mcpServers"]["editor-tools"] == {"type": "stdio", "command": "/bin/true", "args": ["--flag"],
                                                     "env": {"TOOL_MODE": "x"}}
+
+
+async def test_a_live_usage_limit_replays_later_under_the_same_id(tmp_path: Path) -> None:
+    from tests.fakes.anthropic_api import gateway_token
+
+    # The CLI words quota failures as "You've hit your ..." only behind a gateway or subscription.
+    gateway = {"ANTHROPIC_AUTH_TOKEN": gateway_token()}
+    with FakeAnthropicAPI([{"usage_limit": True}]) as api:
+        async with claude_agent(api, tmp_path, capable=True, key=None, extra=gateway) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            live = await prompt_outcome(agent, session.session_id, "Hit the limit")
+        async with claude_agent(api, tmp_path, capable=True, key=None, extra=gateway) as reloaded:
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=session.session_id)
+    record = record_of(live)
+    assert record["title"].startswith("You've hit your")
+    assert (record["category"], record["actions"], record["severity"]) == ("limit", [], "error")
+    [replayed] = reloaded.frames.failure_records()
+    assert replayed["id"] == record["id"]
+    assert replayed["title"] == record["title"]
+    assert_clean(agent, capable=True)
+    assert_clean(reloaded, capable=True)
