@@ -145,7 +145,7 @@ async def test_tool_permission_allowed_then_rejected(tmp_path: Path, capable: bo
         "allow_once", "allow_always", "reject_once"]
     statuses = [(u["toolCallId"], u.get("status")) for u in agent.frames.updates()
                 if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
-    assert [status for _, status in statuses] == ["pending", "completed", "pending", "failed"]
+    assert [status for _, status in statuses] == ["pending", "in_progress", "completed", "pending", "failed"]
     assert_clean(agent, capable=capable)
 
 

@@ -359,6 +359,9 @@ class ClaudeRuntime(ProviderRuntime):
                                  kind=call.kind, status="pending", content=call.content, locations=call.locations,
                                  raw_input=dict(tool_input))
         choice = await turn.request_permission(request, PERMISSION_OPTIONS)
+        if choice in ("allow", "allow_always"):
+            # Allowed: the CLI runs the tool now; its result completes or fails the call.
+            await turn.emit(ToolCallUpdate(tool_call_id=call.tool_call_id, status="in_progress"))
         if choice == "allow":
             return PermissionResultAllow(updated_input=tool_input)
         if choice == "allow_always":
