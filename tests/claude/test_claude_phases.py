@@ -71,3 +71,16 @@ async def test_submit_deadline_is_possibly_submitted_and_survives_cleanup(tmp_pa
     assert "hi" not in [line.rsplit(": ", 1)[-1] for line in agent.log_text().splitlines()]
     assert agent.frames.problems == []
     assert_reaped(tmp_path)
+
+
+async def test_a_missing_cli_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=True,
+                                extra={"ACP_AGENT_CLAUDE_CLI": str(tmp_path / "no-such-claude")}) as agent:
+            with pytest.raises(acp.RequestError) as caught:
+                await agent.conn.new_session(cwd=str(tmp_path))
+    assert str(caught.value).startswith("Claude Code could not be started.")
+    failure = caught.value.data["failure"]
+    assert (failure["execution"], failure["outcome"], failure["phase"]) == ("notSubmitted", "failed", "initializing")
+    assert "Traceback" not in (tmp_path / "agent-claude.stderr").read_text()
+    assert "Traceback" not in agent.log_text()
