@@ -427,3 +427,30 @@ async def test_a_live_usage_limit_replays_later_under_the_same_id(tmp_path: Path
     assert replayed["title"] == record["title"]
     assert_clean(agent, capable=True)
     assert_clean(reloaded, capable=True)
+
+
+@BOTH
+async def test_a_cli_that_died_between_turns_is_replaced_before_the_next_prompt(tmp_path: Path, capable: bool) -> None:
+    import os
+
+    from tests.claude.e2e_support import kill_claude_cli
+
+    with FakeAnthropicAPI([{"reply": "first"}, {"reply": "second"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await prompt_outcome(agent, session.session_id, "one")
+            pid = kill_claude_cli(agent.process.pid)
+            exited = os.pidfd_open(pid)
+            try:
+                with anyio.fail_after(10):
+                    await anyio.wait_readable(exited)  # the CLI is really gone before we prompt
+            finally:
+                os.close(exited)
+            result = await prompt_outcome(agent, session.session_id, "two")
+    assert result.stop_reason == "end_turn"
+    assert "second" in "".join(agent_texts(agent, session.session_id))
+    if capable:
+        [lost] = agent.frames.failure_records()
+        assert lost["id"].startswith(f"{session.session_id}:session-error:")
+        assert (lost["title"], lost["category"]) == ("The connection to Claude was lost.", "connection")
+    assert_clean(agent, capable=capable)

@@ -140,4 +140,10 @@ def transport_lost(*, worker_shutting_down: bool = False) -> FailureObservation:
                    outcome="unknown")
 
 
+def lost_while_idle() -> FailureObservation:
+    """The CLI died between turns: a session-scoped loss (no turn was running)."""
+    return FailureObservation(kind=FailureKind.TRANSPORT_LOST, native_kind="transportLost", title=CONNECTION_LOST,
+                              source="transport", outcome="failed")
+
+
 RETRYABLE = frozenset({FailureKind.RATE_LIMITED, FailureKind.OVERLOADED, FailureKind.PROVIDER_ERROR})

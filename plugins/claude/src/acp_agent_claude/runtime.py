@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import attrs
 from attrs import define, field
 
 from acp_agent.acp import (
@@ -32,7 +33,7 @@ from acp_agent.acp import (
     SessionModeState,
     ToolCallUpdate,
 )
-from acp_agent.events import RuntimeReplaced, TurnEnd
+from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import (
@@ -47,7 +48,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.wire import UNSET
-from acp_agent_claude import content, history
+from acp_agent_claude import classify, content, history
 from acp_agent_claude.fold import TurnFold
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,16 @@ def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         yield message
 
     return stream()
+
+
+class _NotSubmitted(Exception):
+    """Writing the user message to the CLI failed: the CLI is gone and nothing was submitted."""
+
+
+def _cli_running(client: Any) -> bool:
+    """Whether the SDK's CLI process is still running (True when the SDK does not say)."""
+    process = getattr(getattr(client, "_transport", None), "_process", None)
+    return process is None or process.returncode is None
 
 
 def _start_failure(what: str) -> FailureObservation:
@@ -284,22 +295,47 @@ class ClaudeRuntime(ProviderRuntime):
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
         session = self._session(session_id)
         async with session.lock:
-            if session.client is None or session.dead:
-                replaced = session.dead
-                if session.client is not None:
-                    await self._disconnect(session.client)
-                await self._connect(session, resume=await self._stored(session))
-                if replaced:
-                    await turn.emit(RuntimeReplaced())
+            if session.client is not None and not session.dead and not _cli_running(session.client):
+                await self._lost_while_idle(session, turn)
+            await self._ensure_cli(session, turn)
             fold = TurnFold(cwd=session.cwd)
             session.fold, session.turn = fold, turn
             try:
-                outcome = await self._run_turn(session, prompt, turn, fold)
+                try:
+                    outcome = await self._run_turn(session, prompt, turn, fold)
+                except _NotSubmitted:
+                    # The CLI had died before our message reached it: replace it and submit for the first time.
+                    await self._lost_while_idle(session, turn)
+                    await self._ensure_cli(session, turn)
+                    fold = TurnFold(cwd=session.cwd)
+                    session.fold = fold
+                    try:
+                        outcome = await self._run_turn(session, prompt, turn, fold)
+                    except _NotSubmitted:
+                        session.dead = True
+                        outcome = attrs.evolve(classify.lost_while_idle(), execution="notSubmitted",
+                                               phase=Phase.SUBMITTING.value)
             finally:
                 session.turn = None
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
         return outcome
+
+    async def _lost_while_idle(self, session: ClaudeSession, turn: TurnChannel) -> None:
+        log.warning("claude CLI of session %s exited between turns", session.session_id)
+        session.dead = True
+        await turn.emit(SessionFailure(classify.lost_while_idle()))
+
+    async def _ensure_cli(self, session: ClaudeSession, turn: TurnChannel) -> None:
+        """A running CLI for the session: started (resuming its transcript) if it has none or it died."""
+        if session.client is not None and not session.dead:
+            return
+        replaced = session.dead
+        if session.client is not None:
+            await self._disconnect(session.client)
+        await self._connect(session, resume=await self._stored(session))
+        if replaced:
+            await turn.emit(RuntimeReplaced())
 
     async def _run_turn(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel,
                         fold: TurnFold) -> TurnEnd | FailureObservation:
@@ -309,7 +345,11 @@ class ClaudeRuntime(ProviderRuntime):
         messages = client.receive_response()
         try:
             async with self.context.clock.phase(Phase.SUBMITTING, label="claude"):
-                await client.query(_one(message))
+                try:
+                    await client.query(_one(message))
+                except Exception as exc:
+                    log.info("claude CLI took no input: %s", type(exc).__name__)
+                    raise _NotSubmitted from None
                 first = await messages.__anext__()
             await self._handle(fold, first, turn)
             async with self.context.clock.phase(Phase.RUNNING, label="claude"):
@@ -320,6 +360,8 @@ class ClaudeRuntime(ProviderRuntime):
         except PhaseDeadlineExceeded as exc:
             turn.record_failure(exc.observation)
             session.dead = True
+            raise
+        except _NotSubmitted:
             raise
         except Exception as exc:  # the SDK reports a dead CLI as a plain exception: never shown raw
             log.warning("claude turn stream failed: %s", type(exc).__name__)
