@@ -119,3 +119,10 @@ def test_version_and_help() -> None:
 
 def test_module_import_is_fast_path_safe() -> None:
     subprocess.run([sys.executable, "-c", "import acp_agent.cli"], check=True)
+
+
+def test_cli_passthrough_without_a_vendor_cli_says_so() -> None:
+    result = run("--provider", "scripted", "--cli", "login")
+    assert result.returncode == 2
+    assert "it has no command of its own" in result.stderr
+    assert result.stdout == ""

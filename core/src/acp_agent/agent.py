@@ -500,9 +500,11 @@ class Agent:
 
     async def _run_logout_command(self) -> None:
         """The vendor's own logout (e.g. `muse logout`), bounded; its output only reaches the log."""
-        command = self.provider.credentials.logout_command
-        if not command:
+        spec = self.provider.credentials
+        program = spec.vendor_cli(self.settings.environ) if spec.vendor_cli and spec.logout_args else None
+        if not program:
             return
+        command = (program, *spec.logout_args)
         try:
             with anyio.fail_after(LOGOUT_COMMAND_BUDGET_S):
                 result = await anyio.run_process(list(command), env=dict(self.settings.environ), check=False)

@@ -165,13 +165,15 @@ def _passthrough(spec: object, argv: list[str]) -> int:
     from acp_agent.provider import ProviderSpec
 
     assert isinstance(spec, ProviderSpec)
-    command = spec.credentials.login_command
-    if not command:
-        print(f"acp-agent: the {spec.title} provider has no command of its own to pass through to.", file=sys.stderr)
+    find = spec.credentials.vendor_cli
+    program = find(os.environ) if find is not None else None
+    if not program:
+        detail = spec.check_backend().detail if find is not None else "it has no command of its own"
+        print(f"acp-agent: cannot pass through to the {spec.title} CLI: {detail}", file=sys.stderr)
         return 2
     import subprocess
 
-    return subprocess.call([command[0], *argv])
+    return subprocess.call([program, *argv])
 
 
 def _subcommand(args: argparse.Namespace) -> int:

@@ -62,8 +62,11 @@ class CredentialSpec:
     stored_files: Callable[[Mapping[str, str]], Sequence[str]] = lambda environ: ()
     stored_min_bytes: int = 0
     login_hint: str = ""
-    login_command: tuple[str, ...] | None = None
-    logout_command: tuple[str, ...] | None = None
+    vendor_cli: Callable[[Mapping[str, str]], str | None] | None = None
+    """Finds the vendor's own CLI when it is needed (`acp-agent --provider X --cli ...`, logout),
+    never at start-up."""
+    logout_args: tuple[str, ...] = ()
+    """Arguments for the vendor CLI that `logout` runs too (e.g. `("logout",)`); empty: nothing."""
     client_env_vars: tuple[str, ...] = ()
     """Further variables a client may hand over with a session's credentials (e.g. a gateway URL)."""
     per_session: bool = True

@@ -82,7 +82,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 keyring_env_var="OPENAI_API_KEY",
                 stored_files=_stored_files,
                 login_hint="run `acp-agent auth set --provider codex` or `acp-agent --provider codex --cli login`",
-                login_command=(find_codex(os.environ) or "codex",),
+                vendor_cli=find_codex,
                 per_session=False,  # one app-server per agent process serves every session
             ),
             check_backend=check_backend,

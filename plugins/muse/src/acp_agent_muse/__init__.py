@@ -73,7 +73,6 @@ async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime
 
 
 def provider_spec() -> ProviderSpec:
-    command = find_muse(os.environ) or BINARY_NAME
     return ProviderSpec(
         name="muse",
         title="Muse Code",
@@ -85,8 +84,8 @@ def provider_spec() -> ProviderSpec:
             stored_min_bytes=2,
             login_hint="set META_API_KEY, run `acp-agent auth set --provider muse`, or sign in with "
                        "`acp-agent --provider muse --cli login`",
-            login_command=(command, "login"),
-            logout_command=(command, "logout"),
+            vendor_cli=find_muse,
+            logout_args=("logout",),
         ),
         check_backend=check_backend,
         capabilities=RuntimeCapabilities(
