@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import pytest
 
 from acp_agent.acp import AgentMessageChunk, Plan, ToolCall
-from acp_agent.events import AttemptBoundary, Notice, RetryProgress, TurnEnd
+from acp_agent.events import Notice, RetryProgress, TurnEnd, is_model_answer
 from acp_agent.failures import Category, FailureKind, FailureObservation
 from acp_agent.testing import ClassificationContract, ProviderWireContract, RedactionContract, TitleContract
 from acp_agent_claude import classify
@@ -114,7 +114,10 @@ def test_retries_then_recovery_in_real_output() -> None:
     [(events, outcome)] = fold_turns("rate_limit_429_then_ok")
     retries = [event for event in events if isinstance(event, RetryProgress)]
     assert retries == [RetryProgress("Retrying Claude, attempt 1 of 2.", K.RATE_LIMITED)]
-    assert events.index(AttemptBoundary()) > events.index(retries[0])
+    # the next attempt's model content follows the warning: the core ends the incident on it
+    after = events[events.index(retries[0]) + 1:]
+    assert any(is_model_answer(event) for event in after)
+    assert not any(is_model_answer(event) for event in events[:events.index(retries[0])])
     assert outcome == TurnEnd("end_turn")
 
 

@@ -397,3 +397,19 @@ async def test_per_session_credentials_are_refused_where_the_provider_cannot_hon
                                                  "_meta": {"scripted/credentials": {"SCRIPTED_API_KEY": "sk-x-123456"}}})
     assert refused.value.code == -32602
     assert "cannot use credentials for one session" in refused.value.message
+
+
+async def test_model_content_after_a_retry_ends_the_retry_incident_internally() -> None:
+    script = {"turns": [[{"retry": "Retrying, attempt 1 of 2.", "kind": "overloaded"}, {"text": "recovered"}],
+                        [{"retry": "Retrying, attempt 1 of 2.", "kind": "overloaded"}, {"fail": RATE}]]}
+    async with run_in_process(make_spec(script)) as client:
+        await client.initialize(capable=True)
+        session_id = await client.new_session(CWD)
+        assert client.agent is not None
+        incidents = client.agent.sessions[session_id].incidents
+        await client.prompt(session_id, "one")
+        [recovered] = incidents.incidents.values()
+        assert (recovered.severity, recovered.active) == ("warning", False)
+        await client.prompt(session_id, "two")
+    assert [incident.active for incident in incidents.incidents.values()] == [False, True]
+    assert len(client.failure_records()) == 3  # no tombstone was sent for the recovered one

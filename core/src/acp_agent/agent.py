@@ -804,7 +804,8 @@ class Agent:
             return
         incidents.interrupt_notice_run()
         if turn is not None and is_model_answer(event):
-            # Only a live answer is evidence of recovery; replayed history says its own.
+            # A live model answer is the attempt boundary after a retry (and ends quota and auth
+            # incidents); providers need not say so. Replayed history carries its own recovery.
             incidents.signal(RecoverySignal.MODEL_ANSWER)
         await self._send_update(session, event)
 

@@ -41,7 +41,11 @@ class SessionFailure:
 
 @frozen
 class AttemptBoundary:
-    """The backend confirmed a new attempt (e.g. progress after a retry); ends retry incidents."""
+    """The backend confirmed a new attempt; ends retry incidents.
+
+    Model content in a live turn (text, thought, a tool call) is already that evidence and the
+    core treats it so: emit this only for progress that carries no content.
+    """
 
 
 @frozen

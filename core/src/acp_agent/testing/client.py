@@ -64,6 +64,8 @@ class InProcessClient:
     updates: list[dict[str, Any]] = field(factory=list)
     permission: Callable[[dict[str, Any]], str | None] = lambda params: params["options"][0]["optionId"]
     permission_requests: list[dict[str, Any]] = field(factory=list)
+    agent: Agent | None = None
+    """The agent on the other end, for tests that inspect its internal state."""
     _partial: bytes = b""
 
     def _tap(self, chunk: bytes) -> None:
@@ -157,7 +159,7 @@ async def run_in_process(
     connection = Connection(to_client, to_agent, Methods(
         requests={"session/request_permission": on_permission}, notifications={"session/update": on_update},
         ordered=frozenset({"session/update"})))
-    client = InProcessClient(connection, to_agent)
+    client = InProcessClient(connection, to_agent, agent=agent)
     client_holder.append(client)
     agent_done = anyio.Event()
 

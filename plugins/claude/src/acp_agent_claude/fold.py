@@ -11,7 +11,7 @@ from typing import Any
 from attrs import define, field
 
 from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, TextContent
-from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, TurnEnd
+from acp_agent.events import AuthConfirmed, Event, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_claude import classify, content
 
@@ -36,7 +36,6 @@ class TurnFold:
     outcome: Outcome | None = None
     pending_error: PendingError | None = None
     refusal_text: str | None = None
-    retrying: bool = False
     worker_shutting_down: bool = False
     streamed: set[str] = field(factory=set)
     streaming_id: str | None = None
@@ -63,13 +62,6 @@ class TurnFold:
             return events
         return []
 
-    def _progress(self) -> list[Event]:
-        """Real progress after a retry confirms a new attempt: the retry incident is over."""
-        if self.retrying:
-            self.retrying = False
-            return [AttemptBoundary()]
-        return []
-
     def _stream_event(self, event: dict[str, Any]) -> list[Event]:
         if event.get("type") == "message_start":
             self.streaming_id = (event.get("message") or {}).get("id")
@@ -79,7 +71,7 @@ class TurnFold:
             return []
         if self.streaming_id:
             self.streamed.add(self.streaming_id)
-        return [*self._progress(), chunk]
+        return [chunk]
 
     def _assistant(self, message: Any) -> list[Event]:
         text = classify.message_text(message.content)
@@ -112,7 +104,7 @@ class TurnFold:
                 events.append(content.tool_call(block.id, block.name, block.input, self.cwd))
         if message.stop_reason == "refusal":
             self.refusal_text = text or self.refusal_text
-        return [*self._progress(), *events] if events else events
+        return events
 
     def _user(self, message: Any) -> list[Event]:
         if isinstance(message.content, str):
@@ -127,7 +119,7 @@ class TurnFold:
 
     def _system(self, subtype: str, data: dict[str, Any]) -> list[Event]:
         if subtype == "api_retry":
-            self.retrying = True
+            # The content of the next attempt ends this incident: the core treats live model content so.
             return [classify.retry_progress(data)]
         if subtype == "model_refusal_fallback":
             notice = classify.fallback_notice(data)
