@@ -293,6 +293,21 @@ SessionUpdate = (
 )
 
 
+def agent_text(text: str) -> AgentMessageChunk:
+    """A chunk of the agent's own message text."""
+    return AgentMessageChunk(TextContent(text))
+
+
+def thought_text(text: str) -> AgentThoughtChunk:
+    """A chunk of the agent's reasoning."""
+    return AgentThoughtChunk(TextContent(text))
+
+
+def user_text(text: str) -> UserMessageChunk:
+    """A chunk of a user message (history replay)."""
+    return UserMessageChunk(TextContent(text))
+
+
 @frozen
 class SessionNotification:
     session_id: str

@@ -56,6 +56,7 @@ from acp_agent.failures import (
     baseline_error_data,
     baseline_error_message,
     negotiated,
+    split_title,
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import (
@@ -775,7 +776,7 @@ class Agent:
                 return
             if self.capable:
                 record = incidents.prepare(incidents.turn_incident_id(turn.turn_id), event.kind, "warning",
-                                           *_split(redact(event.title)), event.category)
+                                           *split_title(redact(event.title)), event.category)
                 await self._publish(session, record, event.kind)
                 turn.retry_published = True
             return
@@ -854,12 +855,6 @@ class Agent:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _split(text: str) -> tuple[str, str | None]:
-    from acp_agent.failures import split_title
-
-    return split_title(text)
 
 
 __all__ = ["Agent", "AgentSettings", "CredentialState", "Session", "Turn"]

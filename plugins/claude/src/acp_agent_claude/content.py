@@ -24,6 +24,8 @@ from acp_agent.acp import (
     ToolKind,
     ToolLocation,
     UsageUpdate,
+    agent_text,
+    thought_text,
 )
 from acp_agent.wire import UNSET
 
@@ -44,9 +46,9 @@ def stream_delta(event: Mapping[str, Any]) -> AgentMessageChunk | AgentThoughtCh
         return None
     delta = event.get("delta") or {}
     if delta.get("type") == "text_delta" and delta.get("text"):
-        return AgentMessageChunk(TextContent(delta["text"]))
+        return agent_text(delta["text"])
     if delta.get("type") == "thinking_delta" and delta.get("thinking"):
-        return AgentThoughtChunk(TextContent(delta["thinking"]))
+        return thought_text(delta["thinking"])
     return None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from attrs import define, field
 
-from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, TextContent
+from acp_agent.acp import agent_text, thought_text
 from acp_agent.events import AuthConfirmed, Event, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_claude import classify, content
@@ -56,7 +56,7 @@ class TurnFold:
             self.outcome = self._result(message)
             events = self._usage(message)
             if self.outcome == TurnEnd("refusal") and self.refusal_text:
-                events.insert(0, AgentMessageChunk(TextContent(self.refusal_text)))
+                events.insert(0, agent_text(self.refusal_text))
             if isinstance(self.outcome, TurnEnd) and not message.is_error:
                 events.append(AuthConfirmed())  # the API accepted the credentials for this turn
             return events
@@ -84,7 +84,7 @@ class TurnFold:
             if failure_kind is not None:
                 self.pending_error = PendingError(text, message.error, failure_kind)
                 return []
-            return [AgentMessageChunk(TextContent(text))] if text else []
+            return [agent_text(text)] if text else []
         if message.error:
             self.pending_error = PendingError(text, message.error, classify.error_kind(message.error))
         events: list[Event] = []
@@ -92,9 +92,9 @@ class TurnFold:
         for block in message.content:
             block_kind = type(block).__name__
             if block_kind == "TextBlock" and not streamed and block.text:
-                events.append(AgentMessageChunk(TextContent(block.text)))
+                events.append(agent_text(block.text))
             elif block_kind == "ThinkingBlock" and not streamed and block.thinking:
-                events.append(AgentThoughtChunk(TextContent(block.thinking)))
+                events.append(thought_text(block.thinking))
             elif block_kind == "ToolUseBlock":
                 self.tools[block.id] = block.name
                 if block.name == "TodoWrite":

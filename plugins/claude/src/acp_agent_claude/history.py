@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acp_agent.acp import AgentMessageChunk, AgentThoughtChunk, SessionUpdate, TextContent, UserMessageChunk
+from acp_agent.acp import (
+    SessionUpdate,
+    agent_text,
+    thought_text,
+    user_text,
+)
 from acp_agent.events import Event, HistoryFailure
 from acp_agent.failures import FailureKind
 from acp_agent_claude import classify, content
@@ -54,14 +59,14 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
                                                       tools.get(tool_id)))
             if text_blocks:
                 user_message_id = uuid or user_message_id
-                events.extend(UserMessageChunk(TextContent(str(b["text"]))) for b in text_blocks)
+                events.extend(user_text(str(b["text"])) for b in text_blocks)
             continue
         if kind != "assistant":
             continue
         text = _text(blocks)
         if message.get("model") == classify.SYNTHETIC_MODEL:
             if classify.is_usage_limit_text(text):
-                legacy: tuple[SessionUpdate, ...] = (AgentMessageChunk(TextContent(text)),)
+                legacy: tuple[SessionUpdate, ...] = (agent_text(text),)
                 events.append(HistoryFailure(
                     classify.failure(FailureKind.QUOTA_EXHAUSTED, "usage_limit", text),
                     message_id=uuid, user_message_id=user_message_id, active=False, legacy_updates=legacy))
@@ -70,17 +75,17 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
                 events.append(HistoryFailure(
                     classify.failure(FailureKind.AUTH_REQUIRED, "authentication_failed", text),
                     message_id=uuid, user_message_id=user_message_id, active=False,
-                    legacy_updates=(AgentMessageChunk(TextContent(text)),), typed=False))
+                    legacy_updates=(agent_text(text),), typed=False))
             elif text:
-                events.append(AgentMessageChunk(TextContent(text)))
+                events.append(agent_text(text))
             continue
         latest_failure = None  # a real model answer: the quota recovered
         for block in blocks:
             block_type = block.get("type")
             if block_type == "text" and block.get("text"):
-                events.append(AgentMessageChunk(TextContent(str(block["text"]))))
+                events.append(agent_text(str(block["text"])))
             elif block_type == "thinking" and block.get("thinking"):
-                events.append(AgentThoughtChunk(TextContent(str(block["thinking"]))))
+                events.append(thought_text(str(block["thinking"])))
             elif block_type == "tool_use":
                 tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
                 tools[tool_id] = name

@@ -15,8 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from acp_agent.acp import (
-    AgentMessageChunk,
-    AgentThoughtChunk,
     ContentBlock,
     EmbeddedResource,
     ImageContent,
@@ -36,6 +34,9 @@ from acp_agent.acp import (
     ToolStatus,
     UsageUpdate,
     UserMessageChunk,
+    agent_text,
+    thought_text,
+    user_text,
 )
 from acp_agent.events import Event, HistoryFailure
 from acp_agent_codex.classify import turn_error_observation
@@ -71,12 +72,6 @@ def _text(value: Any) -> str:
 # --- chunks ---------------------------------------------------------------------------------------
 
 
-def agent_text(text: str) -> AgentMessageChunk:
-    return AgentMessageChunk(TextContent(text))
-
-
-def thought_text(text: str) -> AgentThoughtChunk:
-    return AgentThoughtChunk(TextContent(text))
 
 
 # --- tool calls -------------------------------------------------------------------------------------
@@ -318,7 +313,7 @@ def _user_chunks(item: JsonObject) -> list[Event]:
         if not isinstance(content, Mapping):
             continue
         if content.get("type") == "text" and isinstance(content.get("text"), str):
-            chunks.append(UserMessageChunk(TextContent(content["text"])))
+            chunks.append(user_text(content["text"]))
         elif content.get("type") == "image" and _text(content.get("url")).startswith("data:"):
             header, _, data = _text(content.get("url"))[5:].partition(",")
             chunks.append(UserMessageChunk(ImageContent(data=data, mime_type=header.split(";")[0])))

@@ -13,6 +13,7 @@ from typing import Any
 
 from attrs import define, field, frozen
 
+from acp_agent.acp import agent_text, thought_text
 from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
 from acp_agent.failures import FailureObservation
 from acp_agent_codex import items
@@ -79,12 +80,12 @@ class TurnTranslator:
             if not isinstance(delta, str) or not delta:
                 return []
             self.streamed.add(str(params.get("itemId")))
-            chunk = items.agent_text(delta) if method == "item/agentMessage/delta" else items.thought_text(delta)
+            chunk = agent_text(delta) if method == "item/agentMessage/delta" else thought_text(delta)
             return [*self._progress(), chunk]
         if method == "item/reasoning/summaryPartAdded":
             self.streamed.add(str(params.get("itemId")))
             index = params.get("summaryIndex")
-            return [*self._progress(), items.thought_text("\n\n")] if isinstance(index, int) and index > 0 else []
+            return [*self._progress(), thought_text("\n\n")] if isinstance(index, int) and index > 0 else []
         if method == "item/started":
             return self._started(params.get("item"))
         if method == "item/completed":
@@ -104,7 +105,7 @@ class TurnTranslator:
             if self.compaction_shown:
                 return []
             self.compaction_shown = True
-            return [items.agent_text(items.COMPACTED_TEXT)]
+            return [agent_text(items.COMPACTED_TEXT)]
         if method in ("warning", "configWarning", "deprecationNotice"):
             notice = notice_for(method, params)
             return [notice] if notice is not None else []
@@ -133,15 +134,15 @@ class TurnTranslator:
         if kind == "agentMessage":
             text = item.get("text")
             if item_id not in self.streamed and isinstance(text, str) and text:
-                steps.append(items.agent_text(text))
+                steps.append(agent_text(text))
         elif kind == "reasoning":
             summary = [part for part in item.get("summary") or [] if isinstance(part, str) and part]
             if item_id not in self.streamed and summary:
-                steps.append(items.thought_text("\n\n".join(summary)))
+                steps.append(thought_text("\n\n".join(summary)))
         elif kind == "contextCompaction":
             if not self.compaction_shown:
                 self.compaction_shown = True
-                steps.append(items.agent_text(items.COMPACTED_TEXT))
+                steps.append(agent_text(items.COMPACTED_TEXT))
         else:
             update = items.tool_call_update(item)
             if update is not None:

@@ -38,7 +38,9 @@ from acp_agent.acp import (
     ToolLocation,
     ToolStatus,
     UsageUpdate,
-    UserMessageChunk,
+    agent_text,
+    thought_text,
+    user_text,
 )
 from acp_agent.events import Event, HistoryFailure
 from acp_agent.failures import FailureObservation
@@ -119,12 +121,6 @@ def _first_line(text: str, limit: int = 160) -> str:
 # --- chunks --------------------------------------------------------------------------------------------
 
 
-def agent_text(text: str) -> AgentMessageChunk:
-    return AgentMessageChunk(TextContent(text))
-
-
-def thought_text(text: str) -> AgentThoughtChunk:
-    return AgentThoughtChunk(TextContent(text))
 
 
 def message_text(item: JsonObject) -> str:
@@ -514,7 +510,7 @@ def history_events(result: JsonObject, redact: Callable[[str], str]) -> list[Eve
             if turn_id and turn_id not in user_message_of:
                 user_message_of[turn_id] = _text(item.get("itemId"))
             if _text(item.get("text")) and item.get("retracted") is not True:
-                events.append(UserMessageChunk(TextContent(item["text"])))
+                events.append(user_text(item["text"]))
         elif kind in MESSAGE_KINDS:
             text = message_text(item)
             if text:
