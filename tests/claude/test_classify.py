@@ -80,6 +80,19 @@ def test_failing_turns_from_real_output(fixture: str, kind: FailureKind, native:
     assert (outcome.execution, outcome.source) == ("possiblySubmitted", "provider")
 
 
+@pytest.mark.parametrize(("fixture", "kind", "category", "actions", "title"), [
+    ("max_turns_exceeded", K.CONTEXT_EXHAUSTED, Category.LIMIT, ["new_session"], "Reached maximum number of turns (1)"),
+    ("max_budget_exceeded", K.BUDGET_EXHAUSTED, Category.LIMIT, ["new_session"], "Reached maximum budget ($0.0001)"),
+])
+def test_configured_limits_from_real_output(fixture: str, kind: FailureKind, category: Category, actions: list[str],
+                                            title: str) -> None:
+    [(_, outcome)] = fold_turns(fixture)
+    assert isinstance(outcome, FailureObservation)
+    assert (outcome.kind, outcome.policy.category, [str(a) for a in outcome.policy.actions]) == (kind, category, actions)
+    assert outcome.title == title  # the CLI's own words, from the result's `errors`
+    assert outcome.source == "host"
+
+
 @pytest.mark.parametrize(("fixture", "stop"), [
     ("ok_text", "end_turn"), ("ok_text_partial", "end_turn"), ("thinking_text", "end_turn"),
     ("bash_permission_allowed", "end_turn"), ("bash_permission_denied", "end_turn"), ("write_and_edit", "end_turn"),

@@ -146,8 +146,7 @@ class TurnFold:
         if subtype == "error_during_execution":
             if not is_error:
                 return TurnEnd("end_turn")
-            errors = "; ".join(error for error in (result.errors or []) if isinstance(error, str))
-            return classify.failure(FailureKind.PROVIDER_ERROR, subtype, errors or None, source="host")
+            return classify.failure(FailureKind.PROVIDER_ERROR, subtype, self._title(result), source="host")
         if is_error:
             return self._api_failure(result)
         if result.stop_reason == "max_tokens":
@@ -161,9 +160,13 @@ class TurnFold:
         return TurnEnd("end_turn")
 
     def _title(self, result: Any) -> str | None:
+        """The CLI's own words: its error message, else the result text, else the result's `errors`."""
         if self.pending_error is not None and self.pending_error.text:
             return self.pending_error.text
-        return result.result if isinstance(result.result, str) and result.result.strip() else None
+        if isinstance(result.result, str) and result.result.strip():
+            return result.result
+        errors = "; ".join(error for error in (result.errors or []) if isinstance(error, str) and error.strip())
+        return errors or None
 
     def _api_failure(self, result: Any) -> FailureObservation:
         status = result.api_error_status
