@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import attrs
 import cattrs
 from attrs import define, field
@@ -120,6 +121,8 @@ class Turn:
     retry_published: bool = False
     permission_scopes: set[anyio.CancelScope] = field(factory=set)
     run_scope: anyio.CancelScope | None = None
+    backend_done: bool = False
+    """The provider's prompt has returned: the backend's turn is over (or was ended by force)."""
 
     session_id: str = field(init=False)
     credentials: dict[str, str] = field(init=False)
@@ -672,25 +675,58 @@ class Agent:
         session.turn = turn
         stop_reason: acp.StopReason = "end_turn"
         try:
-            with anyio.CancelScope() as scope:
-                turn.run_scope = scope
-                try:
-                    runtime = await self.runtime()
-                    end = await runtime.prompt(session.session_id, request.prompt, turn)
-                    stop_reason = end.stop_reason if isinstance(end, TurnEnd) else "end_turn"
-                except (TurnFailed, PhaseDeadlineExceeded, PhaseFailed) as exc:
-                    turn.record_failure(exc.observation)
-                except NotSupported as exc:
-                    turn.record_failure(self._internal_failure(f"The provider cannot run this prompt ({exc})."))
-                except Exception:
-                    log.exception("turn %s failed in provider %s", turn.turn_id, self.provider.name)
-                    turn.record_failure(self._internal_failure("The agent hit an internal error while running the turn."))
+            async with anyio.create_task_group() as watch:
+                watch.start_soon(self._stop_backend_if_abandoned, turn)
+                stop_reason = await self._run_provider_turn(session, turn, request.prompt)
+                turn.backend_done = True
+                watch.cancel_scope.cancel()
         finally:
+            turn.backend_done = True
             turn.run_scope = None
             session.turn = None
+        # A cancelled request is answered -32800 now that its turn is over (the watcher cancelled it).
+        await anyio.lowlevel.checkpoint_if_cancelled()
         if turn.cancel_requested and turn.failure is None:
             stop_reason = "cancelled"
         return await self._finish_turn(session, turn, stop_reason)
+
+    async def _run_provider_turn(self, session: Session, turn: Turn,
+                                 prompt: Sequence[acp.ContentBlock]) -> acp.StopReason:
+        """The provider's turn, shielded from the request's own cancellation.
+
+        A cancelled request (`$/cancel_request`, the client gone) must not cut the provider off
+        mid-turn: its backend would go on and the next prompt would read this turn's answer. The
+        watcher asks the provider to cancel instead; only `run_scope` (the cancel grace, shutdown)
+        ends the provider's turn by force.
+        """
+        stop_reason: acp.StopReason = "end_turn"
+        with anyio.CancelScope(shield=True) as turn.run_scope:
+            try:
+                runtime = await self.runtime()
+                end = await runtime.prompt(session.session_id, prompt, turn)
+                stop_reason = end.stop_reason if isinstance(end, TurnEnd) else "end_turn"
+            except PhaseDeadlineExceeded as exc:
+                turn.record_failure(exc.observation)
+                # The deadline ended the prompt, not necessarily the backend's turn.
+                await self._cancel_backend(turn)
+            except (TurnFailed, PhaseFailed) as exc:
+                turn.record_failure(exc.observation)
+            except NotSupported as exc:
+                turn.record_failure(self._internal_failure(f"The provider cannot run this prompt ({exc})."))
+            except Exception:
+                log.exception("turn %s failed in provider %s", turn.turn_id, self.provider.name)
+                turn.record_failure(self._internal_failure("The agent hit an internal error while running the turn."))
+        return stop_reason
+
+    async def _stop_backend_if_abandoned(self, turn: Turn) -> None:
+        """Runs beside the provider's turn; when the request is cancelled, cancel the turn like `session/cancel`."""
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not turn.backend_done:
+                with anyio.CancelScope(shield=True):
+                    log.info("prompt request of turn %s ended early; cancelling the backend turn", turn.turn_id)
+                    await self._cancel_turn(turn)
 
     def _internal_failure(self, title: str) -> FailureObservation:
         return FailureObservation(kind=FailureKind.INTERNAL_ERROR, native_kind="internalError", title=title,
@@ -734,6 +770,14 @@ class Agent:
         turn.cancel_requested = True
         for scope in list(turn.permission_scopes):
             scope.cancel()
+        try:
+            await self._cancel_backend(turn)
+        finally:
+            if turn.run_scope is not None:
+                turn.run_scope.deadline = min(turn.run_scope.deadline, anyio.current_time() + CANCEL_GRACE_S)
+
+    async def _cancel_backend(self, turn: Turn) -> None:
+        """The provider's `cancel` for the turn's session, bounded by the cancel grace; never raises."""
         host = self._host
         try:
             if host is not None and host.runtime is not None:
@@ -741,9 +785,6 @@ class Agent:
                     await host.runtime.cancel(turn.session_id)
         except Exception:
             log.exception("cancel failed in provider %s", self.provider.name)
-        finally:
-            if turn.run_scope is not None:
-                turn.run_scope.deadline = min(turn.run_scope.deadline, anyio.current_time() + CANCEL_GRACE_S)
 
     # -- folding neutral events -----------------------------------------------------------------------
 

@@ -63,6 +63,12 @@ class ScriptedRuntime(ProviderRuntime):
         self.context = context
         self.sessions: dict[str, str] = {}
         self.cancelled: dict[str, anyio.Event] = {}
+        self.cancel_calls: list[str] = []
+        """Every `cancel` the core made, by session id (tests check that an early end reaches it)."""
+        self.prompt_ends: list[str] = []
+        """How each prompt ended: its stop reason, `failed`, or `forced` (cancelled by the core's scope)."""
+        self.prompt_ended = anyio.Event()
+        """Set when the first prompt is over."""
         self.counter = 0
         self.creation_channels: list[SessionChannel] = []
 
@@ -130,6 +136,7 @@ class ScriptedRuntime(ProviderRuntime):
         )
 
     async def cancel(self, session_id: str) -> None:
+        self.cancel_calls.append(session_id)
         event = self.cancelled.get(session_id)
         if event is not None:
             event.set()
@@ -147,11 +154,21 @@ class ScriptedRuntime(ProviderRuntime):
                 {"text": " ".join(block.text for block in prompt if isinstance(block, TextContent))}
             ]
         )
-        for step in steps:
-            end = await self._play_step(session_id, step, turn)
-            if end is not None:
-                return end
-        return TurnEnd("end_turn")
+        outcome = "failed"
+        try:
+            for step in steps:
+                end = await self._play_step(session_id, step, turn)
+                if end is not None:
+                    outcome = end.stop_reason
+                    return end
+            outcome = "end_turn"
+            return TurnEnd("end_turn")
+        except anyio.get_cancelled_exc_class():
+            outcome = "forced"
+            raise
+        finally:
+            self.prompt_ends.append(outcome)
+            self.prompt_ended.set()
 
     async def _play_step(
         self, session_id: str, step: dict[str, Any], turn: TurnChannel
