@@ -32,6 +32,10 @@ Steps (consumed in order by turn requests only; side requests never consume one)
 - `{"hang_after_events": N, ...}`: send N events, then hold the stream open until
   `FakeAnthropicAPI.release()`, the client disconnects, or the fake stops (for cancel tests).
 - `{"slow_stream": {"text": "...", "interval_s": 0.05}}`: one word per delta, paced.
+- `{"echo": true}`: the answer is `echo: <prompt>`, the prompt being the last text block of the
+  request's last user message that is not a `<system-reminder>` or an interruption note: a model
+  that answers the prompt it received, so a test sees which turn an answer belongs to. It combines
+  with `hang_after_events` (the held answer is the echo).
 - Modifiers any step may carry: `"delay_first_byte_s": X` (wait before the status line),
   `"stop_reason": "max_tokens"|"refusal"|...` (default `end_turn`, or `tool_use` with a tool call),
   `"headers": {...}` (extra response headers), `"usage": {...}` (merged into the final usage),
@@ -106,6 +110,7 @@ STEP_KEYS: Final[frozenset[str]] = frozenset(
         "after_events",
         "hang_after_events",
         "slow_stream",
+        "echo",
         "delay_first_byte_s",
         "stop_reason",
         "headers",
@@ -228,6 +233,15 @@ def _last_user_texts(body: JsonObject) -> list[str]:
                 ]
             return []
     return []
+
+
+ECHO_SKIPPED_PREFIXES: Final[tuple[str, ...]] = ("<system-reminder>", "[Request interrupted")
+
+
+def echo_text(body: JsonObject) -> str:
+    """The `echo` step's answer: the prompt text the request carries (see the module docstring)."""
+    texts = [text for text in _last_user_texts(body) if not text.lstrip().startswith(ECHO_SKIPPED_PREFIXES)]
+    return f"echo: {texts[-1] if texts else ''}"
 
 
 def _side_marker(body: JsonObject) -> str | None:
@@ -677,6 +691,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return "error"
 
+        if step.get("echo") and not side:
+            step = {**step, "reply": echo_text(body)}
         model = str(body.get("model") or FAKE_MODEL)
         input_tokens = max(1, len(json.dumps(body.get("messages") or [])) // 4)
         answer = _Answer(

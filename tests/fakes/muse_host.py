@@ -14,7 +14,10 @@ Environment:
 - `MUSE_FAKE_PIDS`: a file each `serve` process appends its PID to.
 - `MUSE_FAKE_TURN`: what a turn does (default `text`); a prompt starting with `turn:<name>` (first
   word) overrides it for that turn. Names: `text`, `stream`, `approval`, `fail:<errorKind>`,
-  `steplimit`, `retry`, `retry-fail`, `exit`, `wait`, `question`, `closed`.
+  `steplimit`, `retry`, `retry-fail`, `exit`, `wait`, `question`, `closed`, `echo` (answers
+  `echo: <the turn's input text>`, so a test sees which turn an answer belongs to).
+- A `turn/start` while a turn of that session runs is queued (MSP's default `ifBusy: queue`:
+  disposition `queued`, `startedNewTurn: false`) and starts when the running turn completes.
 - `MUSE_FAKE_ERROR_MESSAGE`: the host's message for `fail:` turns.
 - `MUSE_FAKE_SCENARIO`: comma-separated host behaviours: `hang=<method>` (never answer it, keep
   reading), `exit=<method>` (exit instead of answering), `overloaded-once=<method>`,
@@ -138,6 +141,7 @@ class Host:
         self.initialized = False
         self.waiters: dict[str, queue.Queue[dict[str, Any]]] = {}
         self.running: dict[str, dict[str, Any]] = {}
+        self.queued: dict[str, list[tuple[str, threading.Thread]]] = {}
         self.pending_start: threading.Thread | None = None
 
     # -- wire -----------------------------------------------------------------------------------------------
@@ -388,11 +392,19 @@ class Host:
             turn_name = text.split()[0][len("turn:"):]
         turn_id = "turn-" + params["commandId"][-12:]
         waiter: queue.Queue[dict[str, Any]] = queue.Queue()
-        with self.state_lock:
-            self.waiters[turn_id] = waiter
-            self.running[session_id] = {"turnId": turn_id}
         thread = threading.Thread(target=self.run_turn, args=(session_id, turn_id, params["commandId"], text,
                                                                turn_name, waiter), daemon=True)
+        with self.state_lock:
+            self.waiters[turn_id] = waiter
+            busy = session_id in self.running
+            if busy:
+                self.queued.setdefault(session_id, []).append((turn_id, thread))
+            else:
+                self.running[session_id] = {"turnId": turn_id}
+        if busy:
+            LOG.write("queued", turnId=turn_id)
+            return {"commandId": params["commandId"], "disposition": "queued", "startedNewTurn": False,
+                    "status": "accepted", "turnId": turn_id}
         self.pending_start = thread  # started once the acknowledgement is written
         return {"commandId": params["commandId"], "disposition": "started", "startedNewTurn": True,
                 "status": "accepted", "turnId": turn_id}
@@ -520,6 +532,8 @@ class Host:
                                       ["Continuing without an answer."]))
         elif name == "closed":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Done."]))
+        elif name == "echo":
+            items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", [f"echo: {text}"]))
         self.finish(session_id, turn_id, items, terminal)
         if name == "closed":
             self.loaded.discard(session_id)
@@ -602,10 +616,16 @@ class Host:
                 self.store.put(record)
             self.running.pop(session_id, None)
             self.waiters.pop(turn_id, None)
+            waiting = self.queued.get(session_id) or []
+            queued = waiting.pop(0) if waiting else None
+            if queued is not None:
+                self.running[session_id] = {"turnId": queued[0]}
         params = {**self.view(session_id), "turnId": turn_id, **terminal, "durationMs": 5}
         if terminal["terminal"] == "completed":
             params["usage"] = {"cachedTokens": 0, "inputTokens": 1200, "outputTokens": 20, "reasoningTokens": 5}
         self.notify("turn/completed", params)
+        if queued is not None:
+            queued[1].start()
 
     # -- the loop ----------------------------------------------------------------------------------------------
 

@@ -28,6 +28,10 @@ Steps (consumed in order by turn requests; side requests never consume one):
   `code: context_length_exceeded`.
 - `{"failed": {"code": "...", "message": "..."}}`: a stream ending in `response.failed`.
 - `{"slow_stream": {"text": "...", "interval_s": 0.05}}`: one word per delta, paced.
+- `{"echo": true}`: the answer is `echo: <prompt>`, the prompt being the last `input_text` of the
+  request's last user message that is not one of codex's own `<...>` context blocks: a model that
+  answers the prompt it received, so a test sees which turn an answer belongs to. With
+  `slow_stream` the echo is streamed slowly, then the slow text follows.
 
 Every step may also carry `"first_byte_delay_s": X` (a delay before the response headers).
 When the script is exhausted, every turn request is answered as `{"reply": "ok"}`.
@@ -111,6 +115,16 @@ class RecordedRequest:
     kind: RequestKind
     step: Step | None
     received_at: float = field(default_factory=time.monotonic)
+    ended: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+    """Set once the answer is over: written to its end, or cut off because the client went away."""
+    outcomes: list[str] = field(default_factory=list, compare=False, repr=False)
+    """`completed` or `disconnected` (the client closed the connection mid-answer), once ended."""
+
+    def wait_ended(self, timeout: float) -> str:
+        """Block until the answer is over; its outcome (raises `TimeoutError` if it goes on)."""
+        if not self.ended.wait(timeout):
+            raise TimeoutError(f"the answer to {self.path} was still being written after {timeout}s")
+        return self.outcomes[0]
 
     @property
     def tool_names(self) -> list[str]:
@@ -474,15 +488,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._not_found()
             return
         step: Step = api.next_step() if kind == "turn" else {"reply": SIDE_REPLY}
-        api.record(self, body, kind, step)
-        delay = float(step.get("first_byte_delay_s", 0))
-        if delay > 0 and api.stopping.wait(delay):
-            return
+        if step.get("echo"):
+            step = {**step, "reply": echo_text(body or {})}
+        recorded = api.record(self, body, kind, step)
+        outcome = "completed"
         try:
+            delay = float(step.get("first_byte_delay_s", 0))
+            if delay > 0 and api.stopping.wait(delay):
+                return
             if not self._serve_error(step):
                 self._serve_stream(step, body or {})
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            outcome = "disconnected"
             self.close_connection = True
+        finally:
+            recorded.outcomes.append(outcome)
+            recorded.ended.set()
 
     def _serve_error(self, step: Step) -> bool:
         """Answer an HTTP-level error step; say whether the step was one."""
@@ -543,10 +564,27 @@ def _failure_of(step: Step) -> tuple[str, str] | None:
     return None
 
 
+def echo_text(body: JsonObject) -> str:
+    """The `echo` step's answer: the prompt text the request carries (see the module docstring)."""
+    texts: list[str] = []
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("role") == "user":
+            parts = item.get("content")
+            found = [str(part.get("text", "")) for part in parts if isinstance(part, dict)
+                     and part.get("type") == "input_text"] if isinstance(parts, list) else []
+            found = [text for text in found if not text.lstrip().startswith("<")]
+            if found:
+                texts = found
+    return f"echo: {texts[-1] if texts else ''}"
+
+
 def _stream_answer(stream: _Stream, step: Step, tools: Mapping[str, str]) -> None:
     slow = step.get("slow_stream")
     if isinstance(slow, Mapping):
-        stream.message(str(slow.get("text", "slow")), float(slow.get("interval_s", 0.05)))
+        text = str(slow.get("text", "slow"))
+        if step.get("echo"):
+            text = f"{step['reply']} {text}"
+        stream.message(text, float(slow.get("interval_s", 0.05)))
     elif "reply" in step:
         stream.message(str(step["reply"]))
     if "shell" in step:
@@ -628,12 +666,13 @@ class FakeResponsesAPI(LoopbackFake):
         body: JsonObject | None,
         kind: RequestKind,
         step: Step | None,
-    ) -> None:
+    ) -> RecordedRequest:
         headers = {key.lower(): value for key, value in handler.headers.items()}
         recorded = RecordedRequest(handler.command, handler.path, headers, body, kind, step)
         with self._changed:
             self._requests.append(recorded)
             self._changed.notify_all()
+        return recorded
 
     def wait_for_requests(self, count: int, *, kind: RequestKind | None = "turn", timeout: float = 10.0) -> list[RecordedRequest]:
         """Block until at least `count` requests (of `kind`; None: any) arrived, or time out."""

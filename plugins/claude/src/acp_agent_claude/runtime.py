@@ -363,6 +363,13 @@ class ClaudeRuntime(ProviderRuntime):
             raise
         except _NotSubmitted:
             raise
+        except anyio.get_cancelled_exc_class():
+            # Cut off before the turn's result (the cancel grace ran out, or shutdown): the CLI may
+            # still be on this turn and its stream would hand the rest to the next prompt. The
+            # CLI is replaced before the next prompt instead.
+            if fold.outcome is None:
+                session.dead = True
+            raise
         except Exception as exc:  # the SDK reports a dead CLI as a plain exception: never shown raw
             log.warning("claude turn stream failed: %s", type(exc).__name__)
         finally:
