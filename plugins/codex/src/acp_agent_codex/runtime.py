@@ -33,7 +33,7 @@ from acp_agent import __version__ as core_version
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionInfo, SessionMode, SessionModeState
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.failures import FailureObservation
-from acp_agent.phases import Phase, PhaseFailed
+from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.process import ChildProcess, kill_process_group, open_child
 from acp_agent.provider import (
     ProviderRuntime,
@@ -157,6 +157,8 @@ class ThreadState:
     model_dirty: bool = False
     mode_explicit: bool = False
     model_explicit: bool = False
+    orphaned: bool = False
+    """A prompt ended before app-server acknowledged its turn: interrupt that turn when it shows up."""
 
 
 # --- pure helpers ---------------------------------------------------------------------------------
@@ -419,6 +421,14 @@ class CodexRuntime(ProviderRuntime):
 
     async def _outside_turn(self, thread: ThreadState, method: str, params: Mapping[str, Any]) -> None:
         """A thread's notification that belongs to no running prompt of ours."""
+        if method == "turn/started" and thread.orphaned:
+            turn_id = turn_id_of(method, params)
+            server = self._server
+            if turn_id is not None and server is not None:
+                thread.orphaned = False
+                log.info("interrupting turn %s of thread %s: its prompt already ended", turn_id, thread.thread_id)
+                self._tg.start_soon(self._interrupt_turn, server, thread.thread_id, turn_id)
+            return
         if method == "error":
             result = classify_error(params)
             if isinstance(result, FailureObservation):
@@ -649,6 +659,15 @@ class CodexRuntime(ProviderRuntime):
         thread.active = active
         try:
             return await self._run_turn(server, thread, active, prompt)
+        except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
+            # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
+            # app-server may still run it, and the next turn/start would meet it. Stop it.
+            with anyio.CancelScope(shield=True):
+                if active.codex_turn_id is None:
+                    thread.orphaned = True
+                else:
+                    await self._interrupt(server, thread, active)
+            raise
         finally:
             thread.active = None
             send.close()
@@ -741,11 +760,15 @@ class CodexRuntime(ProviderRuntime):
             receive.close()
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
-        if active.codex_turn_id is None or not server.alive:
+        if active.codex_turn_id is not None:
+            await self._interrupt_turn(server, thread.thread_id, active.codex_turn_id)
+
+    async def _interrupt_turn(self, server: AppServer, thread_id: str, turn_id: str) -> None:
+        if not server.alive:
             return
         with anyio.move_on_after(INTERRUPT_TIMEOUT_S):
             try:
-                await server.call("turn/interrupt", {"threadId": thread.thread_id, "turnId": active.codex_turn_id})
+                await server.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
             except (RpcError, ConnectionClosed) as exc:
                 log.info("turn/interrupt failed: %s", type(exc).__name__)
 

@@ -669,6 +669,13 @@ class MuseRuntime(ProviderRuntime):
             state.active = active
             try:
                 return await self._run_turn(state, host, active, prompt)
+            except anyio.get_cancelled_exc_class():
+                # Cut off before the host said the turn is over (the cancel grace ran out, or
+                # shutdown): the host would queue every later turn behind it. Stop that host; the
+                # session is resumed in a new one for the next prompt.
+                log.warning("the turn of session %s did not end in time; stopping its host", state.session_id)
+                await active.host.stop()
+                raise
             finally:
                 state.active = None
                 send.close()
