@@ -5,6 +5,9 @@ runtime to get through start-up. `STAND_IN_HANG=<method>` leaves that request un
 process keeps reading, so a closed stdin still ends it); `STAND_IN_EXIT_ON=<method>` exits
 instead of answering. `STAND_IN_SCRIPT` is JSON `{"<method>": {"before": [...], "after": [...]}}`:
 notifications sent before and after answering that request (`$THREAD` stands for the thread id).
+`STAND_IN_LATE_ONCE=<method>` leaves the first such request unanswered and sends the script's
+`"late"` notifications just before handling the next request (a turn that starts after its
+prompt gave up). `STAND_IN_LOG` names a JSON-lines file every request received is appended to.
 It writes its PID to `STAND_IN_PID_FILE` so tests can check it is gone.
 """
 
@@ -43,15 +46,27 @@ def main() -> int:
         with open(pid_file, "w") as handle:
             handle.write(str(os.getpid()))
     hang, exit_on = os.environ.get("STAND_IN_HANG"), os.environ.get("STAND_IN_EXIT_ON")
+    late_once, log_path = os.environ.get("STAND_IN_LATE_ONCE"), os.environ.get("STAND_IN_LOG")
     script = json.loads(os.environ.get("STAND_IN_SCRIPT", "{}").replace("$THREAD", THREAD_ID))
+    late_pending = False
     for line in sys.stdin:
         message = json.loads(line)
         method = message.get("method")
         if "id" not in message or method is None:
             continue
+        if log_path:
+            with open(log_path, "a") as handle:
+                handle.write(json.dumps({"method": method, "params": message.get("params")}) + "\n")
         if method == exit_on:
             return 3
         if method == hang:
+            continue
+        if late_pending:
+            late_pending = False
+            for notification in script.get("late", []):
+                send(notification)
+        if method == late_once:
+            late_once, late_pending = None, True
             continue
         steps = script.get(method, {})
         for notification in steps.get("before", []):
