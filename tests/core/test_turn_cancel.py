@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_agent import agent as agent_module
 from acp_agent.phases import Deadlines
 from acp_agent.rpc import REQUEST_CANCELLED, RpcError
 from acp_agent.testing import InProcessClient, run_in_process
@@ -86,3 +87,50 @@ async def test_a_submit_deadline_runs_the_providers_cancel() -> None:
         assert failed.value.data["failure"]["kind"] == "deadlineExceeded"
         assert runtime.cancel_calls == [session_id]
         assert await client.prompt(session_id, "second") == {"stopReason": "end_turn"}
+
+
+async def test_a_provider_that_ignores_the_cancel_holds_the_session_until_the_grace_is_over(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(agent_module, "CANCEL_GRACE_S", 0.5)
+    async with run_in_process(make_spec({"turns": [[{"hang_submit": True}]]})) as client:
+        await client.initialize()
+        session_id = await client.new_session(CWD)
+        runtime = scripted_runtime(client)
+        results: list[Any] = []
+
+        async def first() -> None:
+            try:
+                results.append(await client.prompt(session_id, "first"))
+            except RpcError as exc:
+                results.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            request_id = client.connection._next_id
+            tg.start_soon(first)
+            await anyio.wait_all_tasks_blocked()
+            await client.notify("$/cancel_request", {"requestId": request_id})
+            # The backend's turn is not over yet: the session takes no other prompt meanwhile.
+            with pytest.raises(RpcError, match="already running"):
+                await client.prompt(session_id, "too early")
+            assert results == []
+        [error] = results
+        assert isinstance(error, RpcError) and error.code == REQUEST_CANCELLED
+        assert runtime.cancel_calls == [session_id]
+        assert runtime.prompt_ends == ["forced"]
+        assert await client.prompt(session_id, "second") == {"stopReason": "end_turn"}
+
+
+async def test_with_the_client_gone_a_provider_that_ignores_the_cancel_is_cut_off_at_once() -> None:
+    async with run_in_process(make_spec({"turns": [[{"hang_submit": True}]]})) as client:
+        await client.initialize()
+        session_id = await client.new_session(CWD)
+        runtime = scripted_runtime(client)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.prompt, session_id, "first")
+            await anyio.wait_all_tasks_blocked()
+            client.to_agent.close_input()
+            with anyio.fail_after(agent_module.INPUT_GONE_CANCEL_GRACE_S + 2):
+                await runtime.prompt_ended.wait()
+            tg.cancel_scope.cancel()
+    assert runtime.cancel_calls == [session_id]
+    assert runtime.prompt_ends == ["forced"]

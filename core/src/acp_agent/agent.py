@@ -87,6 +87,8 @@ T = TypeVar("T")
 RESOURCE_NOT_FOUND = -32002
 SHUTDOWN_BUDGET_S = 4.5
 CANCEL_GRACE_S = 10.0
+INPUT_GONE_CANCEL_GRACE_S = 1.0
+"""With the client gone nobody waits for the answer, and shutdown closes every backend anyway."""
 PERMISSION_TIMEOUT_S = 3600.0
 LOGOUT_COMMAND_BUDGET_S = 20.0
 
@@ -238,6 +240,7 @@ class Agent:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._host: _RuntimeHost | None = None
         self._host_lock = anyio.Lock()
+        self.input_ended = False
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -272,7 +275,7 @@ class Agent:
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
                     *, max_line_bytes: int | None = None) -> None:
         """Serve one connection until EOF (or cancellation), then close every session and backend."""
-        self.connection = Connection(receive, send, self.methods())
+        self.connection = Connection(_InputWatch(receive, self), send, self.methods())
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
         async with anyio.create_task_group() as task_group:
@@ -726,7 +729,7 @@ class Agent:
             if not turn.backend_done:
                 with anyio.CancelScope(shield=True):
                     log.info("prompt request of turn %s ended early; cancelling the backend turn", turn.turn_id)
-                    await self._cancel_turn(turn)
+                    await self._cancel_turn(turn, INPUT_GONE_CANCEL_GRACE_S if self.input_ended else CANCEL_GRACE_S)
 
     def _internal_failure(self, title: str) -> FailureObservation:
         return FailureObservation(kind=FailureKind.INTERNAL_ERROR, native_kind="internalError", title=title,
@@ -766,22 +769,24 @@ class Agent:
             return
         await self._cancel_turn(session.turn)
 
-    async def _cancel_turn(self, turn: Turn) -> None:
+    async def _cancel_turn(self, turn: Turn, grace_s: float = CANCEL_GRACE_S) -> None:
+        """Ask the provider to cancel; its prompt is cut off by force once the grace is over."""
         turn.cancel_requested = True
         for scope in list(turn.permission_scopes):
             scope.cancel()
-        try:
-            await self._cancel_backend(turn)
-        finally:
-            if turn.run_scope is not None:
-                turn.run_scope.deadline = min(turn.run_scope.deadline, anyio.current_time() + CANCEL_GRACE_S)
+        host = self._host
+        if host is None or host.runtime is None:
+            grace_s = 0  # the runtime is closed (shutdown): no backend turn is left to wait for
+        if turn.run_scope is not None:
+            turn.run_scope.deadline = min(turn.run_scope.deadline, anyio.current_time() + grace_s)
+        await self._cancel_backend(turn, grace_s)
 
-    async def _cancel_backend(self, turn: Turn) -> None:
-        """The provider's `cancel` for the turn's session, bounded by the cancel grace; never raises."""
+    async def _cancel_backend(self, turn: Turn, grace_s: float = CANCEL_GRACE_S) -> None:
+        """The provider's `cancel` for the turn's session, bounded by the grace; never raises."""
         host = self._host
         try:
             if host is not None and host.runtime is not None:
-                with anyio.move_on_after(CANCEL_GRACE_S):
+                with anyio.move_on_after(grace_s):
                     await host.runtime.cancel(turn.session_id)
         except Exception:
             log.exception("cancel failed in provider %s", self.provider.name)
@@ -892,6 +897,24 @@ class Agent:
             valid = {option.option_id for option in options}
             return option_id if option_id in valid else None
         return None
+
+
+class _InputWatch(anyio.abc.ByteReceiveStream):
+    """The client's input stream; tells the agent when it ended (the client is gone)."""
+
+    def __init__(self, stream: anyio.abc.ByteReceiveStream, agent: Agent) -> None:
+        self._stream = stream
+        self._agent = agent
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            return await self._stream.receive(max_bytes)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._agent.input_ended = True
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
 
 
 def _text(value: object) -> str | None:
