@@ -729,7 +729,8 @@ class Agent:
             if not turn.backend_done:
                 with anyio.CancelScope(shield=True):
                     log.info("prompt request of turn %s ended early; cancelling the backend turn", turn.turn_id)
-                    await self._cancel_turn(turn, INPUT_GONE_CANCEL_GRACE_S if self.input_ended else CANCEL_GRACE_S)
+                    grace_s = INPUT_GONE_CANCEL_GRACE_S if self.input_ended else CANCEL_GRACE_S
+                    await self._cancel_turn(turn, grace_s)
 
     def _internal_failure(self, title: str) -> FailureObservation:
         return FailureObservation(kind=FailureKind.INTERNAL_ERROR, native_kind="internalError", title=title,
