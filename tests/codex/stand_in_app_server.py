@@ -5,13 +5,15 @@ runtime to get through start-up. `STAND_IN_HANG=<method>` leaves that request un
 process keeps reading, so a closed stdin still ends it); `STAND_IN_EXIT_ON=<method>` exits
 instead of answering. `STAND_IN_SCRIPT` is JSON `{"<method>": {"before": [...], "after": [...]}}`:
 notifications sent before and after answering that request (`$THREAD` stands for the thread id).
-It writes its PID to `STAND_IN_PID_FILE` so tests can check it is gone.
+It writes its PID to `STAND_IN_PID_FILE` so tests can check it is gone. `STAND_IN_STUBBORN=1`
+ignores SIGTERM and outlives the end of its stdin (for at most 120 s): only SIGKILL stops it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -42,6 +44,10 @@ def main() -> int:
     if pid_file:
         with open(pid_file, "w") as handle:
             handle.write(str(os.getpid()))
+    stubborn = os.environ.get("STAND_IN_STUBBORN") == "1"
+    if stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.alarm(120)
     hang, exit_on = os.environ.get("STAND_IN_HANG"), os.environ.get("STAND_IN_EXIT_ON")
     script = json.loads(os.environ.get("STAND_IN_SCRIPT", "{}").replace("$THREAD", THREAD_ID))
     for line in sys.stdin:
@@ -61,6 +67,8 @@ def main() -> int:
             send({"method": "thread/started", "params": {"thread": {"id": THREAD_ID}}})
         for notification in steps.get("after", []):
             send(notification)
+    while stubborn:
+        signal.pause()
     return 0
 
 

@@ -13,9 +13,16 @@ import anyio
 
 def children(pid: int) -> list[int]:
     found: list[int] = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as handle:
-            found.extend(int(child) for child in handle.read().split())
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:  # the process is gone
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
     return found
 
 

@@ -509,7 +509,8 @@ class Agent:
         command = (program, *spec.logout_args)
         try:
             with anyio.fail_after(LOGOUT_COMMAND_BUDGET_S):
-                result = await anyio.run_process(parent_death_argv(command), env=dict(self.settings.environ),
+                result = await anyio.run_process(parent_death_argv(command, self.settings.environ),
+                                                 env=dict(self.settings.environ),
                                                  check=False)
             log.info("%s exited with %d", command[0], result.returncode)
         except (OSError, TimeoutError) as exc:

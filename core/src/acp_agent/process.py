@@ -55,19 +55,27 @@ def _setpriv() -> str | None:
     return found
 
 
-def parent_death_argv(argv: Sequence[str]) -> list[str]:
+def parent_death_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
     """`argv` run so that the kernel SIGKILLs it when the agent dies (Linux PR_SET_PDEATHSIG).
 
     `setpriv --pdeathsig KILL --` sets the signal and execs the program, so the backend keeps its
     PID and its own argv. The signal fires when the *thread* that forked the child ends: spawn from
     the event-loop thread (anyio's `open_process` does), never from a worker thread. Where setpriv
     is unavailable (not Linux, util-linux missing or too old) `argv` is returned unchanged and the
-    orderly stop remains the only guard; that is logged at debug level once.
+    orderly stop remains the only guard; that is logged at debug level once. A program that cannot
+    be found (on `env`'s PATH) is not wrapped either, so starting it fails as it would unwrapped
+    (FileNotFoundError) instead of as a wrapper that exits 127.
     """
     setpriv = _setpriv()
-    if setpriv is None:
+    if setpriv is None or not runnable(argv[0], env):
         return list(argv)
     return [setpriv, "--pdeathsig", "KILL", "--", *argv]
+
+
+def runnable(program: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether `program` names an executable file, directly or on `env`'s PATH (the child's)."""
+    path = (env if env is not None else os.environ).get("PATH", os.defpath)
+    return shutil.which(program, path=path) is not None
 
 
 def write_launcher(path: Path, argv: Sequence[str], *, new_session: bool = False) -> str:
@@ -155,7 +163,7 @@ async def open_child(
 ) -> AsyncIterator[ChildProcess]:
     """Start a child with piped stdio; on exit it is stopped (and reaped) whatever happened."""
     process = await anyio.open_process(
-        parent_death_argv(argv), env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
+        parent_death_argv(argv, env), env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
     child = ChildProcess(process, name)
     log.debug("started %s (pid %d)", name, child.pid)
     try:

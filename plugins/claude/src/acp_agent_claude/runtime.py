@@ -41,7 +41,7 @@ from acp_agent.acp import (
 from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.process import kill_process_group, write_launcher
+from acp_agent.process import kill_process_group, runnable, write_launcher
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -162,9 +162,10 @@ class ClaudeRuntime(ProviderRuntime):
     def _program(self) -> str | None:
         """The CLI as the SDK starts it: through a launcher that gives it a parent-death signal and a
         process group of its own, so it dies with the agent and what it started can be killed with it."""
-        if self.cli_path is None:
-            log.debug("claude CLI left to the SDK's search: no parent-death signal")
-            return None
+        if self.cli_path is None or not runnable(self.cli_path, self.context.environ):
+            # the SDK searches for it, or reports it missing, as without a launcher
+            log.debug("claude CLI not wrapped (not found here): no parent-death signal")
+            return self.cli_path
         if self._launcher is None:
             self._launcher = write_launcher(self._private_dir() / "claude", [self.cli_path], new_session=True)
         return self._launcher
