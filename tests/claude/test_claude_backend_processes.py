@@ -27,9 +27,10 @@ HEADER_SECRET = "Bearer mcp-header-secret-93e1c8a2"
 
 
 async def test_sigkill_of_the_agent_mid_turn_ends_the_cli_within_a_second(tmp_path: Path) -> None:
-    with FakeAnthropicAPI([{"hang_after_events": 4, "reply": "This answer is held open"}]) as api:
+    with FakeAnthropicAPI([{"hang_after_events": 4, "reply": "This answer is held open"}, {"reply": "ok"}]) as api:
         async with claude_agent(api, tmp_path, capable=False) as agent:
-            session = await agent.conn.new_session(cwd=str(tmp_path))
+            session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=mcp_servers())
+            private = mcp_config_of(children(agent.process.pid)[0]).parent
             async with anyio.create_task_group() as group:
 
                 async def run() -> None:
@@ -47,6 +48,10 @@ async def test_sigkill_of_the_agent_mid_turn_ends_the_cli_within_a_second(tmp_pa
                     with anyio.fail_after(1):
                         await anyio.wait_readable(cli_fd)
                 group.cancel_scope.cancel()
+        assert private.exists()  # nothing could remove it: the next agent's runtime does
+        async with claude_agent(api, tmp_path, capable=False) as again:
+            await again.conn.new_session(cwd=str(tmp_path))
+            assert not private.exists()
 
 
 def mcp_servers() -> list[Any]:

@@ -61,6 +61,7 @@ log = logging.getLogger(__name__)
 
 DISCONNECT_BUDGET_S = 5.0  # the SDK's orderly close (stdin EOF, then signals) before SIGKILL
 REAP_BUDGET_S = 5.0
+PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
 INTERRUPT_BUDGET_S = 5.0
 PAGE_SIZE = 50
 MODES: tuple[tuple[str, str, str], ...] = (
@@ -123,6 +124,30 @@ def _cli_running(client: Any) -> bool:
     return process is None or process.returncode is None
 
 
+def _remove_stale_dirs() -> None:
+    """Private directories of this user's agents that are no longer running (their MCP secrets)."""
+    root = Path(tempfile.gettempdir())
+    for path in root.glob(f"{PRIVATE_DIR_PREFIX}*-*"):
+        owner = path.name[len(PRIVATE_DIR_PREFIX):].split("-", 1)[0]
+        try:
+            mine = path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and owner.isdigit() and not _running(int(owner)):
+            log.debug("removing %s, left by an agent that is gone", path.name)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _own_group(pid: int) -> bool:
     """Whether the CLI leads a process group of its own (started through the launcher's setsid)."""
     try:
@@ -154,9 +179,11 @@ class ClaudeRuntime(ProviderRuntime):
     # -- private files: the CLI launcher and MCP configurations -------------------------------------
 
     def _private_dir(self) -> Path:
-        """A directory only the agent's user can enter (0700), removed by `aclose`."""
+        """A directory only the agent's user can enter (0700), removed by `aclose`; those that agents
+        killed before their `aclose` left behind are removed when the next one is made."""
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="acp-agent-claude-"))
+            _remove_stale_dirs()
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_DIR_PREFIX}{os.getpid()}-"))
         return self._dir
 
     def _program(self) -> str | None:
