@@ -37,7 +37,7 @@ def assert_reaped(tmp_path: Path) -> None:
     assert all(gone(pid) for pid in pids), pids
 
 
-# The SDK's orderly close (5 s), then SIGKILL and the reap: the longest a failed attempt's CLI may last.
+# The orderly close (SIGTERM after 5 s, SIGKILL after 7 s) and the reap: the longest a failed attempt lasts.
 STOP_BOUND_S = 15.0
 
 

@@ -55,6 +55,11 @@ def _setpriv() -> str | None:
     return found
 
 
+def parent_death_available() -> bool:
+    """Whether backends started here get a parent-death signal (see `parent_death_argv`)."""
+    return _setpriv() is not None
+
+
 def parent_death_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
     """`argv` run so that the kernel SIGKILLs it when the agent dies (Linux PR_SET_PDEATHSIG).
 

@@ -41,7 +41,7 @@ from acp_agent.acp import (
 from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.process import kill_process_group, runnable, write_launcher
+from acp_agent.process import kill_process_group, parent_death_available, runnable, write_launcher
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -59,7 +59,7 @@ from acp_agent_claude.fold import TurnFold
 
 log = logging.getLogger(__name__)
 
-DISCONNECT_BUDGET_S = 5.0  # the SDK's orderly close (stdin EOF, then signals) before SIGKILL
+DISCONNECT_BUDGET_S = 7.0  # the SDK's orderly close (stdin EOF, SIGTERM after 5 s) before SIGKILL
 REAP_BUDGET_S = 5.0
 PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
 INTERRUPT_BUDGET_S = 5.0
@@ -193,6 +193,8 @@ class ClaudeRuntime(ProviderRuntime):
             # the SDK searches for it, or reports it missing, as without a launcher
             log.debug("claude CLI not wrapped (not found here): no parent-death signal")
             return self.cli_path
+        if not parent_death_available():
+            return self.cli_path  # (logged by the core) a launcher would add nothing
         if self._launcher is None:
             self._launcher = write_launcher(self._private_dir() / "claude", [self.cli_path], new_session=True)
         return self._launcher
