@@ -3,12 +3,18 @@
 `STANDIN_HANG` picks the phase: `initializing` (never answers `initialize`), `preparing` (answers
 `initialize`, never the settings request), `submitting` (answers control requests, never reacts to
 a user message). It writes its PID to `STANDIN_PID_FILE` so tests can prove it was reaped.
+
+`STANDIN_CHILD=1` starts a helper process first (as the real CLI starts MCP servers and tools) that
+ignores the CLI's end and waits (up to 120 s, so a leak cannot last); its PID goes to the same
+file. `STANDIN_STUBBORN=1` ignores SIGTERM and outlives the end of its stdin: only SIGKILL ends it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 
 
@@ -24,8 +30,16 @@ def main() -> int:
         print("2.1.332 (Claude Code)")
         return 0
     hang = os.environ.get("STANDIN_HANG", "")
+    stubborn = os.environ.get("STANDIN_STUBBORN") == "1"
+    if stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    pids = [os.getpid()]
+    if os.environ.get("STANDIN_CHILD") == "1":
+        code = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); signal.alarm(120); signal.pause()"
+        helper = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        pids.append(helper.pid)
     with open(os.environ["STANDIN_PID_FILE"], "a") as handle:
-        handle.write(f"{os.getpid()}\n")
+        handle.write("".join(f"{pid}\n" for pid in pids))
     for line in sys.stdin:
         message = json.loads(line)
         if message.get("type") != "control_request":
@@ -35,6 +49,8 @@ def main() -> int:
             reply(message["request_id"], {"commands": [], "models": [], "pid": os.getpid()})
         elif (subtype == "set_permission_mode" and hang not in ("initializing", "preparing")) or subtype == "interrupt":
             reply(message["request_id"], {})
+    while stubborn:
+        signal.pause()
     return 0
 
 

@@ -403,7 +403,8 @@ async def test_the_editors_mcp_servers_reach_the_cli(tmp_path: Path) -> None:
             await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[server])
             [cli] = children(agent.process.pid)
             argv = argv_of(cli)
-    config = json.loads(argv[argv.index(b"--mcp-config") + 1])
+            # a file, not JSON on the command line: env values and headers are secrets
+            config = json.loads(Path(argv[argv.index(b"--mcp-config") + 1].decode()).read_text())
     assert config["mcpServers"]["editor-tools"] == {"type": "stdio", "command": "/bin/true", "args": ["--flag"],
                                                     "env": {"TOOL_MODE": "x"}}
 

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import acp
+import anyio
 import pytest
 
 from tests.claude.e2e_support import claude_agent, text
-from tests.e2e.processes import gone
+from tests.e2e.processes import gone, live_descendants, wait_ended
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -26,10 +27,18 @@ def standin(tmp_path: Path, hang: str) -> dict[str, str]:
             "ACP_AGENT_STARTUP_TIMEOUT_MS": "400", "ACP_AGENT_SUBMIT_TIMEOUT_MS": "400"}
 
 
+def standin_pids(tmp_path: Path) -> list[int]:
+    return [int(line) for line in (tmp_path / "pids").read_text().split()]
+
+
 def assert_reaped(tmp_path: Path) -> None:
-    pids = [int(line) for line in (tmp_path / "pids").read_text().split()]
+    pids = standin_pids(tmp_path)
     assert pids
     assert all(gone(pid) for pid in pids), pids
+
+
+# The orderly close (SIGTERM after 5 s, SIGKILL after 7 s) and the reap: the longest a failed attempt lasts.
+STOP_BOUND_S = 15.0
 
 
 @BOTH
@@ -84,3 +93,46 @@ async def test_a_missing_cli_is_a_clear_error_not_a_traceback(tmp_path: Path) ->
     assert (failure["execution"], failure["outcome"], failure["phase"]) == ("notSubmitted", "failed", "initializing")
     assert "Traceback" not in (tmp_path / "agent-claude.stderr").read_text()
     assert "Traceback" not in agent.log_text()
+
+
+@pytest.mark.parametrize("phase", ["initializing", "preparing"])
+async def test_a_start_up_deadline_answers_before_the_cli_is_stopped(tmp_path: Path, phase: str) -> None:
+    """The error reaches the client within the deadline plus 1 s; stopping the CLI (one that ignores
+    the end of its input and SIGTERM, so only the SIGKILL after the close budget ends it) goes on after."""
+    extra = {**standin(tmp_path, phase), "STANDIN_STUBBORN": "1"}
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=False, extra=extra) as agent:
+            await agent.conn.list_sessions(cwd=str(tmp_path))  # the runtime and the SDK are loaded
+            with pytest.raises(acp.RequestError) as caught:
+                with anyio.fail_after(0.4 + 1.0):
+                    await agent.conn.new_session(cwd=str(tmp_path))
+            pids = standin_pids(tmp_path)
+            assert not all(gone(pid) for pid in pids), "the error waited for the CLI to be stopped"
+            await wait_ended(pids, within_s=STOP_BOUND_S)
+            assert live_descendants(agent.process.pid) == []
+            assert agent.process.returncode is None
+    assert caught.value.data["failure"]["phase"] == phase
+    assert agent.frames.problems == []
+
+
+async def new_session_and_prompt(agent: Any, cwd: Path) -> None:
+    session = await agent.conn.new_session(cwd=str(cwd))
+    await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
+
+
+@pytest.mark.parametrize("phase", ["initializing", "preparing", "submitting"])
+async def test_no_process_of_a_failed_attempt_remains(tmp_path: Path, phase: str) -> None:
+    """A CLI with a helper process of its own fails a phase: both end while the agent keeps running."""
+    extra = {**standin(tmp_path, phase), "STANDIN_CHILD": "1"}
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=False, extra=extra) as agent:
+            with pytest.raises(acp.RequestError) as caught:
+                await new_session_and_prompt(agent, tmp_path)
+            pids = standin_pids(tmp_path)
+            assert len(pids) == 2
+            await wait_ended(pids, within_s=STOP_BOUND_S)
+            assert all(gone(pid) for pid in pids)
+            assert live_descendants(agent.process.pid) == []
+            assert agent.process.returncode is None
+    assert caught.value.data["failure"]["phase"] == phase
+    assert agent.frames.problems == []

@@ -8,13 +8,15 @@ notifications sent before and after answering that request (`$THREAD` stands for
 `STAND_IN_LATE_ONCE=<method>` leaves the first such request unanswered and sends the script's
 `"late"` notifications just before handling the next request (a turn that starts after its
 prompt gave up). `STAND_IN_LOG` names a JSON-lines file every request received is appended to.
-It writes its PID to `STAND_IN_PID_FILE` so tests can check it is gone.
+It writes its PID to `STAND_IN_PID_FILE` so tests can check it is gone. `STAND_IN_STUBBORN=1`
+ignores SIGTERM and outlives the end of its stdin (for at most 120 s): only SIGKILL stops it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -45,6 +47,10 @@ def main() -> int:
     if pid_file:
         with open(pid_file, "w") as handle:
             handle.write(str(os.getpid()))
+    stubborn = os.environ.get("STAND_IN_STUBBORN") == "1"
+    if stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.alarm(120)
     hang, exit_on = os.environ.get("STAND_IN_HANG"), os.environ.get("STAND_IN_EXIT_ON")
     late_once, log_path = os.environ.get("STAND_IN_LATE_ONCE"), os.environ.get("STAND_IN_LOG")
     script = json.loads(os.environ.get("STAND_IN_SCRIPT", "{}").replace("$THREAD", THREAD_ID))
@@ -76,6 +82,8 @@ def main() -> int:
             send({"method": "thread/started", "params": {"thread": {"id": THREAD_ID}}})
         for notification in steps.get("after", []):
             send(notification)
+    while stubborn:
+        signal.pause()
     return 0
 
 

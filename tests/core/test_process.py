@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
+import sys
+from pathlib import Path
 
 import anyio
 import pytest
 
-from acp_agent.process import open_child
+from acp_agent.process import open_child, parent_death_available, write_launcher
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -42,3 +45,41 @@ async def test_cancellation_still_stops_the_child() -> None:
             await anyio.sleep_forever()
     assert child.returncode is not None
     assert not alive(child.pid)
+
+
+# -- the parent-death signal (Linux, util-linux setpriv) ------------------------------------------------
+
+REPORT = ("import ctypes, os, sys; libc = ctypes.CDLL(None); signal = ctypes.c_int(); "
+          "libc.prctl(2, ctypes.byref(signal), 0, 0, 0); "  # PR_GET_PDEATHSIG
+          "print(signal.value, int(os.getsid(0) == os.getpid()), flush=True)")
+needs_setpriv = pytest.mark.skipif(not parent_death_available(), reason="no util-linux setpriv with --pdeathsig here")
+
+
+@needs_setpriv
+async def test_open_child_gives_the_backend_a_parent_death_signal() -> None:
+    async with open_child([sys.executable, "-c", REPORT], name="reporter") as child:
+        line = b""
+        while not line.endswith(b"\n"):
+            line += await child.stdout.receive()
+    assert line.split() == [b"9", b"1"]  # SIGKILL; and its own session (start_new_session)
+
+
+@needs_setpriv
+async def test_a_launcher_sets_the_signal_and_a_session_then_runs_the_program(tmp_path: Path) -> None:
+    launcher = write_launcher(tmp_path / "launch", [sys.executable], new_session=True)
+    assert stat.S_IMODE(os.stat(launcher).st_mode) == 0o700
+    result = await anyio.run_process([launcher, "-c", REPORT])
+    assert result.stdout.split() == [b"9", b"1"]
+
+
+async def test_a_missing_program_still_fails_to_start_as_such(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        async with open_child([str(tmp_path / "no-such-backend")], name="missing"):
+            pass
+
+
+def test_where_setpriv_is_missing_the_command_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_agent import process
+
+    monkeypatch.setattr(process, "_setpriv", lambda: None)
+    assert process.parent_death_argv(["true", "x"]) == ["true", "x"]

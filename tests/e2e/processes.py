@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from pathlib import Path
+
+import anyio
 
 
 def children(pid: int) -> list[int]:
     found: list[int] = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as handle:
-            found.extend(int(child) for child in handle.read().split())
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:  # the process is gone
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
     return found
 
 
@@ -22,6 +32,11 @@ def descendants(pid: int) -> list[int]:
         found.append(child)
         found.extend(descendants(child))
     return found
+
+
+def live_descendants(pid: int) -> list[int]:
+    """Descendants that are still running (a zombie about to be reaped does not count)."""
+    return [child for child in descendants(pid) if not gone(child)]
 
 
 def argv_of(pid: int) -> list[bytes]:
@@ -51,3 +66,28 @@ def gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].startswith("Z")
     except FileNotFoundError:
         return True
+
+
+async def wait_ended(pids: Iterable[int], *, within_s: float) -> None:
+    """Wait until every process in `pids` has ended (exited, zombie or reaped), on pidfds; fail after `within_s`.
+
+    Open the pidfds (`pidfds`) before whatever ends the processes when their PIDs could be reused.
+    """
+    with ExitStack() as stack:
+        descriptors = pidfds(pids, stack)
+        with anyio.fail_after(within_s):
+            for descriptor in descriptors:
+                await anyio.wait_readable(descriptor)
+
+
+def pidfds(pids: Iterable[int], stack: ExitStack) -> list[int]:
+    """A pidfd for each process still there (closed with `stack`); a process already reaped has none."""
+    descriptors = []
+    for pid in pids:
+        try:
+            descriptor = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        stack.callback(os.close, descriptor)
+        descriptors.append(descriptor)
+    return descriptors

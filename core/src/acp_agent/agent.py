@@ -60,6 +60,7 @@ from acp_agent.failures import (
     split_title,
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.process import parent_death_argv
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -514,7 +515,9 @@ class Agent:
         command = (program, *spec.logout_args)
         try:
             with anyio.fail_after(LOGOUT_COMMAND_BUDGET_S):
-                result = await anyio.run_process(list(command), env=dict(self.settings.environ), check=False)
+                result = await anyio.run_process(parent_death_argv(command, self.settings.environ),
+                                                 env=dict(self.settings.environ),
+                                                 check=False)
             log.info("%s exited with %d", command[0], result.returncode)
         except (OSError, TimeoutError) as exc:
             log.warning("%s could not be run: %s", command[0], type(exc).__name__)

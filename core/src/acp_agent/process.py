@@ -3,21 +3,106 @@
 Stopping closes stdin, waits, terminates, waits, kills and reaps, each step under a deadline, in a
 shielded scope so cancellation cannot leave an orphan. Raw stderr goes to the debug log (through
 the redacting formatter), never into errors.
+
+Every backend the agent starts also gets a parent-death signal (`parent_death_argv`): should the
+agent die without stopping it (SIGKILL, a crash), the kernel kills the backend at once.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import shlex
+import shutil
 import signal
+import stat
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import anyio.abc
 from anyio.streams.text import TextReceiveStream
 
 log = logging.getLogger(__name__)
+
+
+SETPRIV_CANDIDATES = ("/usr/bin/setpriv", "/bin/setpriv")
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux `setpriv` if it runs here and knows `--pdeathsig` (util-linux 2.33 or later)."""
+    if not sys.platform.startswith("linux"):
+        log.debug("no parent-death signal for backends: not Linux")
+        return None
+    found = next((path for path in SETPRIV_CANDIDATES if os.access(path, os.X_OK)), None) or shutil.which("setpriv")
+    if found is None:
+        log.debug("no parent-death signal for backends: setpriv not found")
+        return None
+    try:
+        probe = subprocess.run([found, "--pdeathsig", "KILL", "--", "true"], stdin=subprocess.DEVNULL,
+                               capture_output=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.debug("no parent-death signal for backends: %s failed (%s)", found, type(exc).__name__)
+        return None
+    if probe.returncode != 0:
+        log.debug("no parent-death signal for backends: %s --pdeathsig is not supported", found)
+        return None
+    return found
+
+
+def parent_death_available() -> bool:
+    """Whether backends started here get a parent-death signal (see `parent_death_argv`)."""
+    return _setpriv() is not None
+
+
+def parent_death_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """`argv` run so that the kernel SIGKILLs it when the agent dies (Linux PR_SET_PDEATHSIG).
+
+    `setpriv --pdeathsig KILL --` sets the signal and execs the program, so the backend keeps its
+    PID and its own argv. The signal fires when the *thread* that forked the child ends: spawn from
+    the event-loop thread (anyio's `open_process` does), never from a worker thread. Where setpriv
+    is unavailable (not Linux, util-linux missing or too old) `argv` is returned unchanged and the
+    orderly stop remains the only guard; that is logged at debug level once. A program that cannot
+    be found (on `env`'s PATH) is not wrapped either, so starting it fails as it would unwrapped
+    (FileNotFoundError) instead of as a wrapper that exits 127.
+    """
+    setpriv = _setpriv()
+    if setpriv is None or not runnable(argv[0], env):
+        return list(argv)
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv]
+
+
+def runnable(program: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether `program` names an executable file, directly or on `env`'s PATH (the child's)."""
+    path = (env if env is not None else os.environ).get("PATH", os.defpath)
+    return shutil.which(program, path=path) is not None
+
+
+def write_launcher(path: Path, argv: Sequence[str], *, new_session: bool = False) -> str:
+    """An executable script at `path` that execs `argv` (plus its own arguments) with the parent-death signal.
+
+    For backends a library spawns, where only the program can be chosen (the Claude CLI through
+    claude-agent-sdk). `new_session` also starts the program in a session of its own (util-linux
+    `setsid`; the launcher is never a group leader, so setsid execs without forking) so what it
+    leaves behind can be killed as one group. The script is readable only by the agent's user.
+    """
+    program = list(argv)
+    if new_session:
+        setsid = shutil.which("setsid") if sys.platform.startswith("linux") else None
+        if setsid is None:
+            log.debug("backend launcher: setsid unavailable, the program shares the agent's process group")
+        else:
+            # setpriv (below) execs setsid, which calls setsid() in the same process and execs the program.
+            program = [setsid, *program]
+    command = parent_death_argv(program)
+    path.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(part) for part in command) + ' "$@"\n')
+    path.chmod(stat.S_IRWXU)
+    return str(path)
 
 
 class ChildProcess:
@@ -83,7 +168,7 @@ async def open_child(
 ) -> AsyncIterator[ChildProcess]:
     """Start a child with piped stdio; on exit it is stopped (and reaped) whatever happened."""
     process = await anyio.open_process(
-        list(argv), env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
+        parent_death_argv(argv, env), env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
     child = ChildProcess(process, name)
     log.debug("started %s (pid %d)", name, child.pid)
     try:

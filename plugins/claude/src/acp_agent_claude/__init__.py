@@ -55,12 +55,14 @@ async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime
 
     from acp_agent_claude.runtime import ClaudeRuntime
 
-    runtime = ClaudeRuntime(context, cli_path(context.environ))
-    try:
-        yield runtime
-    finally:
-        with anyio.CancelScope(shield=True):
-            await runtime.aclose()
+    # The task group runs the CLIs' connects and the stops of failed attempts; leaving it waits for them.
+    async with anyio.create_task_group() as task_group:
+        runtime = ClaudeRuntime(context, cli_path(context.environ), task_group)
+        try:
+            yield runtime
+        finally:
+            with anyio.CancelScope(shield=True):
+                await runtime.aclose()
 
 
 def provider_spec() -> ProviderSpec:

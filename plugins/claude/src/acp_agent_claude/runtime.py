@@ -8,14 +8,19 @@ Imported only when the first session starts, so `initialize` never loads the SDK
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import attrs
 from attrs import define, field
@@ -36,6 +41,7 @@ from acp_agent.acp import (
 from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.process import kill_process_group, parent_death_available, runnable, write_launcher
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -53,7 +59,9 @@ from acp_agent_claude.fold import TurnFold
 
 log = logging.getLogger(__name__)
 
-DISCONNECT_BUDGET_S = 5.0
+DISCONNECT_BUDGET_S = 7.0  # the SDK's orderly close (stdin EOF, SIGTERM after 5 s) before SIGKILL
+REAP_BUDGET_S = 5.0
+PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
 INTERRUPT_BUDGET_S = 5.0
 PAGE_SIZE = 50
 MODES: tuple[tuple[str, str, str], ...] = (
@@ -91,6 +99,7 @@ class ClaudeSession:
     commands: list[dict[str, Any]] = field(factory=list)
     credentials: dict[str, str] = field(factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
+    mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
 
 
 def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -104,10 +113,47 @@ class _NotSubmitted(Exception):
     """Writing the user message to the CLI failed: the CLI is gone and nothing was submitted."""
 
 
+def _process_of(client: Any) -> Any:
+    """The SDK's CLI process (an anyio Process), or None before the spawn and after the close."""
+    return getattr(getattr(client, "_transport", None), "_process", None)
+
+
 def _cli_running(client: Any) -> bool:
     """Whether the SDK's CLI process is still running (True when the SDK does not say)."""
-    process = getattr(getattr(client, "_transport", None), "_process", None)
+    process = _process_of(client)
     return process is None or process.returncode is None
+
+
+def _remove_stale_dirs() -> None:
+    """Private directories of this user's agents that are no longer running (their MCP secrets)."""
+    root = Path(tempfile.gettempdir())
+    for path in root.glob(f"{PRIVATE_DIR_PREFIX}*-*"):
+        owner = path.name[len(PRIVATE_DIR_PREFIX):].split("-", 1)[0]
+        try:
+            mine = path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and owner.isdigit() and not _running(int(owner)):
+            log.debug("removing %s, left by an agent that is gone", path.name)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _own_group(pid: int) -> bool:
+    """Whether the CLI leads a process group of its own (started through the launcher's setsid)."""
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
 
 
 def _start_failure(what: str) -> FailureObservation:
@@ -119,10 +165,60 @@ def _start_failure(what: str) -> FailureObservation:
 
 
 class ClaudeRuntime(ProviderRuntime):
-    def __init__(self, context: RuntimeContext, cli_path: str | None) -> None:
+    """The CLIs of every session; `task_group` (owned by `open_runtime`) runs their connects and stops."""
+
+    def __init__(self, context: RuntimeContext, cli_path: str | None, task_group: anyio.abc.TaskGroup) -> None:
         self.context = context
         self.cli_path = cli_path
         self.sessions: dict[str, ClaudeSession] = {}
+        self._tg = task_group
+        self._dir: Path | None = None
+        self._launcher: str | None = None
+        self._files = 0
+
+    # -- private files: the CLI launcher and MCP configurations -------------------------------------
+
+    def _private_dir(self) -> Path:
+        """A directory only the agent's user can enter (0700), removed by `aclose`; those that agents
+        killed before their `aclose` left behind are removed when the next one is made."""
+        if self._dir is None:
+            _remove_stale_dirs()
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_DIR_PREFIX}{os.getpid()}-"))
+        return self._dir
+
+    def _program(self) -> str | None:
+        """The CLI as the SDK starts it: through a launcher that gives it a parent-death signal and a
+        process group of its own, so it dies with the agent and what it started can be killed with it."""
+        if self.cli_path is None or not runnable(self.cli_path, self.context.environ):
+            # the SDK searches for it, or reports it missing, as without a launcher
+            log.debug("claude CLI not wrapped (not found here): no parent-death signal")
+            return self.cli_path
+        if not parent_death_available():
+            return self.cli_path  # (logged by the core) a launcher would add nothing
+        if self._launcher is None:
+            self._launcher = write_launcher(self._private_dir() / "claude", [self.cli_path], new_session=True)
+        return self._launcher
+
+    def _mcp_config(self, session: ClaudeSession) -> str | dict[str, Any]:
+        """The session's MCP servers as a path: their env values and headers are secrets, and the
+        SDK would put a dict on the CLI's command line, readable by every local user."""
+        if not session.mcp_servers:
+            return {}
+        if session.mcp_config is None:
+            self._files += 1
+            path = self._private_dir() / f"mcp-{self._files}.json"
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                json.dump({"mcpServers": session.mcp_servers}, handle)
+            session.mcp_config = path
+        return str(session.mcp_config)
+
+    @staticmethod
+    def _forget_files(session: ClaudeSession) -> None:
+        """The session ended (closed, replaced, never started): its MCP configuration goes."""
+        path, session.mcp_config = session.mcp_config, None
+        if path is not None:
+            path.unlink(missing_ok=True)
 
     # -- the SDK client ---------------------------------------------------------------------------
 
@@ -131,7 +227,7 @@ class ClaudeRuntime(ProviderRuntime):
 
         return ClaudeAgentOptions(
             cwd=session.cwd,
-            cli_path=self.cli_path,
+            cli_path=self._program(),
             env={**self.context.environ, **session.credentials},
             resume=session.session_id if resume else None,
             extra_args={} if resume else {"session-id": session.session_id},
@@ -142,52 +238,116 @@ class ClaudeRuntime(ProviderRuntime):
             system_prompt={"type": "preset", "preset": "claude_code"},
             setting_sources=["user", "project", "local"],
             stderr=lambda line: log.debug("claude stderr: %s", line),
-            mcp_servers=session.mcp_servers,  # type: ignore[arg-type]
+            mcp_servers=self._mcp_config(session),
         )
 
     async def _connect(self, session: ClaudeSession, *, resume: bool) -> None:
+        """Start and prepare a CLI for the session. On any failure the CLI is stopped in the
+        background (`_retire`), so the error answers the client at once, within its deadline."""
         from claude_agent_sdk import ClaudeSDKClient
 
         client = ClaudeSDKClient(self._options(session, resume=resume))
+        settled = anyio.Event()
+        process = None
         try:
-            async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
-                await client.connect()
-        except PhaseDeadlineExceeded:
-            await self._disconnect(client)
+            try:
+                async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
+                    await self._handshake(client, settled)
+            except BaseException:
+                process = _process_of(client)  # the SDK forgets it once its own close ran
+                raise
+            process = _process_of(client)
+            try:
+                async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
+                    # Apply and verify the session's settings: the CLI answers only once they hold.
+                    await client.set_permission_mode(session.mode)  # type: ignore[arg-type]
+            except PhaseDeadlineExceeded:
+                raise
+            except Exception as exc:
+                log.warning("claude CLI rejected the session settings: %s", type(exc).__name__)
+                raise PhaseFailed(_start_failure("prepared")) from None
+        except BaseException:
+            self._retire(client, settled=settled, process=process)
             raise
-        except Exception as exc:
-            log.warning("claude CLI failed to start: %s", type(exc).__name__)
-            await self._disconnect(client)
-            raise PhaseFailed(_start_failure("started")) from None
-        try:
-            async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
-                # Apply and verify the session's settings: the CLI answers only once they hold.
-                await client.set_permission_mode(session.mode)  # type: ignore[arg-type]
-        except PhaseDeadlineExceeded:
-            await self._disconnect(client)
-            raise
-        except Exception as exc:
-            log.warning("claude CLI rejected the session settings: %s", type(exc).__name__)
-            await self._disconnect(client)
-            raise PhaseFailed(_start_failure("prepared")) from None
         info = await client.get_server_info() or {}
         session.commands = [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")]
         session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
         session.client = client
         session.dead = False
 
-    async def _disconnect(self, client: Any) -> None:
+    async def _handshake(self, client: Any, settled: anyio.Event) -> None:
+        """`client.connect()` in the runtime's task group, awaited here.
+
+        A connect cancelled in place would first close the CLI (the SDK does that, shielded, for
+        seconds) and only then let the deadline through; run apart, the caller gets the failure as
+        the deadline fires while the close goes on in that task. `settled` is set when it ended.
+        """
+        errors: list[Exception] = []
+        scope = anyio.CancelScope()
+
+        async def connect() -> None:
+            try:
+                with scope:
+                    await client.connect()
+            except Exception as exc:
+                errors.append(exc)
+            finally:
+                settled.set()
+
+        self._tg.start_soon(connect)
+        try:
+            await settled.wait()
+        finally:
+            scope.cancel()
+        if errors:
+            log.warning("claude CLI failed to start: %s", type(errors[0]).__name__)
+            raise PhaseFailed(_start_failure("started"))
+
+    def _retire(self, client: Any, *, settled: anyio.Event | None = None, process: Any = None) -> None:
+        """Stop a CLI of a failed attempt in the runtime's task group (shielded, bounded, reaped)."""
+        self._tg.start_soon(functools.partial(self._disconnect, client, settled=settled, process=process))
+
+    def _abandon(self, session: ClaudeSession) -> None:
+        """The session's CLI failed a phase: it is stopped now; the next prompt starts another."""
+        session.dead = True
+        client, session.client = session.client, None
+        if client is not None:
+            self._retire(client)
+
+    async def _disconnect(self, client: Any, *, settled: anyio.Event | None = None, process: Any = None) -> None:
+        """Stop a client's CLI: the SDK's orderly close (stdin EOF, then signals), cut short with SIGKILL
+        after DISCONNECT_BUDGET_S; always reaped, then whatever the CLI left in its process group is killed.
+
+        `settled` is the connect task of a failed start, which runs the SDK's close itself.
+        """
+        process = process or _process_of(client)
+        group = process.pid if process is not None and _own_group(process.pid) else None
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(DISCONNECT_BUDGET_S) as scope:
+            async with anyio.create_task_group() as watchdog:
+                if process is not None:
+                    watchdog.start_soon(self._kill_after, process, DISCONNECT_BUDGET_S)
+                if settled is not None:
+                    await settled.wait()
                 try:
                     await client.disconnect()
                 except Exception as exc:
                     log.debug("claude disconnect: %s", type(exc).__name__)
-            if scope.cancelled_caught:
-                process = getattr(getattr(client, "_transport", None), "_process", None)
-                if process is not None and process.returncode is None:
-                    log.warning("claude CLI (pid %s) did not stop in time; killing it", process.pid)
+                watchdog.cancel_scope.cancel()
+            if process is not None:
+                if process.returncode is None:
                     process.kill()
+                with anyio.move_on_after(REAP_BUDGET_S):
+                    await process.wait()
+                log.debug("claude CLI (pid %s) stopped with %s", process.pid, process.returncode)
+            if group is not None:
+                kill_process_group(group)
+
+    @staticmethod
+    async def _kill_after(process: Any, delay_s: float) -> None:
+        await anyio.sleep(delay_s)
+        if process.returncode is None:
+            log.warning("claude CLI (pid %s) did not stop in time; killing it", process.pid)
+            process.kill()
 
     def _session(self, session_id: str) -> ClaudeSession:
         session = self.sessions.get(session_id)
@@ -220,7 +380,11 @@ class ClaudeRuntime(ProviderRuntime):
     async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
         session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers))
-        await self._connect(session, resume=False)
+        try:
+            await self._connect(session, resume=False)
+        except BaseException:
+            self._forget_files(session)
+            raise
         self.sessions[session.session_id] = session
         await self._announce(session, channel)
         return SessionStart(session.session_id, self._modes(session), self._config_options(session))
@@ -241,11 +405,17 @@ class ClaudeRuntime(ProviderRuntime):
             for event in history.replay(entries, session_id, cwd):
                 await channel.emit(event)
         existing = self.sessions.pop(session_id, None)
-        if existing is not None and existing.client is not None:
-            await self._disconnect(existing.client)
+        if existing is not None:
+            if existing.client is not None:
+                await self._disconnect(existing.client)
+            self._forget_files(existing)
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers))
-        await self._connect(session, resume=True)
+        try:
+            await self._connect(session, resume=True)
+        except BaseException:
+            self._forget_files(session)
+            raise
         self.sessions[session_id] = session
         await self._announce(session, channel)
         return SessionStart(session_id, self._modes(session), self._config_options(session))
@@ -270,8 +440,10 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def close_session(self, session_id: str) -> None:
         session = self.sessions.pop(session_id, None)
-        if session is not None and session.client is not None:
-            await self._disconnect(session.client)
+        if session is not None:
+            if session.client is not None:
+                await self._disconnect(session.client)
+            self._forget_files(session)
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         session = self._session(session_id)
@@ -333,6 +505,7 @@ class ClaudeRuntime(ProviderRuntime):
         replaced = session.dead
         if session.client is not None:
             await self._disconnect(session.client)
+            session.client = None
         await self._connect(session, resume=await self._stored(session))
         if replaced:
             await turn.emit(RuntimeReplaced())
@@ -359,7 +532,7 @@ class ClaudeRuntime(ProviderRuntime):
             pass
         except PhaseDeadlineExceeded as exc:
             turn.record_failure(exc.observation)
-            session.dead = True
+            self._abandon(session)
             raise
         except _NotSubmitted:
             raise
@@ -376,7 +549,7 @@ class ClaudeRuntime(ProviderRuntime):
             with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                 await messages.aclose()
         if fold.outcome is None:
-            session.dead = True
+            self._abandon(session)
             return fold.finish_without_result()
         return fold.outcome
 
@@ -419,8 +592,15 @@ class ClaudeRuntime(ProviderRuntime):
         return PermissionResultDeny(message="The user rejected this tool call.", interrupt=cancelled)
 
     async def aclose(self) -> None:
+        """Stop every session's CLI and remove the private files; stops of failed attempts still
+        running in the runtime's task group finish before `open_runtime` returns."""
         sessions, self.sessions = list(self.sessions.values()), {}
-        async with anyio.create_task_group() as task_group:
-            for session in sessions:
-                if session.client is not None:
-                    task_group.start_soon(self._disconnect, session.client)
+        try:
+            async with anyio.create_task_group() as task_group:
+                for session in sessions:
+                    if session.client is not None:
+                        task_group.start_soon(self._disconnect, session.client)
+        finally:
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None

@@ -297,8 +297,9 @@ class CodexRuntime(ProviderRuntime):
                     raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.INITIALIZING.value)) from None
         except BaseException:
             if server is not None:
-                with anyio.CancelScope(shield=True):
-                    await self._stop(server)
+                # The server's own task (in the runtime's task group) stops and reaps it, shielded;
+                # the failure answers the client now instead of after that stop.
+                self._request_stop(server)
             raise
         return server
 
@@ -343,9 +344,13 @@ class CodexRuntime(ProviderRuntime):
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     pass
 
-    async def _stop(self, server: AppServer) -> None:
+    @staticmethod
+    def _request_stop(server: AppServer) -> None:
         server.stop_requested = True
         server.finished.set()
+
+    async def _stop(self, server: AppServer) -> None:
+        self._request_stop(server)
         with anyio.move_on_after(STOP_TIMEOUT_S):
             await server.stopped.wait()
 
