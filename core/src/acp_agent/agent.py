@@ -78,6 +78,7 @@ from acp_agent.rpc import (
     Reply,
     RpcError,
 )
+from acp_agent.scrub import ScrubbingSendStream
 from acp_agent.wire import UNSET, Unset, camel, describe_error
 
 log = logging.getLogger(__name__)
@@ -268,8 +269,12 @@ class Agent:
 
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
                     *, max_line_bytes: int | None = None) -> None:
-        """Serve one connection until EOF (or cancellation), then close every session and backend."""
-        self.connection = Connection(receive, send, self.methods())
+        """Serve one connection until EOF (or cancellation), then close every session and backend.
+
+        Every frame goes out through the scrubber, so no secret the redactor holds reaches the
+        client, whichever part of the agent wrote it.
+        """
+        self.connection = Connection(receive, ScrubbingSendStream(send, self.settings.redact), self.methods())
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
         async with anyio.create_task_group() as task_group:
@@ -549,18 +554,25 @@ class Agent:
                 self.settings.redact.add(value)
         return dict(offered)
 
+    def _hold_mcp_secrets(self, params: Any) -> None:
+        """From the raw request, before it is checked, so no answer (an error included) can echo them."""
+        if isinstance(params, dict):
+            self.settings.redact.add(*mcp_secret_values(params.get("mcpServers")))
+
     def _session_credentials(self, session: Session) -> CredentialState:
         if any(name in self.provider.credentials.env_vars for name in session.credentials):
             return CredentialState(True, "clientProvider")
         return self.credentials()
 
     async def new_session(self, params: Any) -> Any:
+        self._hold_mcp_secrets(params)
         request = self._parse(params, acp.NewSessionRequest)
         return await self._create_session("session/new", request.cwd, request.meta,
                                           lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
                                                                                        channel))
 
     async def fork_session(self, params: Any) -> Any:
+        self._hold_mcp_secrets(params)
         request = self._parse(params, acp.ForkSessionRequest)
         return await self._create_session("session/fork", request.cwd, request.meta,
                                           lambda runtime, channel: runtime.fork_session(
@@ -591,6 +603,7 @@ class Agent:
         session.announced = True
 
     async def _open_existing(self, params: Any, *, replay: bool) -> Any:
+        self._hold_mcp_secrets(params)
         request = self._parse(params, acp.LoadSessionRequest)
         self._check_cwd(request.cwd)
         existing = self.sessions.get(request.session_id)
@@ -851,6 +864,25 @@ class Agent:
             valid = {option.option_id for option in options}
             return option_id if option_id in valid else None
         return None
+
+
+def mcp_secret_values(servers: Any) -> list[str]:
+    """Every `env` and `headers` value of the client's MCP servers (ACP `mcpServers`, raw JSON).
+
+    They are treated as secrets: tokens and connection strings travel there under any name.
+    """
+    values: list[str] = []
+    for server in servers if isinstance(servers, list) else ():
+        if not isinstance(server, Mapping):
+            continue
+        for key in ("env", "headers"):
+            pairs = server.get(key)
+            if isinstance(pairs, Mapping):
+                values.extend(value for value in pairs.values() if isinstance(value, str))
+            elif isinstance(pairs, list):
+                values.extend(pair["value"] for pair in pairs
+                              if isinstance(pair, Mapping) and isinstance(pair.get("value"), str))
+    return values
 
 
 def _text(value: object) -> str | None:
