@@ -7,7 +7,7 @@ per-session credentials, MCP server env values and headers); the pattern rules a
 bound of `redact` are for error texts and logs and do not apply to frames, so long tool output
 stays whole.
 
-Fast path: a substring check per write over the encoded bytes, for each form a secret can take
+Fast path: per write, a substring search over the encoded bytes for every form a secret can take
 in a frame (as is, JSON-escaped, ASCII-escaped); the forms are rebuilt only when the redactor's
 set of secrets changes. Slow path, only for a line that contains a form: the line is decoded, the
 secrets are replaced in every string (object keys too) and the value is encoded again, so the
@@ -49,7 +49,6 @@ class FrameScrubber:
         self._forms: tuple[bytes, ...] = ()
         self._text: re.Pattern[str] | None = None
         self._bytes: re.Pattern[bytes] | None = None
-        self.rewritten = 0  # lines rewritten so far: a count for tests, never the secrets
 
     def _refresh(self) -> None:
         self._version = self._redactor.version
@@ -63,11 +62,17 @@ class FrameScrubber:
     def __call__(self, data: bytes) -> bytes:
         if self._version != self._redactor.version:
             self._refresh()
-        forms = self._forms
-        if not forms or not any(form in data for form in forms):
+        if not self._contains(data):
             return data
-        return b"\n".join(self._line(line) if any(form in line for form in forms) else line
-                          for line in data.split(b"\n"))
+        return b"\n".join(self._line(line) if self._contains(line) else line for line in data.split(b"\n"))
+
+    def _contains(self, data: bytes) -> bool:
+        # One substring search per form, in a plain loop: measured faster than a regex alternation
+        # for any realistic number of secrets (bench/bench_scrub.py); no generator on the hot path.
+        for form in self._forms:  # noqa: SIM110
+            if form in data:
+                return True
+        return False
 
     def _line(self, line: bytes) -> bytes:
         text, raw = self._text, self._bytes
@@ -83,7 +88,6 @@ class FrameScrubber:
                 out = json.dumps(cleaned, separators=(",", ":"), allow_nan=False).encode()
         except (ValueError, RecursionError):
             out = raw.sub(_MASK_BYTES, line)  # not a JSON frame: plain replacement is all there is
-        self.rewritten += 1
         return out
 
 
