@@ -191,3 +191,42 @@ def _replaced(value: Any, secret: str) -> Any:
     if isinstance(value, dict):
         return {_replaced(key, secret): _replaced(item, secret) for key, item in value.items()}
     return value
+
+
+MCP_CASES = [
+    ("env", "DATABASE_URL", "postgres://app:pw-1@db/app", True),
+    ("env", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_0123456789", True),
+    ("env", "DB_PASS", "hunter", True),  # a word, but the name says it is a secret
+    ("env", "ANYTHING", "a1b2c3d4", True),
+    ("env", "ALLOWED", "https://hooks.example.test/services/T0/B0/xyz", True),
+    ("env", "LOG_LEVEL", "error", False),
+    ("env", "FORMAT", "text", False),
+    ("env", "PORT", "8080", False),
+    ("env", "VERSION", "1.2.3", False),
+    ("env", "DIRS", "/home/me/code:/tmp", False),
+    ("headers", "Authorization", "Bearer abc123", True),
+    ("headers", "X-Api-Key", "plainword", True),
+    ("headers", "X-Region", "us-east-1", True),
+    ("headers", "Content-Type", "application/json", False),
+    ("headers", "Accept", "text/event-stream", False),
+]
+
+
+@pytest.mark.parametrize(("where", "name", "value", "held"), MCP_CASES, ids=[case[1] for case in MCP_CASES])
+def test_which_mcp_values_are_held_as_secrets(where: str, name: str, value: str, held: bool) -> None:
+    from acp_agent.agent import mcp_secret_values
+
+    server: dict[str, Any] = ({"name": "s", "command": "/bin/true", "env": [{"name": name, "value": value}]}
+                              if where == "env" else
+                              {"name": "s", "type": "http", "url": "http://127.0.0.1:9", "headers": [
+                                  {"name": name, "value": value}]})
+    assert mcp_secret_values([server]) == ([value] if held else [])
+
+
+def test_malformed_mcp_entries_are_skipped_not_fatal() -> None:
+    from acp_agent.agent import mcp_secret_values
+
+    servers = ["junk", 3, None, {"env": "x"}, {"env": [1, {"name": "A"}, {"value": 5}]},
+               {"env": {"K_TOKEN": "zz-token-1"}}, {"headers": [{"value": "no-name-9x"}]}]
+    assert mcp_secret_values(servers) == ["zz-token-1", "no-name-9x"]
+    assert mcp_secret_values({"not": "a list"}) == []

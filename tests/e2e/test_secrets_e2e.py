@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import acp
 import pytest
 from acp import schema
 
@@ -71,4 +72,24 @@ async def test_mcp_env_and_header_values_and_env_secrets_never_reach_the_client(
     wire = json.dumps(agent.frames.incoming, ensure_ascii=False)
     assert not [name for name, value in SECRETS.items() if value in wire]
     assert not [name for name, value in SECRETS.items() if value in agent.log_text()]
+    assert agent.frames.problems == []
+
+
+async def test_plain_mcp_values_are_not_secrets_so_output_and_protocol_stay_whole(tmp_path: Path) -> None:
+    """A word, a number or a path given to an MCP server is configuration: masking `error` or
+    `text` would break every error response and every text block, a path every file location."""
+    plain = {"LOG_LEVEL": "error", "FORMAT": "text", "PORT": "8080", "WORKDIR": str(tmp_path)}
+    rate = {"kind": "rate_limited", "native_kind": "rate_limit", "title": "API Error: 429 rate limited"}
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, {"turns": [[{"fail": rate}]]})) as agent:
+        await agent.initialize(capable=False)
+        server = schema.McpServerStdio(name="tools", command="/bin/true", args=[], env=[
+            *(schema.EnvVariable(name=name, value=value) for name, value in plain.items()),
+            schema.EnvVariable(name="API_TOKEN", value="text-but-named-a-token")])
+        session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[server])
+        with pytest.raises(acp.RequestError) as failed:
+            await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("one"))
+        echoed = " ".join(plain.values()) + " text-but-named-a-token"
+        await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt(echoed))
+    assert (failed.value.code, str(failed.value)) == (-32603, rate["title"])
+    assert agent_text(agent, session.session_id) == " ".join(plain.values()) + f" {MASK}"
     assert agent.frames.problems == []
