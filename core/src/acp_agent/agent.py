@@ -868,7 +868,8 @@ class Agent:
 
 
 # A name that says its value is a credential; such a value is held whatever it looks like.
-_SECRET_HINT = re.compile(r"KEY|TOKEN|SECRET|PASS|PW|AUTH|CRED|COOKIE|SESSION|PRIVATE|SIGNATURE", re.IGNORECASE)
+_SECRET_HINT = re.compile(r"KEY|TOKEN|SECRET|PASS|PW|AUTH|CRED|COOKIE|SESSION|PRIVATE|SIGNATURE",
+                          re.IGNORECASE)
 # A word, a number or a local path (`debug`, `error`, `text`, `8080`, `1.2.3`, `/home/me/code`)
 # carries no credential; masked, it would corrupt ordinary output, file locations and the protocol
 # itself (`"error"`, `"type":"text"`).
@@ -896,8 +897,8 @@ def mcp_secret_values(servers: Any) -> list[str]:
                 if not isinstance(pair, Mapping) or not isinstance(pair.get("value"), str):
                     continue
                 name, value = str(pair.get("name", "")), pair["value"]
-                if _SECRET_HINT.search(name) or not (
-                        _PLAIN_VALUE.fullmatch(value) or (key == "headers" and name.lower() in _PLAIN_HEADERS)):
+                plain = _PLAIN_VALUE.fullmatch(value) or (key == "headers" and name.lower() in _PLAIN_HEADERS)
+                if _SECRET_HINT.search(name) or not plain:
                     values.append(value)
     return values
 

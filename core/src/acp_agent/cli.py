@@ -223,10 +223,11 @@ def _auth(action: str, provider: str | None, *, read_stdin: bool) -> int:
                 print("acp-agent: no key given; nothing stored.", file=sys.stderr)
                 return 2
             store.set(name, secret)
-            if store.get(name) != secret:  # some backends (keyring's null backend) accept and forget
-                print(f"acp-agent: the keyring ({store.backend_name()}) did not keep the key: reading it back "
-                      f"gave {'nothing' if store.get(name) is None else 'a different value'}, so nothing is stored. "
-                      f"{_env_hint(loaded.spec)}", file=sys.stderr)
+            kept = store.get(name)
+            if kept != secret:  # some backends (keyring's null backend) accept a key and forget it
+                found = "nothing" if kept is None else "a different value"
+                print(f"acp-agent: the keyring ({store.backend_name()}) did not keep the key: reading it "
+                      f"back gave {found}, so nothing is stored. {_env_hint(loaded.spec)}", file=sys.stderr)
                 return 1
             print(f"Stored the {loaded.spec.title} key in the keyring (service acp-agent, user {name}).")
         elif action == "clear":
@@ -251,7 +252,8 @@ def _env_hint(spec: object) -> str:
     from acp_agent.provider import ProviderSpec
 
     assert isinstance(spec, ProviderSpec)
-    return f"Set {' or '.join(spec.credentials.env_vars) or 'the provider variables'} in the environment instead."
+    variables = " or ".join(spec.credentials.env_vars) or "the provider variables"
+    return f"Set {variables} in the environment instead."
 
 
 if __name__ == "__main__":
