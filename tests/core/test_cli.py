@@ -126,3 +126,19 @@ def test_cli_passthrough_without_a_vendor_cli_says_so() -> None:
     assert result.returncode == 2
     assert "it has no command of its own" in result.stderr
     assert result.stdout == ""
+
+
+def test_auth_set_with_a_keyring_that_forgets_says_so_and_fails(tmp_path: Path) -> None:
+    """keyring's null backend accepts a password and keeps nothing: the key must be read back."""
+    env = keyring_env(tmp_path, "keyring.backends.null.Keyring")
+    secret = "sk-test-null-keyring-0123456789"
+    stored = run("auth", "set", "--provider", "scripted", "--stdin", env=env, stdin=secret + "\n")
+    assert stored.returncode == 1
+    assert stored.stdout == ""
+    assert "did not keep the key" in stored.stderr
+    assert "keyring.backends.null.Keyring" in stored.stderr
+    assert "SCRIPTED_API_KEY" in stored.stderr
+    assert "Traceback" not in stored.stderr
+    assert secret not in stored.stdout + stored.stderr
+    status = run("auth", "status", "--provider", "scripted", env=env)
+    assert status.stdout.strip() == "provider scripted: configured=false source=none"

@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from acp_agent.failures import FailureKind, FailureObservation, baseline_error_data, baseline_error_message
-from acp_agent.redaction import MAX_LENGTH, Redactor, redact, secret_env_values
+from acp_agent.redaction import MASK, MAX_LENGTH, Redactor, redact, secret_env_values
 
 secret_text = st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=8, max_size=40)
 noise = st.text(max_size=200)
@@ -65,3 +65,17 @@ def test_failure_data_and_messages_are_redacted(secret: str, before: str, after:
 
 def test_bounded() -> None:
     assert len(redact("x" * 10_000)) == MAX_LENGTH
+
+
+@settings(max_examples=100)
+@given(secret=secret_text)
+def test_failure_data_keys_are_redacted_too(secret: str) -> None:
+    """A provider's native data can carry a secret as an object key, at the top or nested."""
+    redactor = Redactor.from_environment({"MY_TOKEN": secret})
+    observation = FailureObservation(FailureKind.PROVIDER_ERROR, "server_error", "failed",
+                                     native_data={secret: "top", "nested": {f"header {secret}": [{secret: 1}]}})
+    data = baseline_error_data(observation, redactor)
+    assert secret not in repr(data)
+    assert data["nested"] == {f"header {MASK}": [{MASK: 1}]}
+    assert data[MASK] == "top"
+    assert redactor.data({secret: {secret: secret}}) == {MASK: {MASK: MASK}}

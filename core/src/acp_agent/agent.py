@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -80,6 +81,7 @@ from acp_agent.rpc import (
     Reply,
     RpcError,
 )
+from acp_agent.scrub import ScrubbingSendStream
 from acp_agent.wire import UNSET, Unset, camel, describe_error
 
 log = logging.getLogger(__name__)
@@ -275,8 +277,13 @@ class Agent:
 
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
                     *, max_line_bytes: int | None = None) -> None:
-        """Serve one connection until EOF (or cancellation), then close every session and backend."""
-        self.connection = Connection(_InputWatch(receive, self), send, self.methods())
+        """Serve one connection until EOF (or cancellation), then close every session and backend.
+
+        Every frame goes out through the scrubber, so no secret the redactor holds reaches the
+        client, whichever part of the agent wrote it.
+        """
+        self.connection = Connection(_InputWatch(receive, self), ScrubbingSendStream(send, self.settings.redact),
+                                     self.methods())
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
         async with anyio.create_task_group() as task_group:
@@ -558,18 +565,25 @@ class Agent:
                 self.settings.redact.add(value)
         return dict(offered)
 
+    def _hold_mcp_secrets(self, params: Any) -> None:
+        """From the raw request, before it is checked, so no answer (an error included) can echo them."""
+        if isinstance(params, dict):
+            self.settings.redact.add(*mcp_secret_values(params.get("mcpServers")))
+
     def _session_credentials(self, session: Session) -> CredentialState:
         if any(name in self.provider.credentials.env_vars for name in session.credentials):
             return CredentialState(True, "clientProvider")
         return self.credentials()
 
     async def new_session(self, params: Any) -> Any:
+        self._hold_mcp_secrets(params)
         request = self._parse(params, acp.NewSessionRequest)
         return await self._create_session("session/new", request.cwd, request.meta,
                                           lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
                                                                                        channel))
 
     async def fork_session(self, params: Any) -> Any:
+        self._hold_mcp_secrets(params)
         request = self._parse(params, acp.ForkSessionRequest)
         return await self._create_session("session/fork", request.cwd, request.meta,
                                           lambda runtime, channel: runtime.fork_session(
@@ -600,6 +614,7 @@ class Agent:
         session.announced = True
 
     async def _open_existing(self, params: Any, *, replay: bool) -> Any:
+        self._hold_mcp_secrets(params)
         request = self._parse(params, acp.LoadSessionRequest)
         self._check_cwd(request.cwd)
         existing = self.sessions.get(request.session_id)
@@ -919,6 +934,42 @@ class _InputWatch(anyio.abc.ByteReceiveStream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+# A name that says its value is a credential; such a value is held whatever it looks like.
+_SECRET_HINT = re.compile(r"KEY|TOKEN|SECRET|PASS|PW|AUTH|CRED|COOKIE|SESSION|PRIVATE|SIGNATURE",
+                          re.IGNORECASE)
+# A word, a number or a local path (`debug`, `error`, `text`, `8080`, `1.2.3`, `/home/me/code`)
+# carries no credential; masked, it would corrupt ordinary output, file locations and the protocol
+# itself (`"error"`, `"type":"text"`).
+_PLAIN_VALUE = re.compile(r"[A-Za-z]+|[0-9]+(?:\.[0-9]+)*|/[\w.\-/]*(?::/[\w.\-/]*)*")
+_PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "cache-control", "connection",
+                            "content-language", "content-type", "user-agent"})
+
+
+def mcp_secret_values(servers: Any) -> list[str]:
+    """The `env` and `headers` values of the client's MCP servers (ACP `mcpServers`, raw JSON).
+
+    Tokens and connection strings travel there under any name, so every value is held as a secret
+    except a plain word, number or path under a name that does not say it is one, and the values
+    of the standard content-negotiation headers.
+    """
+    values: list[str] = []
+    for server in servers if isinstance(servers, list) else ():
+        if not isinstance(server, Mapping):
+            continue
+        for key in ("env", "headers"):
+            pairs = server.get(key)
+            if isinstance(pairs, Mapping):
+                pairs = [{"name": name, "value": value} for name, value in pairs.items()]
+            for pair in pairs if isinstance(pairs, list) else ():
+                if not isinstance(pair, Mapping) or not isinstance(pair.get("value"), str):
+                    continue
+                name, value = str(pair.get("name", "")), pair["value"]
+                plain = _PLAIN_VALUE.fullmatch(value) or (key == "headers" and name.lower() in _PLAIN_HEADERS)
+                if _SECRET_HINT.search(name) or not plain:
+                    values.append(value)
+    return values
 
 
 def _text(value: object) -> str | None:

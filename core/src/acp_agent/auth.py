@@ -51,6 +51,11 @@ class KeyringStore:
         self._backend = backend
         return backend
 
+    def backend_name(self) -> str:
+        """The backend's class, as `PYTHON_KEYRING_BACKEND` names it (for messages; never a secret)."""
+        backend = type(self._keyring())
+        return f"{backend.__module__}.{backend.__qualname__}"
+
     def get(self, provider: str) -> str | None:
         try:
             value = self._keyring().get_password(KEYRING_SERVICE, provider)

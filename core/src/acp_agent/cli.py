@@ -223,6 +223,12 @@ def _auth(action: str, provider: str | None, *, read_stdin: bool) -> int:
                 print("acp-agent: no key given; nothing stored.", file=sys.stderr)
                 return 2
             store.set(name, secret)
+            kept = store.get(name)
+            if kept != secret:  # some backends (keyring's null backend) accept a key and forget it
+                found = "nothing" if kept is None else "a different value"
+                print(f"acp-agent: the keyring ({store.backend_name()}) did not keep the key: reading it "
+                      f"back gave {found}, so nothing is stored. {_env_hint(loaded.spec)}", file=sys.stderr)
+                return 1
             print(f"Stored the {loaded.spec.title} key in the keyring (service acp-agent, user {name}).")
         elif action == "clear":
             deleted = store.delete(name)
@@ -237,10 +243,17 @@ def _auth(action: str, provider: str | None, *, read_stdin: bool) -> int:
             print(f"provider {name}: configured={str(state.configured).lower()} source={state.source} "
                   f"(keyring unavailable: {exc})")
             return 0
-        print(f"acp-agent: {exc}. Set {' or '.join(loaded.spec.credentials.env_vars) or 'the provider variables'} "
-              "in the environment instead.", file=sys.stderr)
+        print(f"acp-agent: {exc}. {_env_hint(loaded.spec)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _env_hint(spec: object) -> str:
+    from acp_agent.provider import ProviderSpec
+
+    assert isinstance(spec, ProviderSpec)
+    variables = " or ".join(spec.credentials.env_vars) or "the provider variables"
+    return f"Set {variables} in the environment instead."
 
 
 if __name__ == "__main__":

@@ -234,7 +234,7 @@ def baseline_error_data(observation: FailureObservation, redact: Redactor) -> di
         failure["execution"] = observation.execution
     if observation.mutation_possibly_applied:
         failure["mutation"] = "possiblyApplied"
-    data: dict[str, Any] = {key: redact.data(value) for key, value in observation.native_data.items()}
+    data: dict[str, Any] = redact.data(dict(observation.native_data))  # keys too: a key can carry a secret
     data["failure"] = redact.data(failure)
     return data
 

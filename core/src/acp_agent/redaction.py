@@ -32,6 +32,7 @@ class Redactor:
     """Holds the secrets to scrub; `add` more as credentials arrive (keyring, client-provided)."""
 
     _secrets: set[str] = field(factory=set)
+    _version: int = field(default=0, init=False)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Redactor:
@@ -39,22 +40,32 @@ class Redactor:
 
     def add(self, *secrets: str | None) -> None:
         for secret in secrets:
-            if secret and len(secret) >= _MIN_SECRET:
+            if secret and len(secret) >= _MIN_SECRET and secret not in self._secrets:
                 self._secrets.add(secret)
+                self._version += 1
 
     def discard(self, secret: str | None) -> None:
-        if secret:
+        if secret and secret in self._secrets:
             self._secrets.discard(secret)
+            self._version += 1
+
+    @property
+    def version(self) -> int:
+        """Changes whenever the set of secrets does, so derived matchers know when to rebuild."""
+        return self._version
+
+    def secrets(self) -> frozenset[str]:
+        return frozenset(self._secrets)
 
     def __call__(self, text: str) -> str:
         return redact(text, self._secrets)
 
     def data(self, value: Any) -> Any:
-        """Redact every string inside a JSON-like value."""
+        """Redact every string inside a JSON-like value, object keys included (a key can be a secret)."""
         if isinstance(value, str):
             return self(value)
         if isinstance(value, Mapping):
-            return {key: self.data(item) for key, item in value.items()}
+            return {self(key) if isinstance(key, str) else key: self.data(item) for key, item in value.items()}
         if isinstance(value, list | tuple):
             return [self.data(item) for item in value]
         return value

@@ -1,0 +1,135 @@
+"""Known secrets never reach the client: a filter on the byte stream every frame is written to.
+
+Sits below the JSON-RPC writer (installed by `Agent.serve`), so it covers every frame whatever
+produced it: responses, errors, session updates, tool output, requests to the client. Only the
+values the redactor holds are replaced (secret-named environment variables, keyring values,
+per-session credentials, MCP server env values and headers); the pattern rules and the length
+bound of `redact` are for error texts and logs and do not apply to frames, so long tool output
+stays whole.
+
+Fast path: per write, a substring search over the encoded bytes for every form a secret can take
+in a frame (as is, JSON-escaped, ASCII-escaped); the forms are rebuilt only when the redactor's
+set of secrets changes. Slow path, only for a line that contains a form: the line is decoded, the
+secrets are replaced in every string (object keys too) and the value is encoded again, so the
+frame stays valid JSON whatever the secret looks like (`true`, `"`, `\\`), and a line where the
+match was only JSON syntax (a secret `true` beside a boolean) is written unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import anyio.abc
+from anyio import TypedAttributeProvider
+
+from acp_agent.redaction import MASK, Redactor
+
+_MASK_BYTES = MASK.encode()
+
+
+def _forms(secret: str) -> set[bytes]:
+    """The byte sequences a secret can appear as in a UTF-8 JSON frame."""
+    forms = {json.dumps(secret, ensure_ascii=True)[1:-1].encode("ascii")}
+    for text in (secret, json.dumps(secret, ensure_ascii=False)[1:-1]):
+        try:
+            forms.add(text.encode())
+        except UnicodeEncodeError:  # a lone surrogate (undecodable environment bytes)
+            continue
+    return forms
+
+
+class FrameScrubber:
+    """Replaces every secret the redactor holds in newline-delimited JSON frames."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._version = -1
+        self._forms: tuple[bytes, ...] = ()
+        self._text: re.Pattern[str] | None = None
+        self._bytes: re.Pattern[bytes] | None = None
+
+    def _refresh(self) -> None:
+        self._version = self._redactor.version
+        secrets = sorted(self._redactor.secrets(), key=len, reverse=True)
+        forms = sorted({form for secret in secrets for form in _forms(secret)}, key=len, reverse=True)
+        self._forms = tuple(forms)
+        # Longest first, so a secret that contains another leaves nothing of either.
+        self._text = re.compile("|".join(map(re.escape, secrets))) if secrets else None
+        self._bytes = re.compile(b"|".join(map(re.escape, forms))) if forms else None
+
+    def __call__(self, data: bytes) -> bytes:
+        if self._version != self._redactor.version:
+            self._refresh()
+        if not self._contains(data):
+            return data
+        return b"\n".join(self._line(line) if self._contains(line) else line for line in data.split(b"\n"))
+
+    def _contains(self, data: bytes) -> bool:
+        # One substring search per form, in a plain loop: measured faster than a regex alternation
+        # for any realistic number of secrets (bench/bench_scrub.py); no generator on the hot path.
+        for form in self._forms:  # noqa: SIM110
+            if form in data:
+                return True
+        return False
+
+    def _line(self, line: bytes) -> bytes:
+        text, raw = self._text, self._bytes
+        assert text is not None and raw is not None
+        try:
+            value = json.loads(line)
+            cleaned = _clean(value, text)
+            if cleaned == value:
+                return line  # the match was JSON syntax, not a string's content
+            try:
+                out = json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+            except UnicodeEncodeError:
+                out = json.dumps(cleaned, separators=(",", ":"), allow_nan=False).encode()
+        except (ValueError, RecursionError):
+            out = raw.sub(_MASK_BYTES, line)  # not a JSON frame: plain replacement is all there is
+        return out
+
+
+def _clean(value: Any, pattern: re.Pattern[str]) -> Any:
+    if isinstance(value, str):
+        return pattern.sub(MASK, value)
+    if isinstance(value, dict):
+        return {_clean(key, pattern): _clean(item, pattern) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clean(item, pattern) for item in value]
+    return value
+
+
+class ScrubbingSendStream(anyio.abc.ByteSendStream):
+    """Wraps the client's output stream; every line written through it is scrubbed.
+
+    The writer ends every frame with a newline; an unterminated tail waits for the rest of its
+    line, so a secret split across two writes is still found.
+    """
+
+    def __init__(self, inner: anyio.abc.ByteSendStream, redactor: Redactor) -> None:
+        self._inner = inner
+        self.scrubber = FrameScrubber(redactor)
+        self._tail = b""
+
+    async def send(self, item: bytes) -> None:
+        data = self._tail + bytes(item) if self._tail else bytes(item)
+        cut = data.rfind(b"\n") + 1
+        self._tail = data[cut:]
+        if cut:
+            await self._inner.send(self.scrubber(data[:cut]))
+
+    async def aclose(self) -> None:
+        tail, self._tail = self._tail, b""
+        try:
+            if tail:
+                with anyio.CancelScope(shield=True):
+                    await self._inner.send(self.scrubber(tail))
+        finally:
+            await self._inner.aclose()
+
+    @property
+    def extra_attributes(self) -> Any:
+        inner: TypedAttributeProvider = self._inner
+        return inner.extra_attributes
