@@ -46,6 +46,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.rpc import INVALID_PARAMS, Connection, ConnectionClosed, Methods, RpcError
+from acp_agent.wire import clip
 from acp_agent_codex import codex_home, find_codex, items
 from acp_agent_codex.classify import (
     classify_error,
@@ -615,7 +616,7 @@ class CodexRuntime(ProviderRuntime):
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         thread = self._thread(session_id)
         if mode_id not in _POLICIES:
-            raise RpcError(INVALID_PARAMS, f"Unknown mode {mode_id!r}; choose one of {', '.join(_POLICIES)}.",
+            raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(mode_id)!r}; choose one of {', '.join(_POLICIES)}.",
                            {"field": "modeId"})
         thread.mode = mode_id
         thread.mode_dirty = thread.mode_explicit = True
@@ -623,11 +624,11 @@ class CodexRuntime(ProviderRuntime):
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         thread = self._thread(session_id)
         if config_id != "model":
-            raise RpcError(INVALID_PARAMS, f"Unknown config option {config_id!r}.", {"field": "configId"})
+            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(config_id)!r}.", {"field": "configId"})
         server = self._server
         known = {option.value for option in (server.models or [] if server is not None else [])}
         if value not in known and value != thread.model:
-            raise RpcError(INVALID_PARAMS, f"Unknown model {value!r}.", {"field": "value"})
+            raise RpcError(INVALID_PARAMS, f"Unknown model {clip(value)!r}.", {"field": "value"})
         thread.model = value
         thread.model_dirty = thread.model_explicit = True
         return self._model_option(server, thread.model)

@@ -45,6 +45,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
+from acp_agent.wire import clip
 from acp_agent_muse import INSTALL_HINT, find_muse, items
 from acp_agent_muse.classify import (
     HOST_TITLE,
@@ -560,7 +561,7 @@ class MuseRuntime(ProviderRuntime):
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         state = self._state(session_id)
         if mode_id not in APPROVAL_MODES:
-            raise RpcError(INVALID_PARAMS, f"Unknown mode {mode_id!r}; choose one of {', '.join(APPROVAL_MODES)}.",
+            raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(mode_id)!r}; choose one of {', '.join(APPROVAL_MODES)}.",
                            {"field": "modeId"})
         previous = state.mode
         state.mode = mode_id
@@ -573,9 +574,9 @@ class MuseRuntime(ProviderRuntime):
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         state = self._state(session_id)
         if config_id != "model":
-            raise RpcError(INVALID_PARAMS, f"Unknown config option {config_id!r}.", {"field": "configId"})
+            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(config_id)!r}.", {"field": "configId"})
         if value not in {option.value for option in state.models} and value != state.model:
-            raise RpcError(INVALID_PARAMS, f"Unknown model {value!r}.", {"field": "value"})
+            raise RpcError(INVALID_PARAMS, f"Unknown model {clip(value)!r}.", {"field": "value"})
         previous = state.model
         state.model = value
         try:
