@@ -32,6 +32,7 @@ from attrs import define, field
 
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionMode, SessionModeState
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.executables import executable_problem
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import (
@@ -46,15 +47,14 @@ from acp_agent.provider import (
 )
 from acp_agent.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
 from acp_agent.wire import clip
-from acp_agent_muse import INSTALL_HINT, find_muse, items
+from acp_agent_muse import find_muse, items
 from acp_agent_muse.classify import (
     HOST_TITLE,
     SESSION_NOT_FOUND_CODE,
     SESSION_NOT_LOADED_CODE,
     fingerprint_notice_text,
-    host_launch_failed,
     host_lost,
-    host_missing,
+    host_unavailable,
     request_error_observation,
     settings_not_applied,
 )
@@ -203,15 +203,16 @@ class MuseRuntime(ProviderRuntime):
         """Start a host and complete the MSP handshake, all under the `initializing` budget."""
         executable = find_muse(self.context.environ)
         if executable is None:
-            raise PhaseFailed(host_missing(Phase.INITIALIZING.value, INSTALL_HINT))
+            raise PhaseFailed(host_unavailable(Phase.INITIALIZING.value, "was not found (no `muse` on PATH)"))
         host = MuseHost(label, self._route, self._host_lost)
         try:
             async with self._phase(Phase.INITIALIZING, f"{label}: spawn and initialize"):
                 try:
                     await self._tg.start(host.run, [executable, "serve"], self.context.environ, cwd)
                 except OSError as exc:
-                    raise PhaseFailed(host_launch_failed(Phase.INITIALIZING.value, executable,
-                                                         type(exc).__name__)) from None
+                    problem = executable_problem(executable, self.context.environ, error=exc)
+                    raise PhaseFailed(host_unavailable(Phase.INITIALIZING.value,
+                                                       problem or "could not be run")) from None
                 self._hosts.add(host)
                 try:
                     result = await host.handshake(self._version)
