@@ -32,6 +32,7 @@ from attrs import define, field
 from acp_agent import __version__ as core_version
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionInfo, SessionMode, SessionModeState
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.executables import executable_problem
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import Phase, PhaseFailed
 from acp_agent.process import ChildProcess, kill_process_group, open_child
@@ -283,7 +284,8 @@ class CodexRuntime(ProviderRuntime):
                     server = await self._tg.start(self._run_server, generation)
                 except OSError as exc:
                     log.warning("codex app-server could not be started: %s", type(exc).__name__)
-                    raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value)) from None
+                    problem = executable_problem(self._binary, self.context.environ, error=exc)
+                    raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value, problem or "could not be run")) from None
                 try:
                     await server.call("initialize", {
                         "clientInfo": {"name": "acp-agent", "title": "acp-agent", "version": core_version},
@@ -563,16 +565,26 @@ class CodexRuntime(ProviderRuntime):
                            *, replay: bool) -> SessionStart:
         server = await self._ready()
         config = mcp_config(mcp_servers)
+        previous = self._threads.get(session_id)
         self._opening += 1
         try:
             async with self.clock.phase(Phase.READING, label="thread/resume"):
-                result = await self._resume(server, session_id, cwd, config, Phase.READING)
+                try:
+                    result = await self._resume(server, session_id, cwd, config, Phase.READING)
+                except SessionNotFound:
+                    if previous is None or previous.generation != server.generation:
+                        raise
+                    # A thread this app-server holds that never ran a turn has no rollout to resume: it
+                    # is reopened as it is (the cwd and MCP servers it was started with stay its own).
+                    log.info("thread %s has no rollout yet; reopening it as it is", session_id)
+                    previous.channel = channel
+                    await self._deliver_backlogs(previous, channel)
+                    return self._setup(server, previous)
                 turns = await self._turns(server, session_id) if replay else []
                 await self._models(server)
         finally:
             self._opening -= 1
         model = result.get("model")
-        previous = self._threads.get(session_id)
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
                              model if isinstance(model, str) else None, channel=channel)
         if previous is not None:
@@ -786,7 +798,7 @@ async def open_codex_runtime(context: RuntimeContext) -> AsyncIterator[CodexRunt
     """The runtime for one agent process; app-server itself starts on first use."""
     binary = find_codex(context.environ)
     if binary is None:
-        raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value))
+        raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value, "was not found (none bundled, ACP_AGENT_CODEX_BIN unset)"))
     async with anyio.create_task_group() as task_group:
         runtime = CodexRuntime(context, task_group, binary)
         try:

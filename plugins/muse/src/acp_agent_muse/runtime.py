@@ -459,11 +459,28 @@ class MuseRuntime(ProviderRuntime):
                                               **self._config(host, state)}
                     if replay:
                         params["history"] = "inline"
-                    result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
-                                             missing=session_id)
+                    try:
+                        result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                                                 missing=session_id)
+                    except SessionNotFound:
+                        held = previous.host if previous is not None and not previous.closed else None
+                        if held is None or not held.alive:
+                            raise
+                        # An ephemeral host keeps its sessions in its own memory only (a never-prompted
+                        # one too): the host that holds this session answers for it.
+                        log.info("a new host does not know session %s; asking the host that holds it", session_id)
+                        assert previous is not None
+                        self._disarm_idle(previous)
+                        await host.stop()
+                        host = held
+                        result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                                                 missing=session_id)
                 await self._discover_models(host, state)
             except BaseException:
-                await host.stop()
+                if previous is not None and host is previous.host:
+                    self._arm_idle(previous)  # still the session's host: it stays, as before the load
+                else:
+                    await host.stop()
                 raise
             served = _mapping(result.get("session"))
             served_mode = _served_mode(served)
@@ -477,7 +494,7 @@ class MuseRuntime(ProviderRuntime):
                 self._disarm_idle(previous)
                 previous.closed = True
                 state.backlog = previous.backlog
-                if previous.host is not None:
+                if previous.host is not None and previous.host is not host:
                     await previous.host.stop()
             self._adopt(state, host)
             state.channel = channel
