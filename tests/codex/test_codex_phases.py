@@ -54,7 +54,8 @@ async def test_an_unacknowledged_turn_may_have_been_submitted(tmp_path: Path, ca
         record = outcome.field_meta["jetbrains"]["air"]["sessionFailure"]
         assert (record["title"], record["category"], record["actions"]) == (title, "connection", ["new_session"])
     else:
-        assert (outcome.code, str(outcome)) == (-32603, title)
+        assert (outcome.code, str(outcome)) == (
+            -32603, f"{title} Reload and inspect the session before deciding to submit again.")
         assert outcome.data["failure"] == {
             "kind": "deadlineExceeded", "source": "adapter", "outcome": "unknown", "phase": "submitting",
             "execution": "possiblySubmitted", "recovery": "Reload and inspect the session before deciding to submit again."}
