@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from attrs import field, frozen
 
-from acp_agent.wire import UNSET, Unset
+from acp_agent.wire import UNSET, Unset, clip
 
 PROTOCOL_VERSION = 1
 
@@ -666,7 +666,7 @@ def make_acp_converter() -> Any:
         kind = value.get("type")
         cls = CONTENT_TYPES.get(kind) if isinstance(kind, str) else None
         if cls is None:
-            raise ValueError(f"unsupported content block type {kind!r}")
+            raise ValueError(f"unsupported content block type {clip(kind)!r}")
         return converter.structure(value, cls)
 
     def structure_resource(value: Any, _: Any) -> Any:
