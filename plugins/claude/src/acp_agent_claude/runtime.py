@@ -235,7 +235,7 @@ class ClaudeRuntime(ProviderRuntime):
 
         if await self._read(get_session_info, session_id, directory=cwd) is None:
             live = self.sessions.get(session_id)
-            if live is None:
+            if live is None or await self._stored(live):  # (a transcript elsewhere is not moved here)
                 raise SessionNotFound(session_id)
             return await self._reopen_unwritten(live, cwd, mcp_servers, channel)
         if replay:
