@@ -194,7 +194,7 @@ async def test_cli_killed_mid_turn_is_transport_loss_and_the_next_prompt_recover
             "connection", ["new_session"], "The connection to Claude was lost.")
     else:
         assert isinstance(lost, acp.RequestError)
-        assert str(lost) == "The connection to Claude was lost."
+        assert str(lost) == f"The connection to Claude was lost. {lost.data['failure']['recovery']}"
         assert lost.data["failure"] == {"kind": "transportLost", "source": "transport", "outcome": "unknown",
                                         "recovery": lost.data["failure"]["recovery"], "phase": "running",
                                         "execution": "possiblySubmitted"}

@@ -88,7 +88,7 @@ async def test_a_missing_cli_is_a_clear_error_not_a_traceback(tmp_path: Path) ->
                                 extra={"ACP_AGENT_CLAUDE_CLI": str(tmp_path / "no-such-claude")}) as agent:
             with pytest.raises(acp.RequestError) as caught:
                 await agent.conn.new_session(cwd=str(tmp_path))
-    assert str(caught.value).startswith("Claude Code could not be started.")
+    assert str(caught.value).startswith("Claude Code could not be started: the Claude Code CLI was not found at ")
     failure = caught.value.data["failure"]
     assert (failure["execution"], failure["outcome"], failure["phase"]) == ("notSubmitted", "failed", "initializing")
     assert "Traceback" not in (tmp_path / "agent-claude.stderr").read_text()

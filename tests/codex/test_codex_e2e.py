@@ -111,7 +111,7 @@ async def test_500_repeated_warns_then_fails_on_one_incident(tmp_path: Path, cap
         assert (terminal["category"], terminal["actions"]) == ("service", ["retry"])
     else:
         assert isinstance(outcome, acp.RequestError)
-        assert (outcome.code, str(outcome)) == (-32603, HIGH_DEMAND)
+        assert (outcome.code, str(outcome)) == (-32603, f"{HIGH_DEMAND} {outcome.data['failure']['recovery']}")
         assert outcome.data["codexErrorInfo"] == "internalServerError"
         assert outcome.data["failure"] == {
             "kind": "internalServerError", "source": "provider", "retryable": True, "outcome": "failed",
@@ -333,7 +333,8 @@ async def test_app_server_killed_mid_turn_then_a_fresh_one(tmp_path: Path, capab
             "The connection to Codex was lost.", "connection", ["new_session"], "error")
     else:
         assert isinstance(lost, acp.RequestError) and lost.code == -32603
-        assert str(lost) == "The connection to Codex was lost."
+        assert str(lost) == ("The connection to Codex was lost. "
+                             "Reload and inspect the session before deciding to submit again.")
         assert lost.data == {"failure": {
             "kind": "transportLost", "source": "transport", "outcome": "unknown",
             "recovery": "Reload and inspect the session before deciding to submit again.", "phase": "running",

@@ -58,7 +58,8 @@ async def test_an_unacknowledged_turn_may_have_been_submitted(tmp_path: Path, ca
         record = outcome.field_meta["jetbrains"]["air"]["sessionFailure"]
         assert (record["title"], record["category"], record["actions"]) == (title, "connection", ["new_session"])
     else:
-        assert (outcome.code, str(outcome)) == (-32603, title)
+        assert (outcome.code, str(outcome)) == (
+            -32603, f"{title} Reload and inspect the session before deciding to submit again.")
         assert outcome.data["failure"] == {
             "kind": "deadlineExceeded", "source": "adapter", "outcome": "unknown", "phase": "submitting",
             "execution": "possiblySubmitted", "recovery": "Reload and inspect the session before deciding to submit again."}
@@ -80,6 +81,21 @@ async def test_backend_exit_while_preparing_is_a_transport_loss(tmp_path: Path) 
     assert agent.frames.problems == []
 
 
+async def test_a_binary_that_is_not_executable_says_so(tmp_path: Path) -> None:
+    binary = tmp_path / "codex"
+    binary.write_text("not a program\n")
+    env = {"ACP_AGENT_CODEX_BIN": str(binary), "CODEX_HOME": str(tmp_path)}
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        await agent.initialize(capable=False)
+        with pytest.raises(acp.RequestError) as caught:
+            await agent.conn.new_session(cwd=str(tmp_path))
+    assert caught.value.data["failure"]["kind"] == "spawnFailed"
+    assert str(caught.value).startswith(f"Codex could not be started: the codex binary at {binary} is not executable. "
+                                        "No model turn was submitted. Install the openai-codex-cli-bin wheel")
+    assert "Error" not in str(caught.value)
+    assert agent.frames.problems == []
+
+
 async def test_a_missing_binary_is_reported_not_crashed(tmp_path: Path) -> None:
     env = {"ACP_AGENT_CODEX_BIN": str(tmp_path / "no-such-codex"), "CODEX_HOME": str(tmp_path)}
     async with spawn_agent("codex", tmp_path, env) as agent:
@@ -92,6 +108,10 @@ async def test_a_missing_binary_is_reported_not_crashed(tmp_path: Path) -> None:
     assert session_again is None
     assert caught.value.data["failure"]["kind"] == "spawnFailed"
     assert caught.value.data["failure"]["phase"] == "initializing"
-    assert str(tmp_path) not in str(caught.value)
+    # the path the user configured, what is wrong with it and what to do; never an exception's name
+    assert str(caught.value) == (f"Codex could not be started: the codex binary was not found at "
+                                 f"{tmp_path / 'no-such-codex'}. No model turn was submitted. Install the "
+                                 "openai-codex-cli-bin wheel or set ACP_AGENT_CODEX_BIN to a codex binary, then "
+                                 "start a new session.")
     assert os.path.exists(tmp_path / "agent-codex.log")
     assert agent.frames.problems == []

@@ -80,7 +80,8 @@ async def test_legacy_client_gets_baseline_error_and_never_the_extension() -> No
     result, client, session_id = await one_turn(steps, capable=False)
     assert isinstance(result, RpcError)
     assert result.code == -32603
-    assert result.message == "API Error: Rate limited. Retry later."
+    # spec/004: the vendor's message, then the recovery sentence a baseline client can act on
+    assert result.message == "API Error: Rate limited. Retry later. Wait a moment before trying again."
     assert result.data == {"errorKind": "rate_limit", "failure": {
         "kind": "rate_limit", "source": "provider", "retryable": True, "outcome": "failed",
         "recovery": "Wait a moment before trying again."}}
@@ -136,7 +137,8 @@ async def test_session_failure_goes_out_as_session_info_update() -> None:
 async def test_crash_becomes_internal_error_without_raw_text_or_secrets() -> None:
     result, client, _ = await one_turn([{"crash": True}], capable=False)
     assert isinstance(result, RpcError)
-    assert result.message == "The agent hit an internal error while running the turn."
+    assert result.message == ("The agent hit an internal error while running the turn. "
+                              "Reload the session and check its state before trying again.")
     assert result.data["failure"]["kind"] == "internalError"
     assert result.data["failure"]["source"] == "adapter"
     assert "secret crash" not in json.dumps(client.frames)

@@ -17,6 +17,7 @@ from acp_agent.failures import (
     advertised_meta,
     baseline_error_code,
     baseline_error_data,
+    baseline_error_message,
     negotiated,
     split_title,
 )
@@ -185,3 +186,27 @@ def test_mutation_and_fallback_title() -> None:
                                      outcome="unknown", mutation_possibly_applied=True)
     assert baseline_error_data(observation, Redactor())["failure"]["mutation"] == "possiblyApplied"
     assert observation.presented_title(Redactor()) == ("The connection to the backend was lost.", None)
+
+
+@pytest.mark.parametrize(("observation", "message"), [
+    (FailureObservation(FailureKind.RATE_LIMITED, "rate_limit", "API Error: 429 rate limited"),
+     "API Error: 429 rate limited. Wait a moment before trying again."),
+    (FailureObservation(FailureKind.AUTH_REQUIRED, "authRequired", "Not logged in. Please run /login."),
+     "Not logged in. Please run /login. Sign in or configure credentials, then try again."),
+    (FailureObservation(FailureKind.DEADLINE_EXCEEDED, "deadlineExceeded", "X did not finish preparing in 5 ms",
+                        source="adapter", execution="notSubmitted", recovery_hint="Check the named deadline."),
+     "X did not finish preparing in 5 ms. No model turn was submitted. Check the named deadline."),
+    (FailureObservation(FailureKind.PROVIDER_ERROR, "x", "Boom! Check the session before trying again."),
+     "Boom! Check the session before trying again."),
+])
+def test_baseline_message_names_the_failure_then_the_recovery(observation: FailureObservation, message: str) -> None:
+    assert baseline_error_message(observation, Redactor()) == message
+    recovery = baseline_error_data(observation, Redactor())["failure"]["recovery"]
+    assert baseline_error_message(observation, Redactor()).endswith(recovery)
+
+
+def test_the_recovery_survives_the_bound_on_a_long_vendor_text() -> None:
+    observation = FailureObservation(FailureKind.OVERLOADED, "overloaded", "Overloaded. " + "detail " * 2000)
+    message = baseline_error_message(observation, Redactor({"detail"}))
+    assert len(message) <= 4096
+    assert message.endswith("… Wait a moment before trying again.")

@@ -202,23 +202,24 @@ def baseline(observation: FailureObservation) -> tuple[int, str, dict[str, Any]]
 
 def test_baseline_failure_data_is_exactly_spec_004s() -> None:
     mid_turn = classify.host_lost("running", submitted=True)
-    assert baseline(mid_turn) == (-32603, mid_turn.title, {"failure": {
+    assert baseline(mid_turn) == (-32603, f"{mid_turn.title} Reload and inspect the session before deciding to "
+                                  "submit again.", {"failure": {
         "kind": "terminalUnknown", "source": "transport", "outcome": "unknown",
         "recovery": "Reload and inspect the session before deciding to submit again.", "phase": "running",
         "execution": "possiblySubmitted"}})
     auth = classify.classify_terminal(failed("authRequired", "Sign in again."))
     assert isinstance(auth, FailureObservation)
-    assert baseline(auth) == (-32000, "Sign in again.", {"failure": {
+    assert baseline(auth) == (-32000, "Sign in again. Sign in or configure credentials, then try again.", {"failure": {
         "kind": "authRequired", "source": "provider", "retryable": False, "outcome": "failed",
         "recovery": "Sign in or configure credentials, then try again.", "phase": "running",
         "execution": "possiblySubmitted"}})
-    missing = classify.host_missing("initializing", "install it")
+    missing = classify.host_unavailable("initializing", "was not found at /opt/muse")
     code, message, data = baseline(missing)
     assert (code, data) == (-32603, {"failure": {
         "kind": "hostNotFound", "source": "adapter", "retryable": False, "outcome": "failed",
-        "recovery": "Install the Muse Code CLI or set MUSE_CODE_EXECUTABLE, then start a new session.",
-        "phase": "initializing", "execution": "notSubmitted"}})
-    assert message.endswith("No model turn was submitted.")
+        "recovery": classify.INSTALL_RECOVERY, "phase": "initializing", "execution": "notSubmitted"}})
+    assert message == ("Muse Code could not be started: the Muse Code CLI was not found at /opt/muse. "
+                       f"No model turn was submitted. {classify.INSTALL_RECOVERY}")
     fork = classify.host_lost("forking", submitted=False, mutation=True)
     assert baseline(fork)[2]["failure"] == {
         "kind": "transportError", "source": "transport", "outcome": "unknown",

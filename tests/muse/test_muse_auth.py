@@ -48,7 +48,8 @@ async def test_auth_required_is_rejected_and_a_later_success_is_accepted_for_tha
             await agent.conn.prompt(session_id=session.session_id, prompt=text("turn:fail:authRequired one"))
         await agent.conn.prompt(session_id=session.session_id, prompt=text("two"))
     assert init == {"configured": True, "source": "environment", "verification": "unknown", "identity": "unknown"}
-    assert (caught.value.code, str(caught.value)) == (-32000, "Your Meta token was rejected; run `muse login`.")
+    assert (caught.value.code, str(caught.value)) == (
+        -32000, "Your Meta token was rejected; run `muse login`. Sign in or configure credentials, then try again.")
     assert caught.value.data["failure"]["kind"] == "authRequired"
     assert caught.value.data["failure"]["source"] == "provider"
     rejected, accepted = statuses(agent, session.session_id)

@@ -240,7 +240,8 @@ async def test_a_failed_turn_names_the_hosts_error(tmp_path: Path, capable: bool
         assert record["revision"] == 1 and record["id"].endswith(":error")
     else:
         assert isinstance(outcome, acp.RequestError)
-        assert (outcome.code, str(outcome)) == (code, redacted)
+        # spec/004: the host's message, then the recovery sentence
+        assert (outcome.code, str(outcome)) == (code, f"{redacted} {outcome.data['failure']['recovery']}")
         retryable = kind in ("modelError", "launchError", "mcpLinkError")
         assert outcome.data == {"failure": {"kind": kind, "source": source, "retryable": retryable,
                                             "outcome": "failed", "recovery": outcome.data["failure"]["recovery"],
@@ -315,7 +316,8 @@ async def test_the_host_dying_mid_turn_is_terminal_unknown_and_the_next_prompt_r
         assert (record["title"], record["category"], record["actions"]) == (title, "connection", ["new_session"])
     else:
         assert isinstance(outcome, acp.RequestError)
-        assert (outcome.code, str(outcome)) == (-32603, title)
+        assert (outcome.code, str(outcome)) == (
+            -32603, f"{title} Reload and inspect the session before deciding to submit again.")
         assert outcome.data == {"failure": {
             "kind": "terminalUnknown", "source": "transport", "outcome": "unknown",
             "recovery": "Reload and inspect the session before deciding to submit again.", "phase": "running",

@@ -14,6 +14,7 @@ from typing import Any
 import acp
 import pytest
 
+from acp_agent_muse.classify import INSTALL_RECOVERY
 from tests.e2e.harness import agent_executable
 from tests.muse.e2e_support import (
     assert_hosts_gone,
@@ -48,11 +49,9 @@ async def test_a_missing_binary_fails_session_new_without_submitting(tmp_path: P
     assert caught.value.code == -32603
     assert caught.value.data == {"failure": {
         "kind": "hostNotFound", "source": "adapter", "retryable": False, "outcome": "failed",
-        "recovery": "Install the Muse Code CLI or set MUSE_CODE_EXECUTABLE, then start a new session.",
-        "phase": "initializing", "execution": "notSubmitted"}}
-    message = str(caught.value)
-    assert message.startswith("Muse Code could not be started: no `muse` executable was found")
-    assert "MUSE_CODE_EXECUTABLE" in message and message.endswith("No model turn was submitted.")
+        "recovery": INSTALL_RECOVERY, "phase": "initializing", "execution": "notSubmitted"}}
+    assert str(caught.value) == ("Muse Code could not be started: the Muse Code CLI was not found (no `muse` on "
+                                 f"PATH). No model turn was submitted. {INSTALL_RECOVERY}")
     assert "Traceback" not in log
     assert agent.frames.problems == []
     if not capable:
@@ -85,7 +84,8 @@ async def test_start_up_deadlines_name_the_phase_and_say_no_turn_was_submitted(
     assert caught.value.data == {"failure": {
         "kind": "deadlineExceeded", "source": "adapter", "outcome": "failed", "recovery": START_UP_HINT,
         "phase": phase, "execution": "notSubmitted"}}
-    assert str(caught.value) == f"Muse Code did not finish {phase} within 500 ms. No model turn was submitted."
+    assert str(caught.value) == (f"Muse Code did not finish {phase} within 500 ms. No model turn was submitted. "
+                                 f"{START_UP_HINT}")
     assert agent.frames.problems == []
     if not capable:
         assert_legacy_clean(agent)
@@ -104,7 +104,8 @@ async def test_an_unacknowledged_turn_may_have_been_submitted(tmp_path: Path, ca
         record = outcome.field_meta["jetbrains"]["air"]["sessionFailure"]
         assert (record["title"], record["category"], record["actions"]) == (title, "connection", ["new_session"])
     else:
-        assert (outcome.code, str(outcome)) == (-32603, title)
+        assert (outcome.code, str(outcome)) == (
+            -32603, f"{title} Reload and inspect the session before deciding to submit again.")
         assert outcome.data == {"failure": {
             "kind": "deadlineExceeded", "source": "adapter", "outcome": "unknown",
             "recovery": "Reload and inspect the session before deciding to submit again.", "phase": "submitting",
@@ -136,7 +137,8 @@ async def test_a_stalled_list_is_a_read_deadline(tmp_path: Path, capable: bool) 
     assert caught.value.data["failure"] == {
         "kind": "deadlineExceeded", "source": "adapter", "outcome": "failed", "recovery": START_UP_HINT,
         "phase": "reading", "execution": "notSubmitted"}
-    assert str(caught.value) == "Muse Code did not finish reading within 300 ms. No model turn was submitted."
+    assert str(caught.value) == ("Muse Code did not finish reading within 300 ms. No model turn was submitted. "
+                                 f"{START_UP_HINT}")
 
 
 async def test_a_stalled_load_is_a_read_deadline(tmp_path: Path) -> None:
@@ -161,7 +163,7 @@ async def test_a_stalled_fork_may_have_created_a_branch(tmp_path: Path, capable:
         "recovery": "Inspect session/list before retrying the fork.", "phase": "forking",
         "execution": "notSubmitted", "mutation": "possiblyApplied"}}
     assert str(caught.value) == ("Muse Code did not finish forking within 300 ms. No model turn was submitted, but a "
-                                 "branch may have been created.")
+                                 "branch may have been created. Inspect session/list before retrying the fork.")
     assert agent.frames.problems == []
     assert_hosts_gone(tmp_path)
 
@@ -213,7 +215,8 @@ async def test_a_rejected_command_is_not_resent(tmp_path: Path, capable: bool) -
         record = outcome.field_meta["jetbrains"]["air"]["sessionFailure"]
         assert (record["title"], record["category"], record["actions"]) == (title, "request", [])
     else:
-        assert str(outcome) == f"{title} No model turn was submitted."
+        assert str(outcome) == (f"{title} No model turn was submitted. "
+                                "Check the prompt, model and settings before trying again.")
         assert outcome.data == {"failure": {
             "kind": "commandRejected", "source": "host", "retryable": False, "outcome": "failed",
             "recovery": "Check the prompt, model and settings before trying again.", "phase": "submitting",
@@ -246,6 +249,22 @@ async def test_an_executable_that_cannot_run_fails_session_new_without_submittin
     failure = caught.value.data["failure"]
     assert (failure["kind"], failure["source"], failure["phase"], failure["execution"], failure["outcome"]) == (
         "hostLaunchFailed", "adapter", "initializing", "notSubmitted", "failed")
-    assert str(caught.value) == (f"Muse Code could not be started: {not_executable} could not be run "
-                                 "(PermissionError). No model turn was submitted.")
+    assert str(caught.value) == (f"Muse Code could not be started: the Muse Code CLI at {not_executable} is not "
+                                 f"executable. No model turn was submitted. {INSTALL_RECOVERY}")
+    assert "Error" not in str(caught.value)
+
+
+@BOTH
+async def test_an_executable_path_that_does_not_exist_says_so_and_how_to_fix_it(tmp_path: Path,
+                                                                                capable: bool) -> None:
+    missing = tmp_path / "no-such-dir" / "muse"
+    async with muse_agent(tmp_path, capable=capable, MUSE_CODE_EXECUTABLE=str(missing)) as agent:
+        with pytest.raises(acp.RequestError) as caught:
+            await agent.conn.new_session(cwd=str(tmp_path))
+    assert caught.value.code == -32603
+    assert caught.value.data["failure"]["kind"] == "hostNotFound"
+    assert str(caught.value) == (f"Muse Code could not be started: the Muse Code CLI was not found at {missing}. "
+                                 "No model turn was submitted. Install the Muse Code CLI and put `muse` on PATH, "
+                                 "or set MUSE_CODE_EXECUTABLE to its path, then start a new session.")
+    assert agent.frames.problems == []
     assert "Traceback" not in agent.log_text()

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from attrs import field, frozen
 
-from acp_agent.wire import UNSET, Unset
+from acp_agent.wire import UNSET, Unset, clip
 
 PROTOCOL_VERSION = 1
 
@@ -450,6 +450,49 @@ class LoadSessionRequest:
 
 
 ResumeSessionRequest = LoadSessionRequest
+
+
+def mcp_server_problem(servers: list[Any]) -> tuple[str, str] | None:
+    """The first way `mcpServers` departs from ACP's shapes, as (field, message); None if it does not.
+
+    stdio `{name, command, args?, env?: [{name, value}]}`; http and sse `{type, name, url,
+    headers?: [{name, value}]}`. Absent lists count as empty; anything present must have its
+    type. Names must be unique (providers key servers by name). The entries themselves are passed
+    on unchanged.
+    """
+    seen: set[str] = set()
+    for index, server in enumerate(servers):
+        where = f"mcpServers[{index}]"
+        if not isinstance(server, dict):
+            return where, "expected an object"
+        kind = server.get("type", "stdio")
+        if kind not in ("stdio", "http", "sse"):
+            return f"{where}.type", "expected \"stdio\", \"http\" or \"sse\""
+        required = ("name", "command") if kind == "stdio" else ("name", "url")
+        for name in required:
+            if not isinstance(server.get(name), str) or not server[name]:
+                return f"{where}.{name}", "expected a non-empty string"
+        if server["name"] in seen:
+            return f"{where}.name", "another server already has this name"
+        seen.add(server["name"])
+        lists = ("args", "env") if kind == "stdio" else ("headers",)
+        for name in lists:
+            value = server.get(name, [])
+            if not isinstance(value, list):
+                return f"{where}.{name}", "expected an array"
+            for position, item in enumerate(value):
+                if name == "args":
+                    if not isinstance(item, str):
+                        return f"{where}.args[{position}]", "expected a string"
+                    continue
+                if not isinstance(item, dict):
+                    return f"{where}.{name}[{position}]", "expected an object with name and value"
+                for key in ("name", "value"):
+                    if not isinstance(item.get(key), str):
+                        return f"{where}.{name}[{position}].{key}", "expected a string"
+    return None
+
+
 ForkSessionRequest = LoadSessionRequest
 
 
@@ -623,7 +666,7 @@ def make_acp_converter() -> Any:
         kind = value.get("type")
         cls = CONTENT_TYPES.get(kind) if isinstance(kind, str) else None
         if cls is None:
-            raise ValueError(f"unsupported content block type {kind!r}")
+            raise ValueError(f"unsupported content block type {clip(kind)!r}")
         return converter.structure(value, cls)
 
     def structure_resource(value: Any, _: Any) -> Any:

@@ -82,7 +82,7 @@ from acp_agent.rpc import (
     RpcError,
 )
 from acp_agent.scrub import ScrubbingSendStream
-from acp_agent.wire import UNSET, Unset, camel, describe_error
+from acp_agent.wire import UNSET, Unset, camel, clip, describe_error
 
 log = logging.getLogger(__name__)
 
@@ -390,15 +390,22 @@ class Agent:
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
-            raise RpcError(RESOURCE_NOT_FOUND, f"Unknown session: {session_id}", {"field": "sessionId"})
+            raise _session_not_found(session_id)
         return session
+
+    @staticmethod
+    def _check_mcp_servers(servers: list[Any]) -> None:
+        problem = acp.mcp_server_problem(servers)
+        if problem is not None:
+            where, message = problem
+            raise RpcError(INVALID_PARAMS, f"Invalid params: params.{where}: {message}", {"field": f"params.{where}"})
 
     @staticmethod
     def _check_cwd(cwd: str) -> None:
         if not os.path.isabs(cwd):
-            raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path, got {cwd!r}", {"field": "cwd"})
+            raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path, got {clip(cwd)!r}", {"field": "cwd"})
         if not os.path.isdir(cwd):
-            raise RpcError(INVALID_PARAMS, f"cwd does not exist or is not a directory: {cwd}", {"field": "cwd"})
+            raise RpcError(INVALID_PARAMS, f"cwd does not exist or is not a directory: {clip(cwd)}", {"field": "cwd"})
 
     def _baseline_error(self, observation: FailureObservation) -> RpcError:
         redact = self.settings.redact
@@ -415,7 +422,7 @@ class Agent:
         except NotSupported:
             raise RpcError(METHOD_NOT_FOUND, f"{what} is not supported by the {self.provider.title} provider") from None
         except SessionNotFound as exc:
-            raise RpcError(RESOURCE_NOT_FOUND, f"Session not found: {exc}", {"field": "sessionId"}) from None
+            raise _session_not_found(str(exc)) from None
         except (PhaseDeadlineExceeded, PhaseFailed, TurnFailed) as exc:
             raise self._baseline_error(exc.observation) from None
         except Exception:
@@ -488,7 +495,7 @@ class Agent:
         request = self._parse(params, acp.AuthenticateRequest)
         known = {method.id for method in self._auth_methods()}
         if request.method_id not in known:
-            raise RpcError(INVALID_PARAMS, f"Unknown auth method: {request.method_id}", {"field": "methodId"})
+            raise RpcError(INVALID_PARAMS, f"Unknown auth method: {clip(request.method_id)}", {"field": "methodId"})
         state = self.credentials()
         if not state.configured:
             spec = self.provider.credentials
@@ -578,6 +585,7 @@ class Agent:
     async def new_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.NewSessionRequest)
+        self._check_mcp_servers(request.mcp_servers)
         return await self._create_session("session/new", request.cwd, request.meta,
                                           lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
                                                                                        channel))
@@ -585,6 +593,7 @@ class Agent:
     async def fork_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.ForkSessionRequest)
+        self._check_mcp_servers(request.mcp_servers)
         return await self._create_session("session/fork", request.cwd, request.meta,
                                           lambda runtime, channel: runtime.fork_session(
                                               request.session_id, request.cwd, request.mcp_servers, channel))
@@ -616,6 +625,7 @@ class Agent:
     async def _open_existing(self, params: Any, *, replay: bool) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.LoadSessionRequest)
+        self._check_mcp_servers(request.mcp_servers)
         self._check_cwd(request.cwd)
         existing = self.sessions.get(request.session_id)
         if existing is not None and existing.turn is not None:
@@ -970,6 +980,11 @@ def mcp_secret_values(servers: Any) -> list[str]:
                 if _SECRET_HINT.search(name) or not plain:
                     values.append(value)
     return values
+
+
+def _session_not_found(session_id: str) -> RpcError:
+    """The one -32002 text for a session id the agent does not hold or the backend does not know."""
+    return RpcError(RESOURCE_NOT_FOUND, f"Session not found: {clip(session_id)}", {"field": "sessionId"})
 
 
 def _text(value: object) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from attrs import define, field, frozen
 
-from acp_agent.redaction import Redactor
+from acp_agent.redaction import MAX_LENGTH, Redactor
 
 EXTENSION = "sessionFailure"
 RECORD_VERSION = 1
@@ -227,7 +227,7 @@ def baseline_error_data(observation: FailureObservation, redact: Redactor) -> di
     if observation.retryable is not None:
         failure["retryable"] = observation.retryable
     failure["outcome"] = observation.outcome
-    failure["recovery"] = observation.recovery_hint or observation.policy.recovery_hint
+    failure["recovery"] = recovery_text(observation)
     if observation.phase is not None:
         failure["phase"] = observation.phase
     if observation.execution is not None:
@@ -243,12 +243,36 @@ def baseline_error_code(observation: FailureObservation) -> int:
     return -32000 if observation.kind is FailureKind.AUTH_REQUIRED else -32603
 
 
+def recovery_text(observation: FailureObservation) -> str:
+    """The one sentence telling the user what to inspect before trying again."""
+    return observation.recovery_hint or observation.policy.recovery_hint
+
+
 def baseline_error_message(observation: FailureObservation, redact: Redactor) -> str:
+    """The JSON-RPC error message: the failure, then the recovery (spec/004), bounded.
+
+    A client without the extension may show nothing but this text, so it names what failed, says
+    when no model turn was submitted, and ends with the recovery sentence that is also in
+    `data.failure.recovery`. A long vendor text is cut so the recovery always survives the bound.
+    """
     title, details = observation.presented_title(redact)
     message = f"{title} {details}" if details else title
     if observation.execution == "notSubmitted" and "no model turn" not in message.lower():
-        message = f"{message} No model turn was submitted."
-    return redact(message)
+        message = f"{_sentence(message)} No model turn was submitted."
+    recovery = redact(recovery_text(observation))
+    if not recovery or recovery in message:
+        return redact(message)
+    room = MAX_LENGTH - len(recovery) - 2
+    message = redact(message)
+    if len(message) > room:
+        message = message[: room - 1].rstrip() + "…"
+    return f"{_sentence(message)} {recovery}"
+
+
+def _sentence(text: str) -> str:
+    """Text that ends as a sentence, so another sentence can follow it."""
+    text = text.rstrip()
+    return text if not text or text[-1] in ".!?…" else f"{text}."
 
 
 # --- identity and the registry ------------------------------------------------------------------

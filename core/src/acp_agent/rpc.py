@@ -18,6 +18,8 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, field, frozen
 
+from acp_agent.wire import clip
+
 log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
@@ -321,7 +323,7 @@ class Connection:
             return None
         request_handler = self.methods.requests.get(method)
         if request_handler is None:
-            self._send_nowait(_error_message(message_id, RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")))
+            self._send_nowait(_error_message(message_id, RpcError(METHOD_NOT_FOUND, f"Method not found: {clip(method)}")))
             return None
         handlers.start_soon(self._run_request, message_id, method, request_handler, params)
         return None

@@ -2,7 +2,8 @@
 
 A field typed `X | Unset` with default `UNSET` is omitted when unset and may be sent as `null`
 when it is `None`; every other field is always written, so required protocol fields are never
-dropped. Input is read tolerantly: unknown keys are ignored, `_meta` objects are kept as they are.
+dropped. Unknown keys are ignored and `_meta` objects are kept as they are, but scalar fields are
+read strictly: a number is not a string, a string or `true` is not an integer, `"false"` is not a boolean (-32602, not a guess).
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from typing import Any, Final, TypeVar
 
 import attrs
 import cattrs
+from cattrs.cols import is_mutable_sequence, list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 T = TypeVar("T")
+
+ECHO_LIMIT: Final = 64
 
 
 class Unset:
@@ -47,6 +51,52 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+def clip(value: object, limit: int = ECHO_LIMIT) -> str:
+    """A client-sent value as it may be echoed in an error: a short prefix, never the whole of it.
+
+    A client chooses ids, paths and names of any length; an error quoting them stays short.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+def _structure_str(value: Any, _: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {_json_type(value)}")
+    return value
+
+
+def _structure_int(value: Any, _: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {_json_type(value)}")
+    return value
+
+
+def _structure_bool(value: Any, _: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected a boolean, got {_json_type(value)}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type of a value, for messages that must not echo the value itself."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 def _is_unset_union(tp: Any) -> bool:
     origin = typing.get_origin(tp)
     return origin in (typing.Union, types.UnionType) and Unset in typing.get_args(tp)
@@ -74,6 +124,21 @@ def make_converter() -> cattrs.Converter:
 
     converter.register_structure_hook_func(_is_unset_union, structure_unset_union)
     converter.register_structure_hook(Any, lambda value, _: value)
+    converter.register_structure_hook(str, _structure_str)
+    converter.register_structure_hook(int, _structure_int)
+    converter.register_structure_hook(bool, _structure_bool)
+
+    def strict_list_factory(tp: Any, conv: cattrs.Converter) -> Any:
+        structure = list_structure_factory(tp, conv)
+
+        def structure_list(value: Any, target: Any) -> Any:
+            if not isinstance(value, list):
+                raise TypeError(f"expected an array, got {_json_type(value)}")
+            return structure(value, target)
+
+        return structure_list
+
+    converter.register_structure_hook_factory(is_mutable_sequence, strict_list_factory)
 
     def unstructure_factory(cls: type) -> Any:
         return make_dict_unstructure_fn(cls, converter, **_field_overrides(cls, converter))
@@ -96,5 +161,5 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     if messages:
         first = messages[0]
         message, _, path = first.rpartition(" @ ")
-        return (path or "params"), (message or first)
-    return "params", str(exc) or type(exc).__name__
+        return clip(path or "params", 200), clip(message or first, 200)
+    return "params", clip(str(exc) or type(exc).__name__, 200)

@@ -49,8 +49,27 @@ def stored_credentials(environ: Mapping[str, str]) -> list[str]:
     return [os.path.join(config, ".credentials.json")]
 
 
+def check_cli(environ: Mapping[str, str]) -> None:
+    """Refuse to start when the configured or bundled CLI is missing or cannot run, saying which and why.
+
+    Without a path (nothing bundled, no variable) the SDK searches its own places and reports itself.
+    """
+    path = cli_path(environ)
+    if not path:
+        return
+    from acp_agent.executables import executable_problem
+    from acp_agent.phases import PhaseFailed
+    from acp_agent_claude.classify import cli_unavailable
+
+    problem = executable_problem(path, environ)
+    if problem is not None:
+        raise PhaseFailed(cli_unavailable(problem))
+
+
 @asynccontextmanager
 async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
+    check_cli(context.environ)
+
     import anyio
 
     from acp_agent_claude.runtime import ClaudeRuntime

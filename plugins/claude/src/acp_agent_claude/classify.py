@@ -147,3 +147,25 @@ def lost_while_idle() -> FailureObservation:
 
 
 RETRYABLE = frozenset({FailureKind.RATE_LIMITED, FailureKind.OVERLOADED, FailureKind.PROVIDER_ERROR})
+
+
+INSTALL_RECOVERY = ("Reinstall acp-agent-claude (its claude-agent-sdk bundles the CLI) or set ACP_AGENT_CLAUDE_CLI "
+                    "to a Claude Code CLI, then start a new session.")
+
+
+def cli_unavailable(problem: str) -> FailureObservation:
+    """The Claude Code CLI is missing or cannot run: nothing started (the adapter's own observation).
+
+    `problem` completes "the Claude Code CLI …" (acp_agent.executables); never an exception's name.
+    """
+    return FailureObservation(
+        kind=FailureKind.BAD_REQUEST,
+        native_kind="cliNotFound" if problem.startswith("was not found") else "cliStartFailed",
+        title=f"Claude Code could not be started: the Claude Code CLI {problem}.",
+        source="adapter",
+        outcome="failed",
+        execution="notSubmitted",
+        phase="initializing",
+        retryable=False,
+        recovery_hint=INSTALL_RECOVERY,
+    )

@@ -398,7 +398,10 @@ class ClaudeRuntime(ProviderRuntime):
         from claude_agent_sdk import get_session_info, get_session_messages
 
         if await self._read(get_session_info, session_id, directory=cwd) is None:
-            raise SessionNotFound(session_id)
+            live = self.sessions.get(session_id)
+            if live is None or await self._stored(live):  # (a transcript elsewhere is not moved here)
+                raise SessionNotFound(session_id)
+            return await self._reopen_unwritten(live, cwd, mcp_servers, channel)
         if replay:
             messages = await self._read(get_session_messages, session_id, directory=cwd)
             entries = [{"type": m.type, "uuid": m.uuid, "message": m.message} for m in messages]
@@ -425,6 +428,24 @@ class ClaudeRuntime(ProviderRuntime):
         from claude_agent_sdk import get_session_info
 
         return await self._read(get_session_info, session.session_id, directory=session.cwd) is not None
+
+    async def _reopen_unwritten(self, session: ClaudeSession, cwd: str, mcp_servers: Sequence[Any],
+                                channel: SessionChannel) -> SessionStart:
+        """Resume or load of a session the agent holds that was never prompted (no transcript yet).
+
+        There is nothing to replay and nothing the CLI could resume: the session stays as it is. New
+        settings (cwd, MCP servers, credentials) retire its CLI, so the next prompt starts one with
+        them under the same session id.
+        """
+        servers = content.mcp_servers(mcp_servers)
+        credentials = dict(channel.credentials)
+        if (cwd, servers, credentials) != (session.cwd, session.mcp_servers, session.credentials):
+            session.cwd, session.mcp_servers, session.credentials = cwd, servers, credentials
+            if session.client is not None:
+                client, session.client = session.client, None
+                await self._disconnect(client)
+        await self._announce(session, channel)
+        return SessionStart(session.session_id, self._modes(session), self._config_options(session))
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         from claude_agent_sdk import list_sessions

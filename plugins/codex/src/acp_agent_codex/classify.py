@@ -141,17 +141,25 @@ def transport_lost(phase: str, *, submitted: bool) -> FailureObservation:
     )
 
 
-def spawn_failed(phase: str) -> FailureObservation:
-    """The codex binary could not be started at all."""
+INSTALL_RECOVERY: Final = ("Install the openai-codex-cli-bin wheel or set ACP_AGENT_CODEX_BIN to a codex binary, "
+                           "then start a new session.")
+
+
+def spawn_failed(phase: str, problem: str | None = None) -> FailureObservation:
+    """The codex binary could not be started at all.
+
+    `problem` completes "the codex binary …" (acp_agent.executables): missing, not executable, or
+    why it would not run; never an exception's name.
+    """
     return FailureObservation(
         kind=FailureKind.TRANSPORT_LOST,
         native_kind="spawnFailed",
-        title=SPAWN_FAILED_TITLE,
+        title=f"Codex could not be started: the codex binary {problem}." if problem else SPAWN_FAILED_TITLE,
         source="host",
         outcome="failed",
         execution="notSubmitted",
         phase=phase,
-        recovery_hint="Check that openai-codex-cli-bin is installed or ACP_AGENT_CODEX_BIN names a codex binary.",
+        recovery_hint=INSTALL_RECOVERY,
     )
 
 

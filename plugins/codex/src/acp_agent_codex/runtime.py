@@ -32,6 +32,7 @@ from attrs import define, field
 from acp_agent import __version__ as core_version
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionInfo, SessionMode, SessionModeState
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.executables import executable_problem
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.process import ChildProcess, kill_process_group, open_child
@@ -46,6 +47,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.rpc import INVALID_PARAMS, Connection, ConnectionClosed, Methods, RpcError
+from acp_agent.wire import clip
 from acp_agent_codex import codex_home, find_codex, items
 from acp_agent_codex.classify import (
     classify_error,
@@ -284,7 +286,8 @@ class CodexRuntime(ProviderRuntime):
                     server = await self._tg.start(self._run_server, generation)
                 except OSError as exc:
                     log.warning("codex app-server could not be started: %s", type(exc).__name__)
-                    raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value)) from None
+                    problem = executable_problem(self._binary, self.context.environ, error=exc)
+                    raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value, problem or "could not be run")) from None
                 try:
                     await server.call("initialize", {
                         "clientInfo": {"name": "acp-agent", "title": "acp-agent", "version": core_version},
@@ -577,16 +580,26 @@ class CodexRuntime(ProviderRuntime):
                            *, replay: bool) -> SessionStart:
         server = await self._ready()
         config = mcp_config(mcp_servers)
+        previous = self._threads.get(session_id)
         self._opening += 1
         try:
             async with self.clock.phase(Phase.READING, label="thread/resume"):
-                result = await self._resume(server, session_id, cwd, config, Phase.READING)
+                try:
+                    result = await self._resume(server, session_id, cwd, config, Phase.READING)
+                except SessionNotFound:
+                    if previous is None or previous.generation != server.generation:
+                        raise
+                    # A thread this app-server holds that never ran a turn has no rollout to resume: it
+                    # is reopened as it is (the cwd and MCP servers it was started with stay its own).
+                    log.info("thread %s has no rollout yet; reopening it as it is", session_id)
+                    previous.channel = channel
+                    await self._deliver_backlogs(previous, channel)
+                    return self._setup(server, previous)
                 turns = await self._turns(server, session_id) if replay else []
                 await self._models(server)
         finally:
             self._opening -= 1
         model = result.get("model")
-        previous = self._threads.get(session_id)
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
                              model if isinstance(model, str) else None, channel=channel)
         if previous is not None:
@@ -630,7 +643,7 @@ class CodexRuntime(ProviderRuntime):
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         thread = self._thread(session_id)
         if mode_id not in _POLICIES:
-            raise RpcError(INVALID_PARAMS, f"Unknown mode {mode_id!r}; choose one of {', '.join(_POLICIES)}.",
+            raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(mode_id)!r}; choose one of {', '.join(_POLICIES)}.",
                            {"field": "modeId"})
         thread.mode = mode_id
         thread.mode_dirty = thread.mode_explicit = True
@@ -638,11 +651,11 @@ class CodexRuntime(ProviderRuntime):
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         thread = self._thread(session_id)
         if config_id != "model":
-            raise RpcError(INVALID_PARAMS, f"Unknown config option {config_id!r}.", {"field": "configId"})
+            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(config_id)!r}.", {"field": "configId"})
         server = self._server
         known = {option.value for option in (server.models or [] if server is not None else [])}
         if value not in known and value != thread.model:
-            raise RpcError(INVALID_PARAMS, f"Unknown model {value!r}.", {"field": "value"})
+            raise RpcError(INVALID_PARAMS, f"Unknown model {clip(value)!r}.", {"field": "value"})
         thread.model = value
         thread.model_dirty = thread.model_explicit = True
         return self._model_option(server, thread.model)
@@ -813,7 +826,7 @@ async def open_codex_runtime(context: RuntimeContext) -> AsyncIterator[CodexRunt
     """The runtime for one agent process; app-server itself starts on first use."""
     binary = find_codex(context.environ)
     if binary is None:
-        raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value))
+        raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value, "was not found (none bundled, ACP_AGENT_CODEX_BIN unset)"))
     async with anyio.create_task_group() as task_group:
         runtime = CodexRuntime(context, task_group, binary)
         try:

@@ -252,33 +252,25 @@ def host_lost(phase: str, *, submitted: bool, mutation: bool = False) -> Failure
     )
 
 
-def host_missing(phase: str, hint: str) -> FailureObservation:
-    """No `muse` executable: nothing can start (the adapter's own observation)."""
+INSTALL_RECOVERY: Final = ("Install the Muse Code CLI and put `muse` on PATH, or set MUSE_CODE_EXECUTABLE to its "
+                           "path, then start a new session.")
+
+
+def host_unavailable(phase: str, problem: str) -> FailureObservation:
+    """The `muse` executable is missing or cannot run: nothing started (the adapter's own observation).
+
+    `problem` completes "the Muse Code CLI …" (acp_agent.executables); never an exception's name.
+    """
     return FailureObservation(
         kind=FailureKind.BAD_REQUEST,
-        native_kind="hostNotFound",
-        title=f"{HOST_TITLE} could not be started: no `muse` executable was found; {hint}.",
+        native_kind="hostNotFound" if problem.startswith("was not found") else "hostLaunchFailed",
+        title=f"{HOST_TITLE} could not be started: the Muse Code CLI {problem}.",
         source="adapter",
         outcome="failed",
         execution="notSubmitted",
         phase=phase,
         retryable=False,
-        recovery_hint="Install the Muse Code CLI or set MUSE_CODE_EXECUTABLE, then start a new session.",
-    )
-
-
-def host_launch_failed(phase: str, executable: str, reason: str) -> FailureObservation:
-    """The executable exists but could not be run."""
-    return FailureObservation(
-        kind=FailureKind.BAD_REQUEST,
-        native_kind="hostLaunchFailed",
-        title=f"{HOST_TITLE} could not be started: {executable} could not be run ({reason}).",
-        source="adapter",
-        outcome="failed",
-        execution="notSubmitted",
-        phase=phase,
-        retryable=False,
-        recovery_hint="Check that MUSE_CODE_EXECUTABLE (or `muse` on PATH) is an executable Muse Code CLI.",
+        recovery_hint=INSTALL_RECOVERY,
     )
 
 

@@ -32,6 +32,7 @@ from attrs import define, field
 
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionMode, SessionModeState
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.executables import executable_problem
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import (
@@ -45,15 +46,15 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
-from acp_agent_muse import INSTALL_HINT, find_muse, items
+from acp_agent.wire import clip
+from acp_agent_muse import find_muse, items
 from acp_agent_muse.classify import (
     HOST_TITLE,
     SESSION_NOT_FOUND_CODE,
     SESSION_NOT_LOADED_CODE,
     fingerprint_notice_text,
-    host_launch_failed,
     host_lost,
-    host_missing,
+    host_unavailable,
     request_error_observation,
     settings_not_applied,
 )
@@ -202,15 +203,16 @@ class MuseRuntime(ProviderRuntime):
         """Start a host and complete the MSP handshake, all under the `initializing` budget."""
         executable = find_muse(self.context.environ)
         if executable is None:
-            raise PhaseFailed(host_missing(Phase.INITIALIZING.value, INSTALL_HINT))
+            raise PhaseFailed(host_unavailable(Phase.INITIALIZING.value, "was not found (no `muse` on PATH)"))
         host = MuseHost(label, self._route, self._host_lost)
         try:
             async with self._phase(Phase.INITIALIZING, f"{label}: spawn and initialize"):
                 try:
                     await self._tg.start(host.run, [executable, "serve"], self.context.environ, cwd)
                 except OSError as exc:
-                    raise PhaseFailed(host_launch_failed(Phase.INITIALIZING.value, executable,
-                                                         type(exc).__name__)) from None
+                    problem = executable_problem(executable, self.context.environ, error=exc)
+                    raise PhaseFailed(host_unavailable(Phase.INITIALIZING.value,
+                                                       problem or "could not be run")) from None
                 self._hosts.add(host)
                 try:
                     result = await host.handshake(self._version)
@@ -457,11 +459,28 @@ class MuseRuntime(ProviderRuntime):
                                               **self._config(host, state)}
                     if replay:
                         params["history"] = "inline"
-                    result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
-                                             missing=session_id)
+                    try:
+                        result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                                                 missing=session_id)
+                    except SessionNotFound:
+                        held = previous.host if previous is not None and not previous.closed else None
+                        if held is None or not held.alive:
+                            raise
+                        # An ephemeral host keeps its sessions in its own memory only (a never-prompted
+                        # one too): the host that holds this session answers for it.
+                        log.info("a new host does not know session %s; asking the host that holds it", session_id)
+                        assert previous is not None
+                        self._disarm_idle(previous)
+                        await host.stop()
+                        host = held
+                        result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                                                 missing=session_id)
                 await self._discover_models(host, state)
             except BaseException:
-                await host.stop()
+                if previous is not None and host is previous.host:
+                    self._arm_idle(previous)  # still the session's host: it stays, as before the load
+                else:
+                    await host.stop()
                 raise
             served = _mapping(result.get("session"))
             served_mode = _served_mode(served)
@@ -475,7 +494,7 @@ class MuseRuntime(ProviderRuntime):
                 self._disarm_idle(previous)
                 previous.closed = True
                 state.backlog = previous.backlog
-                if previous.host is not None:
+                if previous.host is not None and previous.host is not host:
                     await previous.host.stop()
             self._adopt(state, host)
             state.channel = channel
@@ -560,7 +579,7 @@ class MuseRuntime(ProviderRuntime):
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         state = self._state(session_id)
         if mode_id not in APPROVAL_MODES:
-            raise RpcError(INVALID_PARAMS, f"Unknown mode {mode_id!r}; choose one of {', '.join(APPROVAL_MODES)}.",
+            raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(mode_id)!r}; choose one of {', '.join(APPROVAL_MODES)}.",
                            {"field": "modeId"})
         previous = state.mode
         state.mode = mode_id
@@ -573,9 +592,9 @@ class MuseRuntime(ProviderRuntime):
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         state = self._state(session_id)
         if config_id != "model":
-            raise RpcError(INVALID_PARAMS, f"Unknown config option {config_id!r}.", {"field": "configId"})
+            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(config_id)!r}.", {"field": "configId"})
         if value not in {option.value for option in state.models} and value != state.model:
-            raise RpcError(INVALID_PARAMS, f"Unknown model {value!r}.", {"field": "value"})
+            raise RpcError(INVALID_PARAMS, f"Unknown model {clip(value)!r}.", {"field": "value"})
         previous = state.model
         state.model = value
         try:
