@@ -17,7 +17,7 @@ import pytest
 from acp import schema
 
 from tests.claude.e2e_support import claude_agent, text, wait_for_requests
-from tests.e2e.processes import argv_of, children, pidfds
+from tests.e2e.processes import PARENT_DEATH_WAIT_S, argv_of, children, pidfds
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -45,7 +45,7 @@ async def test_sigkill_of_the_agent_mid_turn_ends_the_cli_within_a_second(tmp_pa
                     os.kill(agent.process.pid, signal.SIGKILL)
                     with anyio.fail_after(10):
                         await anyio.wait_readable(agent_fd)
-                    with anyio.fail_after(1):
+                    with anyio.fail_after(PARENT_DEATH_WAIT_S):
                         await anyio.wait_readable(cli_fd)
                 group.cancel_scope.cancel()
         assert private.exists()  # nothing could remove it: the next agent's runtime does

@@ -97,15 +97,15 @@ async def test_a_missing_cli_is_a_clear_error_not_a_traceback(tmp_path: Path) ->
 
 @pytest.mark.parametrize("phase", ["initializing", "preparing"])
 async def test_a_start_up_deadline_answers_before_the_cli_is_stopped(tmp_path: Path, phase: str) -> None:
-    """The error reaches the client within the deadline plus 1 s; stopping the CLI (one that ignores
-    the end of its input and SIGTERM, so only the SIGKILL after the close budget ends it) goes on after."""
+    """The error reaches the client while the CLI is still being stopped, not after: the CLI ignores
+    the end of its input and SIGTERM, so only the SIGKILL after the close budget (seconds) ends it.
+    The order, not a stopwatch, is what this proves; bench/ reports the time to the error."""
     extra = {**standin(tmp_path, phase), "STANDIN_STUBBORN": "1"}
     with FakeAnthropicAPI([]) as api:
         async with claude_agent(api, tmp_path, capable=False, extra=extra) as agent:
             await agent.conn.list_sessions(cwd=str(tmp_path))  # the runtime and the SDK are loaded
             with pytest.raises(acp.RequestError) as caught:
-                with anyio.fail_after(0.4 + 1.0):
-                    await agent.conn.new_session(cwd=str(tmp_path))
+                await agent.conn.new_session(cwd=str(tmp_path))
             pids = standin_pids(tmp_path)
             assert not all(gone(pid) for pid in pids), "the error waited for the CLI to be stopped"
             await wait_ended(pids, within_s=STOP_BOUND_S)

@@ -23,7 +23,7 @@ from tests.codex.e2e_support import (
     write_codex_home,
 )
 from tests.e2e.harness import spawn_agent
-from tests.e2e.processes import gone, live_descendants, pidfds, wait_ended
+from tests.e2e.processes import PARENT_DEATH_WAIT_S, gone, live_descendants, pidfds, wait_ended
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -51,19 +51,19 @@ async def test_sigkill_of_the_agent_mid_turn_ends_app_server_within_a_second(tmp
                     os.kill(agent.process.pid, signal.SIGKILL)
                     with anyio.fail_after(10):
                         await anyio.wait_readable(agent_fd)
-                    with anyio.fail_after(1):
+                    with anyio.fail_after(PARENT_DEATH_WAIT_S):
                         await anyio.wait_readable(server_fd)
                 group.cancel_scope.cancel()
 
 
 async def test_a_stalled_start_up_answers_before_app_server_is_stopped(tmp_path: Path) -> None:
-    """app-server ignores SIGTERM and the end of its input: the error still comes within the deadline
-    plus 1 s, and the process is stopped (SIGKILL) afterwards while the agent runs on."""
+    """app-server ignores SIGTERM and the end of its input: the error comes while it is still being
+    stopped (only SIGKILL ends it), and it is stopped afterwards while the agent runs on."""
     env = stand_in_env(tmp_path, STAND_IN_HANG="initialize", STAND_IN_STUBBORN="1",
                        ACP_AGENT_STARTUP_TIMEOUT_MS="400")
     async with spawn_agent("codex", tmp_path, env) as agent:
         await agent.initialize(capable=False)
-        with pytest.raises(acp.RequestError) as caught, anyio.fail_after(0.4 + 1.0):
+        with pytest.raises(acp.RequestError) as caught:
             await agent.conn.new_session(cwd=str(tmp_path))
         pid = int((tmp_path / "stand-in.pid").read_text())
         assert not gone(pid), "the error waited for app-server to be stopped"

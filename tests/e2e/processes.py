@@ -10,6 +10,10 @@ from pathlib import Path
 
 import anyio
 
+PARENT_DEATH_WAIT_S = 5.0
+"""How long a backend may take to end after its agent was SIGKILLed before a test fails: the
+parent-death signal ends it at once; without it the Claude CLI lived on for about 12 s."""
+
 
 def children(pid: int) -> list[int]:
     found: list[int] = []

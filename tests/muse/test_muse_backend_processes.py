@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.processes import pidfds
+from tests.e2e.processes import PARENT_DEATH_WAIT_S, pidfds
 from tests.muse.e2e_support import host_pids, muse_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -25,5 +25,5 @@ async def test_sigkill_of_the_agent_ends_its_hosts_within_a_second(tmp_path: Pat
             os.kill(agent.process.pid, signal.SIGKILL)
             with anyio.fail_after(10):
                 await anyio.wait_readable(agent_fd)
-            with anyio.fail_after(1):
+            with anyio.fail_after(PARENT_DEATH_WAIT_S):
                 await anyio.wait_readable(host_fd)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -71,7 +70,7 @@ from acp_agent.provider import (
     SessionStart,
     TurnFailed,
 )
-from acp_agent.redaction import Redactor
+from acp_agent.redaction import Redactor, mcp_secret_values
 from acp_agent.rpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -944,42 +943,6 @@ class _InputWatch(anyio.abc.ByteReceiveStream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
-
-
-# A name that says its value is a credential; such a value is held whatever it looks like.
-_SECRET_HINT = re.compile(r"KEY|TOKEN|SECRET|PASS|PW|AUTH|CRED|COOKIE|SESSION|PRIVATE|SIGNATURE",
-                          re.IGNORECASE)
-# A word, a number or a local path (`debug`, `error`, `text`, `8080`, `1.2.3`, `/home/me/code`)
-# carries no credential; masked, it would corrupt ordinary output, file locations and the protocol
-# itself (`"error"`, `"type":"text"`).
-_PLAIN_VALUE = re.compile(r"[A-Za-z]+|[0-9]+(?:\.[0-9]+)*|/[\w.\-/]*(?::/[\w.\-/]*)*")
-_PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "cache-control", "connection",
-                            "content-language", "content-type", "user-agent"})
-
-
-def mcp_secret_values(servers: Any) -> list[str]:
-    """The `env` and `headers` values of the client's MCP servers (ACP `mcpServers`, raw JSON).
-
-    Tokens and connection strings travel there under any name, so every value is held as a secret
-    except a plain word, number or path under a name that does not say it is one, and the values
-    of the standard content-negotiation headers.
-    """
-    values: list[str] = []
-    for server in servers if isinstance(servers, list) else ():
-        if not isinstance(server, Mapping):
-            continue
-        for key in ("env", "headers"):
-            pairs = server.get(key)
-            if isinstance(pairs, Mapping):
-                pairs = [{"name": name, "value": value} for name, value in pairs.items()]
-            for pair in pairs if isinstance(pairs, list) else ():
-                if not isinstance(pair, Mapping) or not isinstance(pair.get("value"), str):
-                    continue
-                name, value = str(pair.get("name", "")), pair["value"]
-                plain = _PLAIN_VALUE.fullmatch(value) or (key == "headers" and name.lower() in _PLAIN_HEADERS)
-                if _SECRET_HINT.search(name) or not plain:
-                    values.append(value)
-    return values
 
 
 def _session_not_found(session_id: str) -> RpcError:
