@@ -85,6 +85,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 RESOURCE_NOT_FOUND = -32002
 SHUTDOWN_BUDGET_S = 4.5
+EOF_GRACE_S = 3.0
+"""Requests received before stdin's EOF may finish this long; then they are answered -32800."""
 CANCEL_GRACE_S = 10.0
 PERMISSION_TIMEOUT_S = 3600.0
 LOGOUT_COMMAND_BUDGET_S = 20.0
@@ -269,7 +271,7 @@ class Agent:
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
                     *, max_line_bytes: int | None = None) -> None:
         """Serve one connection until EOF (or cancellation), then close every session and backend."""
-        self.connection = Connection(receive, send, self.methods())
+        self.connection = Connection(receive, send, self.methods(), eof_grace_s=EOF_GRACE_S)
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
         async with anyio.create_task_group() as task_group:
