@@ -66,14 +66,19 @@ class RawClient:
 
 
 @asynccontextmanager
-async def raw_agent(tmp_path: Path, script: dict[str, Any]) -> AsyncIterator[RawClient]:
-    script_path = tmp_path / "script.json"
-    script_path.write_text(json.dumps(script))
+async def raw_agent(tmp_path: Path, script: dict[str, Any] | None = None, *, provider: str = "scripted",
+                    extra_env: dict[str, str] | None = None) -> AsyncIterator[RawClient]:
+    """`acp-agent --provider NAME` on raw pipes (`script`: the scripted provider's script)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
-    env["ACP_AGENT_SCRIPTED_SCRIPT"] = str(script_path)
+    if script is not None:
+        script_path = tmp_path / "script.json"
+        script_path.write_text(json.dumps(script))
+        env["ACP_AGENT_SCRIPTED_SCRIPT"] = str(script_path)
+    env.update(extra_env or {})
+    env = {key: value for key, value in env.items() if value != ""}
     with open(tmp_path / "agent.stderr", "wb") as stderr:
         process = await anyio.open_process(
-            [agent_executable(), "--provider", "scripted", "--log-file", str(tmp_path / "agent.log"),
+            [agent_executable(), "--provider", provider, "--log-file", str(tmp_path / "agent.log"),
              "--log-level", "debug"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
             env=env, cwd=str(tmp_path))
     async with process, anyio.create_task_group() as tg:
