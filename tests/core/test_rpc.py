@@ -441,3 +441,28 @@ async def test_odd_inputs_get_answers_and_never_end_the_connection() -> None:
     codes = [frame["error"]["code"] for frame in by_id[None]]
     assert codes[:3] == [-32700, -32700, -32700]
     assert "nesting too deep" in by_id[None][0]["error"]["message"]
+
+
+async def test_requests_beyond_the_in_flight_bound_are_refused_not_parked() -> None:
+    release = anyio.Event()
+
+    async def blocked(params: Any) -> Any:
+        await release.wait()
+        return "done"
+
+    to_server = MemoryByteStream()
+    out = GatedSend()
+    connection = Connection(to_server, out, methods(blocked=blocked), max_in_flight=2)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(connection.serve)
+        await to_server.send(b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"blocked"}\n' % n for n in (1, 2, 3)))
+        refused = (await out.wait_for(1))[0]
+        assert refused["id"] == 3
+        assert refused["error"]["code"] == -32603
+        await to_server.send(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}\n')
+        await out.wait_for(2)
+        release.set()
+        await out.wait_for(3)
+        to_server.close_input()
+    assert [(line["id"], line.get("result", line.get("error", {}).get("code"))) for line in out.lines] == [
+        (3, -32603), (1, -32800), (2, "done")]

@@ -249,9 +249,11 @@ class Connection:
 
     Outgoing frames wait in a queue bounded by `max_queued_bytes`; every producer (notifications,
     requests, answers, and the reader's error answers) waits for room, so a peer that stops
-    reading slows the producers down instead of growing memory. The reader never waits for room
-    to hand over an answer to one of our requests, so a handler waiting for the peer can always
-    be resolved once the peer reads again.
+    reading slows the producers down instead of growing memory. The reader hands the peer's
+    answers to our requests over without waiting for room, so a handler waiting for the peer is
+    resolved even while the writer is blocked; the reader itself waits only to queue its own
+    error answers to bad input (and inside ordered notification handlers), which is backpressure
+    on a peer that writes without reading.
     """
 
     receive_stream: anyio.abc.ByteReceiveStream
@@ -308,7 +310,8 @@ class Connection:
             message["params"] = params
         try:
             with anyio.fail_after(timeout_s if timeout_s is not None else self.request_timeout_s):
-                await self._send(message)
+                if not await self._send(message):
+                    raise ConnectionClosed(method)
                 try:
                     answer = await answer_receive.receive()
                 except anyio.EndOfStream:
