@@ -466,3 +466,20 @@ async def test_requests_beyond_the_in_flight_bound_are_refused_not_parked() -> N
         to_server.close_input()
     assert [(line["id"], line.get("result", line.get("error", {}).get("code"))) for line in out.lines] == [
         (3, -32603), (1, -32800), (2, "done")]
+
+
+async def test_no_grace_is_waited_for_when_no_answer_can_be_written() -> None:
+    """The peer is gone both ways: EOF ends the requests at once instead of after the grace."""
+    import math
+
+    async def forever(params: Any) -> Any:
+        await connection.notify("progress", {})
+        await anyio.sleep_forever()
+
+    to_server = MemoryByteStream()
+    connection = Connection(to_server, BrokenSend(), methods(forever=forever), eof_grace_s=math.inf)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(connection.serve)
+        await to_server.send(b'{"jsonrpc":"2.0","id":1,"method":"forever"}\n')
+        await anyio.wait_all_tasks_blocked()
+        to_server.close_input()

@@ -276,6 +276,7 @@ class Connection:
     _requests: int = field(init=False, default=0)
     _notifications: int = field(init=False, default=0)
     _requests_idle: anyio.Event = field(init=False, factory=anyio.Event)
+    _output_broken: anyio.Event = field(init=False, factory=anyio.Event)
     _next_id: int = field(init=False, default=0)
     _input_closed: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)
@@ -385,7 +386,10 @@ class Connection:
         get their answer: the result if it comes within the grace, else -32800."""
         self._close_pending()
         with anyio.move_on_after(self.eof_grace_s):
-            await self._requests_idle.wait()
+            async with anyio.create_task_group() as waiting:
+                # Done when every request is answered, or when no answer can be written any more.
+                for event in (self._requests_idle, self._output_broken):
+                    waiting.start_soon(_set_then_cancel, event, waiting.cancel_scope)
         if self._running:
             log.info("input closed with %d request(s) running: cancelling them", len(self._running))
         for scope in list(self._running.values()):
@@ -408,6 +412,7 @@ class Connection:
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                         log.warning("output stream failed: %s", type(exc).__name__)
                         self._write_failed = True
+                        self._output_broken.set()
                         ok = False
                         self._queue.close()
                 self._queue.release(batch)
@@ -611,6 +616,11 @@ class Connection:
             answer = _error_message(message_id, RpcError(REQUEST_CANCELLED, "Request cancelled"))
             on_written = None
         return answer, on_written
+
+
+async def _set_then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _valid_id(value: Any) -> bool:
