@@ -1,11 +1,13 @@
 """Memory with a stalled client: 8 sessions stream long answers while the client stops reading.
 
-The client starts 8 scripted turns of DELTAS text deltas each, stops reading the agent's stdout for
-STALL_S seconds (sampling the agent's RSS), then reads everything. Reports the agent's peak RSS
-(VmHWM) during the stall and checks that every session received every byte of its answer, in
-order. Asserts nothing else.
+The client starts 8 turns of DELTAS text deltas each, stops reading the agent's stdout for STALL_S
+seconds (sampling the agent's RSS), then reads everything. Reports the agent's peak RSS (VmHWM)
+during the stall and checks that every session received every byte of its answer, in order.
+Asserts nothing else. By default the turns are the scripted test provider's (the core alone);
+`--claude` runs the real Claude Code CLI against the fake Anthropic API instead (the provider's
+own buffers too; the CLIs' memory is not counted, only the agent's).
 
-    python bench/bench_slow_client.py [DELTAS] [STALL_S]
+    python bench/bench_slow_client.py [--claude] [DELTAS] [STALL_S]
 """
 
 from __future__ import annotations
@@ -15,9 +17,14 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _agent import RawAgent
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+from _agent import RawAgent  # noqa: E402
 
 SESSIONS = 8
 
@@ -30,12 +37,32 @@ def status_kib(pid: int, field: str) -> int:
     return -1
 
 
-def run(deltas: int, stall_s: float) -> str:
-    with tempfile.TemporaryDirectory() as directory:
-        script = os.path.join(directory, "script.json")
-        with open(script, "w") as handle:
-            json.dump({"turns": [[{"deltas": deltas}] for _ in range(SESSIONS)]}, handle)
-        agent = RawAgent("scripted", env={"ACP_AGENT_SCRIPTED_SCRIPT": script}, cwd=directory)
+@contextmanager
+def scripted(directory: str, deltas: int) -> Iterator[tuple[str, dict[str, str], str]]:
+    script = os.path.join(directory, "script.json")
+    with open(script, "w") as handle:
+        json.dump({"turns": [[{"deltas": deltas}] for _ in range(SESSIONS)]}, handle)
+    yield "scripted", {"ACP_AGENT_SCRIPTED_SCRIPT": script}, "".join(f"{index} " for index in range(deltas))
+
+
+@contextmanager
+def claude(directory: str, deltas: int) -> Iterator[tuple[str, dict[str, str], str]]:
+    from tests.fakes.anthropic_api import FakeAnthropicAPI
+
+    text = " ".join(f"w{index}" for index in range(deltas))
+    with FakeAnthropicAPI([{"slow_stream": {"text": text, "interval_s": 0}, "times": SESSIONS}]) as api:
+        yield "claude", {
+            "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "sk-ant-bench-0000",
+            "CLAUDE_CONFIG_DIR": os.path.join(directory, "config"), "HOME": directory,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1", "NO_PROXY": "127.0.0.1,localhost",
+        }, text
+
+
+def run(deltas: int, stall_s: float, use_claude: bool) -> str:
+    with tempfile.TemporaryDirectory() as directory, \
+            (claude if use_claude else scripted)(directory, deltas) as (provider, env, expected):
+        agent = RawAgent(provider, env=env, cwd=directory)
         pid = agent.process.pid
         agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         sessions = [agent.call("session/new", {"cwd": directory, "mcpServers": []})["result"]["sessionId"]
@@ -69,12 +96,11 @@ def run(deltas: int, stall_s: float) -> str:
         drained = time.perf_counter() - resumed
         peak_total = status_kib(pid, "VmHWM")
         agent.close()
-    expected = "".join(f"{index} " for index in range(deltas))
     complete = all("".join(chunks) == expected for chunks in texts.values())
     if not complete or set(answered.values()) != {"end_turn"}:
         bad = [s for s, chunks in texts.items() if "".join(chunks) != expected]
         raise SystemExit(f"answers incomplete or out of order in {bad}; stop reasons {answered}")
-    return (f"slow_client: {SESSIONS} sessions × {deltas:,} deltas ({len(expected):,} bytes of text each), "
+    return (f"slow_client ({provider}): {SESSIONS} sessions × {deltas:,} deltas ({len(expected):,} bytes of text each), "
             f"stalled {stall_s:.0f} s: agent RSS before the turns {before / 1024:.1f} MB, max sampled during "
             f"the stall {max(samples) / 1024:.1f} MB, peak (VmHWM) by the end of the stall "
             f"{peak_stalled / 1024:.1f} MB, peak overall {peak_total / 1024:.1f} MB; after resuming, every "
@@ -82,9 +108,11 @@ def run(deltas: int, stall_s: float) -> str:
 
 
 def main() -> None:
-    deltas = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000
-    stall_s = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
-    print(run(deltas, stall_s))
+    args = [arg for arg in sys.argv[1:] if arg != "--claude"]
+    use_claude = "--claude" in sys.argv[1:]
+    deltas = int(args[0]) if args else 50_000
+    stall_s = float(args[1]) if len(args) > 1 else 5.0
+    print(run(deltas, stall_s, use_claude))
 
 
 if __name__ == "__main__":
