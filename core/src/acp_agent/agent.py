@@ -271,9 +271,10 @@ class Agent:
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
                     *, max_line_bytes: int | None = None) -> None:
         """Serve one connection until EOF (or cancellation), then close every session and backend."""
-        self.connection = Connection(receive, send, self.methods(), eof_grace_s=EOF_GRACE_S)
+        self.connection = Connection(receive, send, self.methods())
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
+        self.connection.eof_grace_s = EOF_GRACE_S
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
             try:
