@@ -88,6 +88,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 RESOURCE_NOT_FOUND = -32002
 SHUTDOWN_BUDGET_S = 4.5
+EOF_GRACE_S = 3.0
+"""Requests received before stdin's EOF may finish this long; then they are answered -32800."""
 CANCEL_GRACE_S = 10.0
 INPUT_GONE_CANCEL_GRACE_S = 1.0
 """With the client gone nobody waits for the answer, and shutdown closes every backend anyway."""
@@ -285,6 +287,7 @@ class Agent:
                                      self.methods())
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
+        self.connection.eof_grace_s = EOF_GRACE_S
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
             try:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import math
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 from attrs import define, field, frozen
 
 from acp_agent.wire import clip
@@ -32,6 +32,11 @@ AUTH_REQUIRED = -32000
 
 DEFAULT_MAX_LINE_BYTES = 50 * 1024 * 1024
 DEFAULT_REQUEST_TIMEOUT_S = 300.0
+DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024
+"""Outgoing frames waiting for the peer to read; producers wait for room beyond this."""
+DEFAULT_MAX_IN_FLIGHT = 1024
+"""Requests being handled at once; more are answered with an error, so memory stays bounded."""
+DEFAULT_CLOSE_FLUSH_S = 1.0
 
 JsonObject = dict[str, Any]
 
@@ -92,7 +97,37 @@ class _Frame:
 
 
 def _encode(message: JsonObject) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+    """One frame; raises TypeError, ValueError or RecursionError for a value JSON cannot carry."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        # A lone surrogate (a peer may send "\ud800" in an id or a method name) is not UTF-8;
+        # escaped JSON carries it unchanged.
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _decode(line: bytes) -> Any:
+    """Strict JSON (no NaN or Infinity); raises ValueError or RecursionError for anything else."""
+    return _DECODER.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
+
+
+def _report(frames: list[_Frame], ok: bool) -> None:
+    for frame in frames:
+        if frame.on_written is not None:
+            try:
+                frame.on_written(ok)
+            except Exception:
+                log.exception("on_written callback failed")
+        if frame.written is not None:
+            frame.written.set()
 
 
 class LineReader:
@@ -134,12 +169,94 @@ class LineReader:
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 self._eof = True
                 continue
+            except OSError as exc:
+                log.warning("input stream failed (%s): treated as EOF", type(exc).__name__)
+                self._eof = True
+                continue
             self._buffer.extend(chunk)
+
+
+class _OutQueue:
+    """Frames waiting for the writer, bounded in bytes: `put` waits for room (backpressure).
+
+    A frame counts against the bound until the writer has written it, so what is held for a peer
+    that stops reading is at most the bound plus one frame, however many producers there are.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
+        self.peak_bytes = 0
+        self.closed = False
+        self._frames: deque[_Frame] = deque()
+        self._room = anyio.Event()
+        self._ready = anyio.Event()
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    async def put(self, frame: _Frame) -> bool:
+        """Queue a frame once there is room; False if the queue is closed first (not queued)."""
+        while not self.closed and self.queued_bytes >= self.max_bytes:
+            if self._room.is_set():
+                self._room = anyio.Event()
+            await self._room.wait()
+        if self.closed:
+            return False
+        self._frames.append(frame)
+        self.queued_bytes += len(frame.data)
+        self.peak_bytes = max(self.peak_bytes, self.queued_bytes)
+        self._ready.set()
+        return True
+
+    async def take(self) -> list[_Frame] | None:
+        """The next frames to write (about max_bytes at most); None once closed and empty."""
+        while not self._frames:
+            if self.closed:
+                return None
+            if self._ready.is_set():
+                self._ready = anyio.Event()
+            await self._ready.wait()
+        batch = [self._frames.popleft()]
+        size = len(batch[0].data)
+        while self._frames and size + len(self._frames[0].data) <= self.max_bytes:
+            frame = self._frames.popleft()
+            size += len(frame.data)
+            batch.append(frame)
+        return batch
+
+    def release(self, batch: list[_Frame]) -> None:
+        """The writer is done with these frames: their bytes no longer count."""
+        self.queued_bytes -= sum(len(frame.data) for frame in batch)
+        self._room.set()
+
+    def close(self) -> None:
+        """No more frames are accepted (waiting producers get False); queued ones are still taken."""
+        self.closed = True
+        self._room.set()
+        self._ready.set()
+
+    def abandon(self) -> list[_Frame]:
+        """Close and hand back every frame that will never be written."""
+        self.close()
+        left = list(self._frames)
+        self._frames.clear()
+        self.release(left)
+        return left
 
 
 @define
 class Connection:
-    """One JSON-RPC peer: a reader task, a writer task and one task per incoming request."""
+    """One JSON-RPC peer: a reader task, a writer task and one task per incoming request.
+
+    Outgoing frames wait in a queue bounded by `max_queued_bytes`; every producer (notifications,
+    requests, answers, and the reader's error answers) waits for room, so a peer that stops
+    reading slows the producers down instead of growing memory. The reader hands the peer's
+    answers to our requests over without waiting for room, so a handler waiting for the peer is
+    resolved even while the writer is blocked; the reader itself waits only to queue its own
+    error answers to bad input (and inside ordered notification handlers), which is backpressure
+    on a peer that writes without reading.
+    """
 
     receive_stream: anyio.abc.ByteReceiveStream
     send_stream: anyio.abc.ByteSendStream
@@ -148,21 +265,36 @@ class Connection:
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     require_version: bool = True
     """False for peers that omit `"jsonrpc": "2.0"` (codex app-server); we always send it."""
-    _out_send: MemoryObjectSendStream[_Frame] = field(init=False)
-    _out_receive: MemoryObjectReceiveStream[_Frame] = field(init=False)
+    max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    eof_grace_s: float = 0.0
+    """After input EOF, how long requests already received may run on before they are cancelled
+    (and answered -32800)."""
+    close_flush_s: float = DEFAULT_CLOSE_FLUSH_S
+    """After that, how long the last answers may take to reach the output stream."""
+    _queue: _OutQueue = field(init=False)
     _pending: dict[int, MemoryObjectSendStream[JsonObject]] = field(init=False, factory=dict)
     _running: dict[Any, anyio.CancelScope] = field(init=False, factory=dict)
+    _requests: int = field(init=False, default=0)
+    _notifications: int = field(init=False, default=0)
+    _requests_idle: anyio.Event = field(init=False, factory=anyio.Event)
+    _output_broken: anyio.Event = field(init=False, factory=anyio.Event)
     _next_id: int = field(init=False, default=0)
+    _input_closed: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)
     _write_failed: bool = field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
-        self._out_send, self._out_receive = anyio.create_memory_object_stream[_Frame](math.inf)
+        self._queue = _OutQueue(self.max_queued_bytes)
+        self._requests_idle.set()
 
     # -- outgoing -------------------------------------------------------------------------
 
     async def notify(self, method: str, params: Any, *, wait_written: bool = False) -> bool:
-        """Send a notification; with wait_written, return whether it reached the output stream."""
+        """Send a notification, waiting for room in the outgoing queue.
+
+        With wait_written, return whether it reached the output stream.
+        """
         message: JsonObject = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
@@ -170,7 +302,7 @@ class Connection:
 
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
         """Send a request and wait for its answer under a deadline; raises RpcError on an error answer."""
-        if self._closed:
+        if self._closed or self._input_closed:
             raise ConnectionClosed(method)
         request_id = self._next_id
         self._next_id += 1
@@ -180,8 +312,9 @@ class Connection:
         if params is not None:
             message["params"] = params
         try:
-            await self._send(message)
             with anyio.fail_after(timeout_s if timeout_s is not None else self.request_timeout_s):
+                if not await self._send(message):
+                    raise ConnectionClosed(method)
                 try:
                     answer = await answer_receive.receive()
                 except anyio.EndOfStream:
@@ -192,47 +325,88 @@ class Connection:
             answer_receive.close()
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}
-            raise RpcError(int(error.get("code", INTERNAL_ERROR)), str(error.get("message", "")), error.get("data"))
+            code = error.get("code")
+            if not isinstance(code, int) or isinstance(code, bool):
+                code = INTERNAL_ERROR
+            message_text = error.get("message")
+            raise RpcError(code, message_text if isinstance(message_text, str) else "", error.get("data"))
         return answer.get("result")
 
     async def _send(self, message: JsonObject, *, wait_written: bool = False) -> bool:
         if self._closed or self._write_failed:
             return False
-        data = _encode(message)
+        try:
+            data = _encode(message)
+        except (TypeError, ValueError, RecursionError) as exc:
+            log.error("a %s frame is not JSON (%s); not sent", message.get("method", "response"),
+                      type(exc).__name__)
+            return False
         if not wait_written:
-            self._out_send.send_nowait(_Frame(data))
-            return True
+            return await self._queue.put(_Frame(data))
         written = anyio.Event()
         outcome: list[bool] = []
-        self._out_send.send_nowait(_Frame(data, written, outcome.append))
+        if not await self._queue.put(_Frame(data, written, outcome.append)):
+            return False
         await written.wait()
         return bool(outcome and outcome[0])
+
+    async def _send_error(self, message_id: Any, error: RpcError) -> None:
+        await self._send(_error_message(message_id, error))
 
     # -- the connection's tasks -------------------------------------------------------------
 
     async def serve(self) -> None:
-        """Run until the input reaches EOF; every handler task is finished or cancelled on return."""
+        """Run until the input reaches EOF; every handler task is finished or cancelled on return.
+
+        Requests already received when the input ends run on for `eof_grace_s`, then are
+        cancelled and answered -32800; the last frames get `close_flush_s` to be written.
+        """
+        self._queue.max_bytes = self.max_queued_bytes
+        writer_done = anyio.Event()
         async with anyio.create_task_group() as writer_group:
-            writer_group.start_soon(self._writer)
+            writer_group.start_soon(self._writer, writer_done)
             try:
                 async with anyio.create_task_group() as handlers:
                     await self._reader(handlers)
+                    await self._finish_in_flight()
                     handlers.cancel_scope.cancel()
             finally:
                 self._closed = True
-                for pending in list(self._pending.values()):
-                    pending.close()
-                self._out_send.close()
+                self._close_pending()
+                self._queue.close()
+                with anyio.move_on_after(self.close_flush_s):
+                    await writer_done.wait()
+                writer_group.cancel_scope.cancel()
 
-    async def _writer(self) -> None:
-        async with self._out_receive:
-            async for first in self._out_receive:
-                batch = [first]
-                while True:
-                    try:
-                        batch.append(self._out_receive.receive_nowait())
-                    except anyio.WouldBlock:
-                        break
+    def _close_pending(self) -> None:
+        self._input_closed = True
+        for pending in list(self._pending.values()):
+            pending.close()
+
+    async def _finish_in_flight(self) -> None:
+        """At input EOF: no answer to our requests can arrive any more, and requests received
+        get their answer: the result if it comes within the grace, else -32800."""
+        self._close_pending()
+        with anyio.move_on_after(self.eof_grace_s):
+            async with anyio.create_task_group() as waiting:
+                # Done when every request is answered, or when no answer can be written any more.
+                for event in (self._requests_idle, self._output_broken):
+                    waiting.start_soon(_set_then_cancel, event, waiting.cancel_scope)
+        if self._running:
+            log.info("input closed with %d request(s) running: cancelling them", len(self._running))
+        for scope in list(self._running.values()):
+            scope.cancel()
+        with anyio.move_on_after(self.close_flush_s):
+            await self._requests_idle.wait()
+
+    async def _writer(self, done: anyio.Event) -> None:
+        batch: list[_Frame] = []
+        try:
+            while True:
+                next_batch = await self._queue.take()
+                if next_batch is None:
+                    return
+                batch = next_batch
                 ok = not self._write_failed
                 if ok:
                     try:
@@ -240,12 +414,18 @@ class Connection:
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                         log.warning("output stream failed: %s", type(exc).__name__)
                         self._write_failed = True
+                        self._output_broken.set()
                         ok = False
-                for frame in batch:
-                    if frame.on_written is not None:
-                        frame.on_written(ok)
-                    if frame.written is not None:
-                        frame.written.set()
+                        self._queue.close()
+                self._queue.release(batch)
+                done_batch, batch = batch, []
+                _report(done_batch, ok)
+        finally:
+            left = self._queue.abandon()
+            if batch:
+                self._queue.release(batch)
+            _report(batch + left, False)
+            done.set()
 
     async def _reader(self, handlers: anyio.abc.TaskGroup) -> None:
         lines = LineReader(self.receive_stream, self.max_line_bytes)
@@ -255,108 +435,166 @@ class Connection:
                 return
             if isinstance(line, int):
                 log.warning("dropped an input line of %d bytes (bound %d)", line, self.max_line_bytes)
-                await self._send(_error_message(None, RpcError(
+                await self._send_error(None, RpcError(
                     INVALID_REQUEST,
                     f"Input line of {line} bytes exceeds the limit of {self.max_line_bytes} bytes; it was dropped.",
-                )))
+                ))
                 continue
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
-            except (ValueError, UnicodeDecodeError) as exc:
-                await self._send(_error_message(None, RpcError(PARSE_ERROR, f"Parse error: {exc}")))
+                message = _decode(line)
+            except RecursionError:
+                await self._send_error(None, RpcError(PARSE_ERROR, "Parse error: nesting too deep"))
                 continue
-            inline = self._dispatch(message, handlers)
-            if inline is not None:
-                await inline
+            except ValueError as exc:
+                await self._send_error(None, RpcError(PARSE_ERROR, f"Parse error: {exc}"))
+                continue
+            try:
+                await self._dispatch(message, handlers)
+            except Exception:
+                # A message no rule above foresaw must not end the connection.
+                log.exception("could not dispatch an input message")
+                await self._send_error(None, RpcError(INTERNAL_ERROR, "Internal error while reading a message"))
 
-    def _dispatch(self, message: Any, handlers: anyio.abc.TaskGroup) -> Awaitable[None] | None:
-        """Route one message; returns the awaitable of an ordered notification to run inline."""
+    async def _dispatch(self, message: Any, handlers: anyio.abc.TaskGroup) -> None:
+        """Route one message; ordered notifications run here, in wire order."""
         if isinstance(message, list):
-            # Batches are not used by ACP; answer each element as its own message.
+            # Batches are not used by ACP; each element is answered as its own message.
             if not message:
-                self._send_nowait(_error_message(None, RpcError(INVALID_REQUEST, "Empty batch")))
+                await self._send_error(None, RpcError(INVALID_REQUEST, "Empty batch"))
             for element in message:
-                inline = self._dispatch(element, handlers)
-                if inline is not None:
-                    handlers.start_soon(_await, inline)
-            return None
+                if isinstance(element, list):
+                    await self._send_error(None, RpcError(INVALID_REQUEST, "A batch element must be a JSON object"))
+                else:
+                    await self._dispatch_one(element, handlers)
+            return
+        await self._dispatch_one(message, handlers)
+
+    async def _dispatch_one(self, message: Any, handlers: anyio.abc.TaskGroup) -> None:
         if not isinstance(message, dict):
-            self._send_nowait(_error_message(None, RpcError(INVALID_REQUEST, "A message must be a JSON object")))
-            return None
+            await self._send_error(None, RpcError(INVALID_REQUEST, "A message must be a JSON object"))
+            return
         message_id = message.get("id")
         has_id = "id" in message
         if has_id and not _valid_id(message_id):
-            self._send_nowait(_error_message(None, RpcError(INVALID_REQUEST, "Invalid id")))
-            return None
+            await self._send_error(None, RpcError(INVALID_REQUEST, "Invalid id"))
+            return
         if "method" not in message:
             if has_id and ("result" in message or "error" in message):
                 self._resolve(message)
-                return None
-            self._send_nowait(_error_message(message_id if has_id else None, RpcError(
-                INVALID_REQUEST, "Invalid request: missing 'method'")))
-            return None
+                return
+            await self._send_error(message_id if has_id else None, RpcError(
+                INVALID_REQUEST, "Invalid request: missing 'method'"))
+            return
         method = message["method"]
         if not isinstance(method, str) or (self.require_version and message.get("jsonrpc") != "2.0"):
             if has_id:
-                self._send_nowait(_error_message(message_id, RpcError(
-                    INVALID_REQUEST, "Invalid request: 'jsonrpc' must be \"2.0\" and 'method' a string")))
-            return None
+                await self._send_error(message_id, RpcError(
+                    INVALID_REQUEST, "Invalid request: 'jsonrpc' must be \"2.0\" and 'method' a string"))
+            else:
+                log.info("ignored a malformed notification")
+            return
         params = message.get("params")
         if params is not None and not isinstance(params, (dict, list)):
             if has_id:
-                self._send_nowait(_error_message(message_id, RpcError(
-                    INVALID_PARAMS, "Invalid params: must be an object or array", {"field": "params"})))
-            return None
+                await self._send_error(message_id, RpcError(
+                    INVALID_PARAMS, "Invalid params: must be an object or array", {"field": "params"}))
+            else:
+                log.info("ignored notification %s: params must be an object or array", method)
+            return
+        busy = self._requests + self._notifications >= self.max_in_flight
         if not has_id:
             if method == "$/cancel_request":
                 self._cancel_request(params)
-                return None
+                return
             handler = self.methods.notifications.get(method)
             if handler is None:
                 log.debug("ignored unknown notification %s", method)
             elif method in self.methods.ordered:
-                return self._run_notification(method, handler, params)
+                await self._run_notification(method, handler, params)
+            elif busy:
+                log.warning("ignored notification %s: %d messages already being handled", method,
+                            self.max_in_flight)
             else:
-                handlers.start_soon(self._run_notification, method, handler, params)
-            return None
+                self._notifications += 1
+                handlers.start_soon(self._run_notification, method, handler, params, True)
+            return
         request_handler = self.methods.requests.get(method)
         if request_handler is None:
-            self._send_nowait(_error_message(message_id, RpcError(METHOD_NOT_FOUND, f"Method not found: {clip(method)}")))
-            return None
+            await self._send_error(message_id, RpcError(METHOD_NOT_FOUND, f"Method not found: {clip(method)}"))
+            return
+        if busy:
+            await self._send_error(message_id, RpcError(
+                INTERNAL_ERROR, f"Too many requests in flight (limit {self.max_in_flight}); "
+                "send it again once some are answered."))
+            return
+        self._requests += 1
+        if self._requests_idle.is_set():
+            self._requests_idle = anyio.Event()
         handlers.start_soon(self._run_request, message_id, method, request_handler, params)
-        return None
-
-    def _send_nowait(self, message: JsonObject) -> None:
-        if not self._closed and not self._write_failed:
-            self._out_send.send_nowait(_Frame(_encode(message)))
 
     def _resolve(self, message: JsonObject) -> None:
-        pending = self._pending.get(message["id"]) if isinstance(message["id"], int) else None
+        message_id = message["id"]
+        pending = self._pending.get(message_id) if isinstance(message_id, int) else None
         if pending is None:
-            log.debug("response to an unknown request id %r", message["id"])
+            log.debug("response to an unknown request id %r", message_id)
             return
         try:
             pending.send_nowait(message)
         except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            log.debug("duplicate response to request id %r", message["id"])
+            log.debug("duplicate response to request id %r", message_id)
 
     def _cancel_request(self, params: Any) -> None:
         request_id = params.get("requestId") if isinstance(params, dict) else None
+        if not _valid_id(request_id):
+            log.info("ignored $/cancel_request: requestId must be a string, an integer or null")
+            return
         scope = self._running.get(_id_key(request_id))
         if scope is not None:
             scope.cancel()
 
-    async def _run_notification(self, method: str, handler: NotificationHandler, params: Any) -> None:
+    async def _run_notification(self, method: str, handler: NotificationHandler, params: Any,
+                                counted: bool = False) -> None:
         try:
             await handler(params)
         except RpcError as exc:
             log.info("notification %s rejected: %s", method, exc.message)
         except Exception:
             log.exception("notification handler %s failed", method)
+        finally:
+            if counted:
+                self._notifications -= 1
 
     async def _run_request(self, message_id: Any, method: str, handler: RequestHandler, params: Any) -> None:
+        try:
+            answer, on_written = await self._answer(message_id, method, handler, params)
+            if self._closed:
+                if on_written is not None:
+                    on_written(False)
+                return
+            try:
+                data = _encode(answer)
+            except (TypeError, ValueError, RecursionError):
+                log.exception("result of %s is not JSON", method)
+                data = _encode(_error_message(message_id, RpcError(
+                    INTERNAL_ERROR, f"Internal error while handling {method}")))
+                if on_written is not None:
+                    on_written(False)
+                on_written = None
+            queued = False
+            try:
+                queued = await self._queue.put(_Frame(data, None, on_written))
+            finally:
+                if not queued and on_written is not None:
+                    on_written(False)
+        finally:
+            self._requests -= 1
+            if self._requests == 0:
+                self._requests_idle.set()
+
+    async def _answer(self, message_id: Any, method: str, handler: RequestHandler,
+                      params: Any) -> tuple[JsonObject, Callable[[bool], None] | None]:
         key = _id_key(message_id)
         answer: JsonObject
         on_written: Callable[[bool], None] | None = None
@@ -374,27 +612,17 @@ class Connection:
                 log.exception("handler for %s failed", method)
                 answer = _error_message(message_id, RpcError(INTERNAL_ERROR, f"Internal error while handling {method}"))
             finally:
-                self._running.pop(key, None)
+                if self._running.get(key) is scope:
+                    del self._running[key]
         if scope.cancelled_caught:
             answer = _error_message(message_id, RpcError(REQUEST_CANCELLED, "Request cancelled"))
             on_written = None
-        if self._closed:
-            if on_written is not None:
-                on_written(False)
-            return
-        try:
-            data = _encode(answer)
-        except (TypeError, ValueError):
-            log.exception("result of %s is not JSON", method)
-            data = _encode(_error_message(message_id, RpcError(INTERNAL_ERROR, f"Internal error while handling {method}")))
-            if on_written is not None:
-                on_written(False)
-            on_written = None
-        self._out_send.send_nowait(_Frame(data, None, on_written))
+        return answer, on_written
 
 
-async def _await(awaitable: Awaitable[None]) -> None:
-    await awaitable
+async def _set_then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _valid_id(value: Any) -> bool:
