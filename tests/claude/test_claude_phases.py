@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import acp
-import anyio
 import pytest
 
 from tests.claude.e2e_support import claude_agent, text
