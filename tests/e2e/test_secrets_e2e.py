@@ -90,6 +90,7 @@ async def test_plain_mcp_values_are_not_secrets_so_output_and_protocol_stay_whol
             await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("one"))
         echoed = " ".join(plain.values()) + " text-but-named-a-token"
         await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt(echoed))
-    assert (failed.value.code, str(failed.value)) == (-32603, rate["title"])
+    # The baseline message is the vendor text, then the recovery sentence (issue 9, item 7).
+    assert failed.value.code == -32603 and str(failed.value).startswith(rate["title"] + ". ")
     assert agent_text(agent, session.session_id) == " ".join(plain.values()) + f" {MASK}"
     assert agent.frames.problems == []
