@@ -5,8 +5,9 @@ off in order. Once the turn is acknowledged (`hold_until_acknowledged` ends), `p
 the queue holds `max_items`: the reader then stops reading the backend's stdout and the backend
 blocks writing, instead of the agent's memory growing at the backend's pace. Before that the
 prompt is waiting for the backend's answer to its own request, which the reader must still be able
-to read, so nothing is refused: what a backend sends before acknowledging a turn is bounded by the
-submit deadline, not by the client.
+to read, so nothing is refused (a full queue only yields once, to let a prompt whose answer was
+just read switch the bound on): what a backend sends before acknowledging a turn depends on the
+backend and the submit deadline, not on the client.
 
 `fail` (the backend is gone) never waits and is never lost: the consumer sees it once the items
 queued before it are taken. `close` (the prompt ended) wakes every waiting producer with
@@ -19,6 +20,7 @@ from collections import deque
 from typing import Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 T = TypeVar("T")
 
@@ -32,7 +34,7 @@ class TurnQueue(Generic[T]):
         self.closed = False
         self.lost = False
         self.high_water = 0
-        """The most items it ever held once bounded (tests and the bench read it)."""
+        """The most items it ever held (tests read it)."""
         self.producer_waited = anyio.Event()
         """Set the first time a producer had to wait for room (backpressure reached the backend)."""
         self._items: deque[T] = deque()
@@ -45,23 +47,30 @@ class TurnQueue(Generic[T]):
     def acknowledged(self) -> None:
         """The turn is acknowledged and its consumer drains the queue: from now on it is bounded."""
         self.bounded = True
-        self.high_water = max(self.high_water, len(self._items))
 
     async def put(self, item: T) -> None:
         """Queue an item, waiting for room; raises ClosedResourceError once the prompt has ended."""
         while True:
             if self.closed:
                 raise anyio.ClosedResourceError
-            if not self.bounded or len(self._items) < self.max_items:
-                self._items.append(item)
+            if len(self._items) < self.max_items:
+                break
+            if not self.bounded:
+                # Not acknowledged yet: the reader must go on (it has to read the acknowledgement),
+                # but first let the prompt run, so that an acknowledgement already read takes effect.
+                await anyio.lowlevel.checkpoint()
                 if self.bounded:
-                    self.high_water = max(self.high_water, len(self._items))
-                self._readable.set()
-                return
+                    continue
+                if self.closed:
+                    raise anyio.ClosedResourceError
+                break
             self.producer_waited.set()
             if self._room.is_set():
                 self._room = anyio.Event()
             await self._room.wait()
+        self._items.append(item)
+        self.high_water = max(self.high_water, len(self._items))
+        self._readable.set()
 
     def fail(self) -> None:
         """The backend is gone: after the items already queued, the consumer gets None."""
