@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from attrs import define, field
 
-from acp_agent.acp import AgentMessageChunk, PermissionOption, TextContent, ToolCallUpdate
-from acp_agent.events import Event, TurnEnd
+from acp_agent.acp import TextContent
+from acp_agent.events import TurnEnd
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import Deadlines, PhaseClock
 from acp_agent.provider import RuntimeContext, TurnFailed
@@ -32,6 +31,7 @@ from acp_agent.redaction import Redactor
 from acp_agent_codex import runtime as codex_runtime
 from acp_agent_codex.runtime import CodexRuntime, open_codex_runtime
 from tests.codex.e2e_support import stand_in_env
+from tests.fakes.held_turn import HeldTurn, first_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -51,35 +51,6 @@ def deltas(count: int = DELTAS) -> list[dict[str, Any]]:
 STARTED = note("turn/started", turn={"id": "turn-1", "status": "inProgress"})
 COMPLETED = note("turn/completed", turn={"id": "turn-1", "status": "completed", "error": None})
 EXPECTED = [f"w{i} " + "." * 100 for i in range(DELTAS)]
-
-
-@define(eq=False)
-class HeldTurn:
-    """A TurnChannel whose first text chunk waits for `release`, like an emit to a stalled client."""
-
-    session_id: str = ""
-    turn_id: str = "t"
-    credentials: dict[str, str] = field(factory=dict)
-    texts: list[str] = field(factory=list)
-    failures: list[FailureObservation] = field(factory=list)
-    held: anyio.Event = field(factory=anyio.Event)
-    release: anyio.Event = field(factory=anyio.Event)
-
-    async def emit(self, event: Event) -> None:
-        if isinstance(event, AgentMessageChunk) and isinstance(event.content, TextContent):
-            if not self.held.is_set():
-                self.held.set()
-                await self.release.wait()
-            self.texts.append(event.content.text)
-
-    async def request_permission(self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]) -> str | None:
-        return None
-
-    def record_failure(self, observation: FailureObservation) -> None:
-        self.failures.append(observation)
-
-    def adopt_turn_id(self, backend_turn_id: str) -> bool:
-        return False
 
 
 @asynccontextmanager
@@ -107,15 +78,6 @@ def count_routed(runtime: CodexRuntime, total: int) -> tuple[list[int], anyio.Ev
 
     runtime._on_notification = counting  # type: ignore[method-assign]
     return routed, done
-
-
-async def first_of(*events: anyio.Event) -> None:
-    async with anyio.create_task_group() as group:
-        for event in events:
-            async def wait(event: anyio.Event = event) -> None:
-                await event.wait()
-                group.cancel_scope.cancel()
-            group.start_soon(wait)
 
 
 async def start_prompt(runtime: CodexRuntime, tmp_path: Path, turn: HeldTurn,
