@@ -59,10 +59,8 @@ class TurnQueue(Generic[T]):
                 # Not acknowledged yet: the reader must go on (it has to read the acknowledgement),
                 # but first let the prompt run, so that an acknowledgement already read takes effect.
                 await anyio.lowlevel.checkpoint()
-                if self.bounded:
+                if self._changed_while_yielding():
                     continue
-                if self.closed:
-                    raise anyio.ClosedResourceError
                 break
             self.producer_waited.set()
             if self._room.is_set():
@@ -71,6 +69,10 @@ class TurnQueue(Generic[T]):
         self._items.append(item)
         self.high_water = max(self.high_water, len(self._items))
         self._readable.set()
+
+    def _changed_while_yielding(self) -> bool:
+        """Whether the turn was acknowledged (the bound applies) or closed meanwhile."""
+        return self.bounded or self.closed
 
     def fail(self) -> None:
         """The backend is gone: after the items already queued, the consumer gets None."""
