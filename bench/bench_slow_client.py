@@ -5,9 +5,12 @@ seconds (sampling the agent's RSS), then reads everything. Reports the agent's p
 during the stall and checks that every session received every byte of its answer, in order.
 Asserts nothing else. By default the turns are the scripted test provider's (the core alone);
 `--claude` runs the real Claude Code CLI against the fake Anthropic API instead (the provider's
-own buffers too; the CLIs' memory is not counted, only the agent's).
+own buffers too; the CLIs' memory is not counted, only the agent's); `--codex` the real codex
+app-server against the fake Responses API (one word per delta); `--muse` the fake Muse host (one
+host per session, `many:<DELTAS>` turns of 105-byte chunks). Codex and Muse sessions are opened by
+a client that declares `sessionFailure`, so notices are not mixed into the answer text.
 
-    python bench/bench_slow_client.py [--claude] [DELTAS] [STALL_S]
+    python bench/bench_slow_client.py [--claude | --codex | --muse] [DELTAS] [STALL_S]
 """
 
 from __future__ import annotations
@@ -59,16 +62,45 @@ def claude(directory: str, deltas: int) -> Iterator[tuple[str, dict[str, str], s
         }, text
 
 
-def run(deltas: int, stall_s: float, use_claude: bool) -> str:
+@contextmanager
+def codex(directory: str, deltas: int) -> Iterator[tuple[str, dict[str, str], str]]:
+    from tests.codex.e2e_support import codex_env, write_codex_home
+    from tests.fakes.responses_api import FakeResponsesAPI
+
+    text = " ".join(f"w{index}" for index in range(deltas))
+    with FakeResponsesAPI([{"slow_stream": {"text": text, "interval_s": 0}}] * SESSIONS) as api:
+        yield "codex", codex_env(write_codex_home(api, Path(directory))), text
+
+
+@contextmanager
+def muse(directory: str, deltas: int) -> Iterator[tuple[str, dict[str, str], str]]:
+    from tests.muse.e2e_support import muse_env
+
+    yield "muse", muse_env(Path(directory)), "".join(f"w{index} " + "." * 100 for index in range(deltas))
+
+
+SUBJECTS = {"--claude": claude, "--codex": codex, "--muse": muse}
+CAPABLE_META = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}
+
+
+def run(deltas: int, stall_s: float, subject: str | None) -> str:
     with tempfile.TemporaryDirectory() as directory, \
-            (claude if use_claude else scripted)(directory, deltas) as (provider, env, expected):
+            SUBJECTS.get(subject or "", scripted)(directory, deltas) as (provider, env, expected):
+        for name in [name for name, value in env.items() if value == ""]:  # "" means unset (as in the tests)
+            del env[name]
+            os.environ.pop(name, None)
         agent = RawAgent(provider, env=env, cwd=directory)
         pid = agent.process.pid
-        agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        initialize: dict[str, object] = {"protocolVersion": 1, "clientCapabilities": {}}
+        if provider in ("codex", "muse"):
+            initialize["_meta"] = CAPABLE_META
+        agent.call("initialize", initialize)
         sessions = [agent.call("session/new", {"cwd": directory, "mcpServers": []})["result"]["sessionId"]
                     for _ in range(SESSIONS)]
         before = status_kib(pid, "VmRSS")
-        prompts = {agent.send("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}):
+        prompt_text = f"turn:many:{deltas}" if provider == "muse" else "go"
+        prompts = {agent.send("session/prompt", {"sessionId": session,
+                                                 "prompt": [{"type": "text", "text": prompt_text}]}):
                    session for session in sessions}
         # The client stops reading: the agent's writes to stdout block once the pipe is full.
         started = time.perf_counter()
@@ -108,11 +140,11 @@ def run(deltas: int, stall_s: float, use_claude: bool) -> str:
 
 
 def main() -> None:
-    args = [arg for arg in sys.argv[1:] if arg != "--claude"]
-    use_claude = "--claude" in sys.argv[1:]
+    args = [arg for arg in sys.argv[1:] if arg not in SUBJECTS]
+    subject = next((arg for arg in sys.argv[1:] if arg in SUBJECTS), None)
     deltas = int(args[0]) if args else 50_000
     stall_s = float(args[1]) if len(args) > 1 else 5.0
-    print(run(deltas, stall_s, use_claude))
+    print(run(deltas, stall_s, subject))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ It speaks just enough of the app-server protocol (JSON-RPC lines without "jsonrp
 runtime to get through start-up. `STAND_IN_HANG=<method>` leaves that request unanswered (the
 process keeps reading, so a closed stdin still ends it); `STAND_IN_EXIT_ON=<method>` exits
 instead of answering. `STAND_IN_SCRIPT` is JSON `{"<method>": {"before": [...], "after": [...]}}`:
-notifications sent before and after answering that request (`$THREAD` stands for the thread id).
+notifications sent before and after answering that request (`$THREAD` stands for the thread id);
+`STAND_IN_SCRIPT_FILE` names a file holding that JSON instead (for scripts too long for a variable).
 `STAND_IN_LATE_ONCE=<method>` leaves the first such request unanswered and sends the script's
 `"late"` notifications just before handling the next request (a turn that starts after its
 prompt gave up). `STAND_IN_LOG` names a JSON-lines file every request received is appended to.
@@ -53,7 +54,12 @@ def main() -> int:
         signal.alarm(120)
     hang, exit_on = os.environ.get("STAND_IN_HANG"), os.environ.get("STAND_IN_EXIT_ON")
     late_once, log_path = os.environ.get("STAND_IN_LATE_ONCE"), os.environ.get("STAND_IN_LOG")
-    script = json.loads(os.environ.get("STAND_IN_SCRIPT", "{}").replace("$THREAD", THREAD_ID))
+    script_file = os.environ.get("STAND_IN_SCRIPT_FILE")
+    raw_script = os.environ.get("STAND_IN_SCRIPT", "{}")
+    if script_file:
+        with open(script_file) as handle:
+            raw_script = handle.read()
+    script = json.loads(raw_script.replace("$THREAD", THREAD_ID))
     late_pending = False
     for line in sys.stdin:
         message = json.loads(line)

@@ -15,7 +15,8 @@ Environment:
 - `MUSE_FAKE_TURN`: what a turn does (default `text`); a prompt starting with `turn:<name>` (first
   word) overrides it for that turn. Names: `text`, `stream`, `approval`, `fail:<errorKind>`,
   `steplimit`, `retry`, `retry-fail`, `exit`, `wait`, `question`, `closed`, `echo` (answers
-  `echo: <the turn's input text>`, so a test sees which turn an answer belongs to).
+  `echo: <the turn's input text>`, so a test sees which turn an answer belongs to), `many:<n>` (an
+  answer streamed in n chunks `w<i> ` plus 100 dots).
 - A `turn/start` while a turn of that session runs is queued (MSP's default `ifBusy: queue`:
   disposition `queued`, `startedNewTurn: false`) and starts when the running turn completes.
 - `MUSE_FAKE_ERROR_MESSAGE`: the host's message for `fail:` turns.
@@ -532,6 +533,9 @@ class Host:
                                       ["Continuing without an answer."]))
         elif name == "closed":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Done."]))
+        elif name.startswith("many:"):  # a long answer: `many:<n>` streams n chunks "w<i> ....."
+            chunks = [f"w{i} " + "." * 100 for i in range(int(name[len("many:"):]))]
+            items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", chunks))
         elif name == "echo":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", [f"echo: {text}"]))
         self.finish(session_id, turn_id, items, terminal)

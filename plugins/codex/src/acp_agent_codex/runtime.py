@@ -6,7 +6,10 @@ again after it dies (the sessions that lived in it are resumed on their next pro
 phase (`initializing`, `preparing`, `submitting`, `running`, `reading`).
 
 Notifications arrive on the reader task, in wire order. Those of a thread with a prompt running
-are queued to that prompt, which folds them through a `TurnTranslator` in order; those outside a
+are queued to that prompt, which folds them through a `TurnTranslator` in order (the queue is
+bounded: while it is full the reader waits, so a client that stops reading stalls app-server
+rather than growing the agent's memory; no task that drains a queue ever waits for an app-server
+answer meanwhile, see `turnqueue`); those outside a
 prompt become session-scoped events (notices, `SessionFailure`s), delivered at once through the
 session's channel (kept from its creation or load). Process-wide
 notices sent at start-up (`configWarning`, `deprecationNotice`) go to the session whose creation
@@ -26,7 +29,6 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, field
 
 from acp_agent import __version__ as core_version
@@ -57,10 +59,13 @@ from acp_agent_codex.classify import (
     transport_lost,
 )
 from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
+from acp_agent_codex.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 
 log = logging.getLogger(__name__)
 
 NO_TIMEOUT: Final = math.inf  # every backend wait is bounded by its phase instead
+TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
+"""How many app-server notifications a running prompt holds before the reader waits (backpressure)."""
 INTERRUPT_TIMEOUT_S: Final = 10.0
 UNSUBSCRIBE_TIMEOUT_S: Final = 5.0
 STOP_TIMEOUT_S: Final = 8.0
@@ -123,20 +128,14 @@ class _Barrier:
     reached: anyio.Event = field(factory=anyio.Event)
 
 
-@define(eq=False)
-class _Lost:
-    """The app-server of this turn is gone."""
-
-
-QueueItem = tuple[str, Mapping[str, Any]] | Notice | _Barrier | _Lost
+QueueItem = tuple[str, Mapping[str, Any]] | Notice | _Barrier
 
 
 @define(eq=False)
 class ActiveTurn:
     channel: TurnChannel
     generation: int
-    send: MemoryObjectSendStream[QueueItem]
-    receive: MemoryObjectReceiveStream[QueueItem]
+    queue: TurnQueue[QueueItem]
     translator: TurnTranslator = field(factory=TurnTranslator)
     codex_turn_id: str | None = None
     cancel_requested: bool = False
@@ -342,10 +341,7 @@ class CodexRuntime(ProviderRuntime):
         for thread in self._threads.values():
             active = thread.active
             if active is not None and active.generation == server.generation:
-                try:
-                    active.send.send_nowait(_Lost())
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    pass
+                active.queue.fail()  # never waits: the reader that fills the queue has ended
 
     @staticmethod
     def _request_stop(server: AppServer) -> None:
@@ -398,7 +394,7 @@ class CodexRuntime(ProviderRuntime):
         if method in _GLOBAL_NOTICES or (method == "warning" and not isinstance(thread_id, str)):
             notice = notice_for(method, params)
             if notice is not None:
-                self._global_notice(notice)
+                await self._global_notice(notice)
             return
         thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
         if thread is None:
@@ -410,20 +406,22 @@ class CodexRuntime(ProviderRuntime):
         active = thread.active
         if active is not None and active.generation == server.generation:
             try:
-                active.send.send_nowait((method, params))
+                # Waits while the prompt's queue is full: the reader stops reading app-server's
+                # output, so a stalled client stalls app-server instead of growing our memory.
+                await active.queue.put((method, params))
                 return
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
+            except anyio.ClosedResourceError:
+                pass  # the prompt ended meanwhile
         await self._outside_turn(thread, method, params)
 
-    def _global_notice(self, notice: Notice) -> None:
+    async def _global_notice(self, notice: Notice) -> None:
         """A process-wide notice: into a running prompt if there is one, else kept for the next session."""
-        for thread in self._threads.values():
+        for thread in list(self._threads.values()):
             if thread.active is not None:
                 try:
-                    thread.active.send.send_nowait(notice)
+                    await thread.active.queue.put(notice)
                     return
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                except anyio.ClosedResourceError:
                     continue
         self._notice_backlog.append(notice)
 
@@ -672,24 +670,23 @@ class CodexRuntime(ProviderRuntime):
                                    thread.mode)
             thread.generation = server.generation
             thread.mode_dirty, thread.model_dirty = thread.mode_explicit, thread.model_explicit
-        send, receive = anyio.create_memory_object_stream[QueueItem](math.inf)
-        active = ActiveTurn(turn, server.generation, send, receive)
+        active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
         thread.active = active
         try:
             return await self._run_turn(server, thread, active, prompt)
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
             # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
-            # app-server may still run it, and the next turn/start would meet it. Stop it.
+            # app-server may still run it, and the next turn/start would meet it. Stop it, once
+            # the queue is closed: a reader waiting for room could not read the interrupt's answer.
             with anyio.CancelScope(shield=True):
                 if active.codex_turn_id is None:
                     thread.orphaned = True
-                else:
+                await self._end_turn(thread, active)
+                if active.codex_turn_id is not None:
                     await self._interrupt(server, thread, active)
             raise
         finally:
-            thread.active = None
-            send.close()
-            await self._drain(thread, receive)
+            await self._end_turn(thread, active)
 
     def _turn_params(self, thread: ThreadState, prompt: Sequence[ContentBlock]) -> dict[str, Any]:
         params: dict[str, Any] = {"threadId": thread.thread_id, "input": items.prompt_input(prompt)}
@@ -720,8 +717,11 @@ class CodexRuntime(ProviderRuntime):
         if active.codex_turn_id is not None:
             # Codex stores this id with the turn: a replayed failure then keeps the live incident id.
             turn.adopt_turn_id(active.codex_turn_id)
+        active.queue.acknowledged()
         if active.cancel_requested:
-            await self._interrupt(server, thread, active)
+            # In the background: waiting here for the answer, with the queue full and the reader
+            # waiting for room, would wait for ever.
+            self._tg.start_soon(self._interrupt, server, thread, active)
         async with self.clock.phase(Phase.RUNNING, label="turn"):
             end = await self._consume(thread, active)
         if isinstance(end, FailureObservation):
@@ -732,8 +732,9 @@ class CodexRuntime(ProviderRuntime):
     async def _consume(self, thread: ThreadState, active: ActiveTurn) -> TurnEnd | FailureObservation:
         """Fold the turn's queued notifications, in order, until the turn is over."""
         turn = active.channel
-        async for entry in active.receive:
-            if isinstance(entry, _Lost):
+        while True:
+            entry = await active.queue.get()
+            if entry is None:  # app-server is gone
                 observation = transport_lost(Phase.RUNNING.value, submitted=True)
                 turn.record_failure(observation)
                 return observation
@@ -757,25 +758,21 @@ class CodexRuntime(ProviderRuntime):
                     turn.record_failure(step)
                 else:
                     await turn.emit(step)
-        observation = transport_lost(Phase.RUNNING.value, submitted=True)
-        turn.record_failure(observation)
-        return observation
 
-    async def _drain(self, thread: ThreadState, receive: MemoryObjectReceiveStream[QueueItem]) -> None:
-        """What was queued to a prompt that has ended now belongs to no prompt."""
+    async def _end_turn(self, thread: ThreadState, active: ActiveTurn) -> None:
+        """What was queued to a prompt that has ended now belongs to no prompt (runs once)."""
+        if active.queue.closed:
+            return
+        if thread.active is active:
+            thread.active = None
         with anyio.CancelScope(shield=True):
-            while True:
-                try:
-                    entry = receive.receive_nowait()
-                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                    break
+            for entry in active.queue.close():
                 if isinstance(entry, _Barrier):
                     entry.reached.set()
                 elif isinstance(entry, Notice):
                     await self._to_thread(thread, entry)
-                elif isinstance(entry, tuple):
+                else:
                     await self._outside_turn(thread, *entry)
-            receive.close()
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
         if active.codex_turn_id is not None:
@@ -809,8 +806,8 @@ class CodexRuntime(ProviderRuntime):
             return {"decision": "decline"}
         barrier = _Barrier()
         try:
-            active.send.send_nowait(barrier)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await active.queue.put(barrier)  # this handler is its own task: it may wait for room
+        except anyio.ClosedResourceError:
             return {"decision": "decline"}
         await barrier.reached.wait()  # the item's tool call reached the client first
         item_id = params.get("itemId")

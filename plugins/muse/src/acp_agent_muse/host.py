@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 MAX_COMMAND_ATTEMPTS: Final = 4
 SERVER_REQUESTS: Final = ("approval/request", "userInput/request")
 
-Router = Callable[["MuseHost", str, Mapping[str, Any]], None]
+Router = Callable[["MuseHost", str, Mapping[str, Any]], Awaitable[None]]
 LostHandler = Callable[["MuseHost"], None]
 
 
@@ -80,13 +80,14 @@ class MuseHost:
 
         def notification(method: str) -> Callable[[Any], Any]:
             async def handle(params: Any) -> None:
-                self.route(self, method, params if isinstance(params, Mapping) else {})
+                # Inline in the reader: while the router waits (a full turn queue), nothing more is read.
+                await self.route(self, method, params if isinstance(params, Mapping) else {})
 
             return handle
 
         def server_request(method: str) -> Callable[[Any], Any]:
             async def handle(params: Any) -> dict[str, Any]:
-                self.route(self, method, params if isinstance(params, Mapping) else {})
+                await self.route(self, method, params if isinstance(params, Mapping) else {})
                 return {}
 
             return handle

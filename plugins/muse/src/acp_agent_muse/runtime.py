@@ -11,14 +11,16 @@ read-only host, `session/load` and `session/resume` read under the `reading` bud
 becomes the new session's host.
 
 A prompt is `turn/start` (`submitting` until the acknowledgement), then the session's view
-notifications, in wire order, are folded by a `TurnTranslator` until `turn/completed`.
+notifications, in wire order, are folded by a `TurnTranslator` until `turn/completed`. They wait
+in a bounded queue (`turnqueue`): while it is full the host's reader waits, so a client that stops
+reading stalls the host rather than growing the agent's memory; the prompt never waits for a host
+answer while it should drain that queue (cancels, approvals and questions run in their own tasks).
 Approvals become permission questions asked in their own tasks (the turn keeps streaming).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from importlib import metadata
@@ -27,7 +29,6 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 import attrs
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, field
 
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionMode, SessionModeState
@@ -61,6 +62,7 @@ from acp_agent_muse.classify import (
 from acp_agent_muse.host import MuseHost
 from acp_agent_muse.ids import mint
 from acp_agent_muse.translate import TurnDone, TurnTranslator
+from acp_agent_muse.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,8 @@ MODELS_BUDGET_S: Final = 5.0
 LEAVE_TIMEOUT_S: Final = 5.0
 CANCEL_TIMEOUT_S: Final = 10.0
 LIST_PAGE: Final = 50
+TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
+"""How many host notifications a running prompt holds before the host's reader waits (backpressure)."""
 
 MODES: Final = (
     SessionMode("default", "Default", "Muse Code asks before any action its policy does not already allow."),
@@ -129,20 +133,14 @@ def _served_mode(session: Mapping[str, Any]) -> str | None:
 # --- state --------------------------------------------------------------------------------------------------
 
 
-@define(eq=False)
-class _Lost:
-    """The turn's host is gone."""
-
-
-QueueItem = tuple[str, Mapping[str, Any]] | _Lost
+QueueItem = tuple[str, Mapping[str, Any]]
 
 
 @define(eq=False)
 class ActiveTurn:
     channel: TurnChannel
     host: MuseHost
-    send: MemoryObjectSendStream[QueueItem]
-    receive: MemoryObjectReceiveStream[QueueItem]
+    queue: TurnQueue[QueueItem]
     translator: TurnTranslator | None = None
     turn_id: str | None = None
     cancel_requested: bool = False
@@ -242,7 +240,7 @@ class MuseRuntime(ProviderRuntime):
             self._fingerprint_noticed = True
             self._pending_notices.append(Notice(text))
 
-    def _route(self, host: MuseHost, method: str, params: Mapping[str, Any]) -> None:
+    async def _route(self, host: MuseHost, method: str, params: Mapping[str, Any]) -> None:
         """Every frame a host sends, in wire order: into the running prompt, or handled outside one."""
         state = self._sessions.get(host.session_id) if host.session_id else None
         if state is None or state.host is not host:
@@ -250,10 +248,16 @@ class MuseRuntime(ProviderRuntime):
         active = state.active
         if active is not None and active.host is host:
             try:
-                active.send.send_nowait((method, params))
+                # Waits while the prompt's queue is full: the host's reader stops reading, so a
+                # stalled client stalls the host instead of growing the agent's memory.
+                await active.queue.put((method, params))
                 return
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
+            except anyio.ClosedResourceError:
+                pass  # the prompt ended meanwhile
+        self._outside_turn(state, method, params)
+
+    @staticmethod
+    def _outside_turn(state: MuseSession, method: str, params: Mapping[str, Any]) -> None:
         if method == "session/closed":
             log.info("session %s was unloaded by its host (%s)", state.session_id, params.get("reason"))
             state.needs_resume = True
@@ -267,10 +271,7 @@ class MuseRuntime(ProviderRuntime):
             return
         active = state.active
         if active is not None and active.host is host:
-            try:
-                active.send.send_nowait(_Lost())
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
+            active.queue.fail()  # never waits: the reader that fills the queue has ended
         if host.stop_requested:
             return
         state.lost = True
@@ -683,8 +684,7 @@ class MuseRuntime(ProviderRuntime):
             await self._deliver(state, turn)
             host = await self._ensure_host(state)
             await self._deliver(state, turn)
-            send, receive = anyio.create_memory_object_stream[QueueItem](math.inf)
-            active = ActiveTurn(turn, host, send, receive)
+            active = ActiveTurn(turn, host, TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
             state.active = active
             try:
                 return await self._run_turn(state, host, active, prompt)
@@ -697,8 +697,8 @@ class MuseRuntime(ProviderRuntime):
                 raise
             finally:
                 state.active = None
-                send.close()
-                receive.close()
+                for method, params in active.queue.close():
+                    self._outside_turn(state, method, params)
         finally:
             state.busy -= 1
             self._arm_idle(state)
@@ -747,6 +747,7 @@ class MuseRuntime(ProviderRuntime):
             raise TurnFailed(observation)
         active.turn_id = turn_id
         active.translator = TurnTranslator(turn_id)
+        active.queue.acknowledged()
         if active.cancel_requested:
             self._tg.start_soon(self._send_cancel, state, active)
         async with self._phase(Phase.RUNNING, "turn"), anyio.create_task_group() as questions:
@@ -763,8 +764,9 @@ class MuseRuntime(ProviderRuntime):
         turn = active.channel
         translator = active.translator
         assert translator is not None
-        async for entry in active.receive:
-            if isinstance(entry, _Lost):
+        while True:
+            entry = await active.queue.get()
+            if entry is None:  # the host is gone
                 if active.cancel_requested and active.host.stop_requested:
                     return TurnEnd("cancelled")  # we stopped the host of a cancelled turn (close, logout)
                 return host_lost(Phase.RUNNING.value, submitted=True)
@@ -789,7 +791,6 @@ class MuseRuntime(ProviderRuntime):
                     turn.record_failure(step)
                 else:
                     await turn.emit(step)
-        return host_lost(Phase.RUNNING.value, submitted=True)
 
     async def _send_cancel(self, state: MuseSession, active: ActiveTurn) -> None:
         if active.cancel_sent or active.turn_id is None or not active.host.alive:
