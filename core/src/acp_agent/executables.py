@@ -12,6 +12,8 @@ import os
 import shutil
 from collections.abc import Mapping
 
+from acp_agent.failures import FailureKind, FailureObservation
+
 
 def executable_problem(path: str | None, environ: Mapping[str, str], *, error: OSError | None = None) -> str | None:
     """What keeps `path` from running ("was not found at …", "at … is not executable"), or None.
@@ -35,3 +37,26 @@ def executable_problem(path: str | None, environ: Mapping[str, str], *, error: O
     if error.errno == errno.ENOEXEC:
         return f"at {resolved} is not a program this machine can run"
     return f"at {resolved} could not be run: {error.strerror or 'unknown error'}"
+
+
+def program_unavailable(title: str, program: str, problem: str, *, recovery: str,
+                        native_kinds: tuple[str, str], phase: str = "initializing") -> FailureObservation:
+    """Nothing started because the vendor's program is missing or cannot run.
+
+    The adapter's own observation, the same for every provider: `title` names the backend
+    ("Muse Code"), `program` what was looked for ("Muse Code CLI"), `problem` completes it (from
+    `executable_problem`), `recovery` says how to install it or which variable names it;
+    `native_kinds` are the provider's kinds for "not found" and for "found but would not run".
+    """
+    not_found, failed = native_kinds
+    return FailureObservation(
+        kind=FailureKind.BAD_REQUEST,
+        native_kind=not_found if problem.startswith("was not found") else failed,
+        title=f"{title} could not be started: the {program} {problem}.",
+        source="adapter",
+        outcome="failed",
+        execution="notSubmitted",
+        phase=phase,
+        retryable=False,
+        recovery_hint=recovery,
+    )

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from acp_agent.events import Notice, RetryProgress
+from acp_agent.executables import program_unavailable
 from acp_agent.failures import Category, FailureKind, FailureObservation
 
 SYNTHETIC_MODEL = "<synthetic>"
@@ -154,18 +155,6 @@ INSTALL_RECOVERY = ("Reinstall acp-agent-claude (its claude-agent-sdk bundles th
 
 
 def cli_unavailable(problem: str) -> FailureObservation:
-    """The Claude Code CLI is missing or cannot run: nothing started (the adapter's own observation).
-
-    `problem` completes "the Claude Code CLI …" (acp_agent.executables); never an exception's name.
-    """
-    return FailureObservation(
-        kind=FailureKind.BAD_REQUEST,
-        native_kind="cliNotFound" if problem.startswith("was not found") else "cliStartFailed",
-        title=f"Claude Code could not be started: the Claude Code CLI {problem}.",
-        source="adapter",
-        outcome="failed",
-        execution="notSubmitted",
-        phase="initializing",
-        retryable=False,
-        recovery_hint=INSTALL_RECOVERY,
-    )
+    """The Claude Code CLI is missing or cannot run: nothing started."""
+    return program_unavailable("Claude Code", "Claude Code CLI", problem, recovery=INSTALL_RECOVERY,
+                               native_kinds=("cliNotFound", "cliStartFailed"))

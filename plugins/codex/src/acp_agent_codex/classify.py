@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from acp_agent.events import Notice, RetryProgress
+from acp_agent.executables import program_unavailable
 from acp_agent.failures import POLICY, TITLE_LIMIT, FailureKind, FailureObservation, Source, split_title
 
 TRANSPORT_LOST_TITLE: Final = "The connection to Codex was lost."
-SPAWN_FAILED_TITLE: Final = "Codex could not be started."
 
 _BY_VARIANT: Final[Mapping[str, FailureKind]] = {
     "unauthorized": FailureKind.AUTH_REQUIRED,
@@ -145,22 +145,10 @@ INSTALL_RECOVERY: Final = ("Install the openai-codex-cli-bin wheel or set ACP_AG
                            "then start a new session.")
 
 
-def spawn_failed(phase: str, problem: str | None = None) -> FailureObservation:
-    """The codex binary could not be started at all.
-
-    `problem` completes "the codex binary …" (acp_agent.executables): missing, not executable, or
-    why it would not run; never an exception's name.
-    """
-    return FailureObservation(
-        kind=FailureKind.TRANSPORT_LOST,
-        native_kind="spawnFailed",
-        title=f"Codex could not be started: the codex binary {problem}." if problem else SPAWN_FAILED_TITLE,
-        source="host",
-        outcome="failed",
-        execution="notSubmitted",
-        phase=phase,
-        recovery_hint=INSTALL_RECOVERY,
-    )
+def spawn_failed(phase: str, problem: str) -> FailureObservation:
+    """The codex binary is missing or cannot run: nothing started."""
+    return program_unavailable("Codex", "codex binary", problem, recovery=INSTALL_RECOVERY,
+                               native_kinds=("spawnFailed", "spawnFailed"), phase=phase)
 
 
 _RPC_KINDS: Final[Mapping[int, str]] = {-32600: "invalidRequest", -32601: "methodNotFound", -32602: "invalidParams"}

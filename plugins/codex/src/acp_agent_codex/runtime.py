@@ -9,7 +9,7 @@ Notifications arrive on the reader task, in wire order. Those of a thread with a
 are queued to that prompt, which folds them through a `TurnTranslator` in order (the queue is
 bounded: while it is full the reader waits, so a client that stops reading stalls app-server
 rather than growing the agent's memory; no task that drains a queue ever waits for an app-server
-answer meanwhile, see `turnqueue`); those outside a
+answer meanwhile, see `acp_agent.turnqueue`); those outside a
 prompt become session-scoped events (notices, `SessionFailure`s), delivered at once through the
 session's channel (kept from its creation or load). Process-wide
 notices sent at start-up (`configWarning`, `deprecationNotice`) go to the session whose creation
@@ -49,6 +49,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.rpc import INVALID_PARAMS, Connection, ConnectionClosed, Methods, RpcError
+from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent.wire import clip
 from acp_agent_codex import codex_home, find_codex, items
 from acp_agent_codex.classify import (
@@ -59,7 +60,6 @@ from acp_agent_codex.classify import (
     transport_lost,
 )
 from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
-from acp_agent_codex.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from acp_agent.events import RetryProgress, TurnEnd
+from acp_agent.executables import program_unavailable
 from acp_agent.failures import FailureKind, FailureObservation, Source
 
 HOST_TITLE: Final = "Muse Code"
@@ -257,21 +258,9 @@ INSTALL_RECOVERY: Final = ("Install the Muse Code CLI and put `muse` on PATH, or
 
 
 def host_unavailable(phase: str, problem: str) -> FailureObservation:
-    """The `muse` executable is missing or cannot run: nothing started (the adapter's own observation).
-
-    `problem` completes "the Muse Code CLI …" (acp_agent.executables); never an exception's name.
-    """
-    return FailureObservation(
-        kind=FailureKind.BAD_REQUEST,
-        native_kind="hostNotFound" if problem.startswith("was not found") else "hostLaunchFailed",
-        title=f"{HOST_TITLE} could not be started: the Muse Code CLI {problem}.",
-        source="adapter",
-        outcome="failed",
-        execution="notSubmitted",
-        phase=phase,
-        retryable=False,
-        recovery_hint=INSTALL_RECOVERY,
-    )
+    """The `muse` executable is missing or cannot run: nothing started."""
+    return program_unavailable(HOST_TITLE, "Muse Code CLI", problem, recovery=INSTALL_RECOVERY,
+                               native_kinds=("hostNotFound", "hostLaunchFailed"), phase=phase)
 
 
 def settings_not_applied(what: str, requested: str, served: str | None, phase: str) -> FailureObservation:

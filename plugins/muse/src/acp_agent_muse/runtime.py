@@ -12,7 +12,7 @@ becomes the new session's host.
 
 A prompt is `turn/start` (`submitting` until the acknowledgement), then the session's view
 notifications, in wire order, are folded by a `TurnTranslator` until `turn/completed`. They wait
-in a bounded queue (`turnqueue`): while it is full the host's reader waits, so a client that stops
+in a bounded queue (`acp_agent.turnqueue`): while it is full the host's reader waits, so a client that stops
 reading stalls the host rather than growing the agent's memory; the prompt never waits for a host
 answer while it should drain that queue (cancels, approvals and questions run in their own tasks).
 Approvals become permission questions asked in their own tasks (the turn keeps streaming).
@@ -47,6 +47,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
+from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent.wire import clip
 from acp_agent_muse import find_muse, items
 from acp_agent_muse.classify import (
@@ -62,7 +63,6 @@ from acp_agent_muse.classify import (
 from acp_agent_muse.host import MuseHost
 from acp_agent_muse.ids import mint
 from acp_agent_muse.translate import TurnDone, TurnTranslator
-from acp_agent_muse.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 
 log = logging.getLogger(__name__)
 

@@ -1,27 +1,18 @@
-"""`TurnQueue` on its own (Codex and Muse each carry the same copy): bound, order, loss, close."""
+"""The core's `TurnQueue` on its own (Codex and Muse route turn notifications through it): bound, order,
+loss, close."""
 
 from __future__ import annotations
-
-import inspect
-from typing import Any
 
 import anyio
 import pytest
 
-from acp_agent_codex import turnqueue as codex_queue
-from acp_agent_muse import turnqueue as muse_queue
+from acp_agent.turnqueue import TurnQueue
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
-QUEUES = pytest.mark.parametrize("module", [codex_queue, muse_queue], ids=["codex", "muse"])
 
 
-def test_the_two_copies_are_the_same() -> None:
-    assert inspect.getsource(codex_queue) == inspect.getsource(muse_queue)
-
-
-@QUEUES
-async def test_a_held_consumer_bounds_the_queue_and_a_drain_keeps_the_order(module: Any) -> None:
-    queue = module.TurnQueue(4)
+async def test_a_held_consumer_bounds_the_queue_and_a_drain_keeps_the_order() -> None:
+    queue = TurnQueue(4)
     queue.acknowledged()
     put: list[int] = []
 
@@ -40,9 +31,8 @@ async def test_a_held_consumer_bounds_the_queue_and_a_drain_keeps_the_order(modu
     assert queue.high_water == 4
 
 
-@QUEUES
-async def test_before_the_acknowledgement_nothing_waits(module: Any) -> None:
-    queue = module.TurnQueue(2)
+async def test_before_the_acknowledgement_nothing_waits() -> None:
+    queue = TurnQueue(2)
     for index in range(10):
         await queue.put(index)  # the reader must still read the acknowledgement
     assert len(queue) == 10 and not queue.producer_waited.is_set()
@@ -50,9 +40,8 @@ async def test_before_the_acknowledgement_nothing_waits(module: Any) -> None:
     assert [await queue.get() for _ in range(10)] == list(range(10))
 
 
-@QUEUES
-async def test_loss_never_waits_and_comes_after_the_queued_items(module: Any) -> None:
-    queue = module.TurnQueue(2)
+async def test_loss_never_waits_and_comes_after_the_queued_items() -> None:
+    queue = TurnQueue(2)
     queue.acknowledged()
     await queue.put("a")
     await queue.put("b")
@@ -60,9 +49,8 @@ async def test_loss_never_waits_and_comes_after_the_queued_items(module: Any) ->
     assert [await queue.get(), await queue.get(), await queue.get()] == ["a", "b", None]
 
 
-@QUEUES
-async def test_close_releases_a_waiting_producer_and_hands_back_the_rest(module: Any) -> None:
-    queue = module.TurnQueue(1)
+async def test_close_releases_a_waiting_producer_and_hands_back_the_rest() -> None:
+    queue = TurnQueue(1)
     queue.acknowledged()
     await queue.put("kept")
     outcome: list[str] = []
