@@ -20,7 +20,8 @@ import anyio
 import pytest
 from attrs import define, field
 
-from acp_agent.events import Event, TurnEnd
+from acp_agent.agent import CANCEL_GRACE_S
+from acp_agent.events import MODEL_ANSWER_UPDATES, Event, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.provider import (
     ProviderRuntime,
@@ -218,8 +219,9 @@ class KitBackend:
     `environ` is added to the test process's environment (minus `ACP_AGENT_*`); an empty value
     unsets a variable. `hold_prompt` turns a prompt's text into one the backend holds (for fakes
     that are told by the prompt). `turn_held` returns once the backend holds the turn; None waits
-    for the turn's first session update. `release` lets a held answer go on (after the cancel: a
-    runtime that did not stop the backend's turn would then leak it into the next prompt).
+    for the turn's first model content (a message or thought chunk, a tool call). `release` lets a
+    held answer go on (after the cancel: a runtime that did not stop the backend's turn would then
+    leak it into the next prompt).
     """
 
     spec: ProviderSpec
@@ -368,7 +370,13 @@ class RuntimeContract:
                 session_id = await client.new_session(self._cwd(tmp_path))
                 outcome: dict[str, Any] = {}
                 updated = anyio.Event()
-                client.update_hook = lambda params: updated.set() if params.get("sessionId") == session_id else None
+
+                def on_update(params: dict[str, Any]) -> None:
+                    kind = params.get("update", {}).get("sessionUpdate")
+                    if params.get("sessionId") == session_id and kind in MODEL_ANSWER_UPDATES:
+                        updated.set()
+
+                client.update_hook = on_update
 
                 async def held_prompt() -> None:
                     outcome.update(await client.prompt(session_id, backend.hold_prompt("kit-held")))
@@ -377,8 +385,11 @@ class RuntimeContract:
                     task_group.start_soon(held_prompt)
                     await (backend.turn_held or updated.wait)()
                     seen.update(descendants())
+                    cancelled_at = anyio.current_time()
                     await client.notify("session/cancel", {"sessionId": session_id})
                 assert outcome.get("stopReason") == "cancelled", outcome
+                # `cancel` stopped the backend's turn: the prompt was not cut off after the grace.
+                assert anyio.current_time() - cancelled_at < CANCEL_GRACE_S, "prompt returned only at the cancel grace"
                 backend.release()
                 mark = len(client.updates)
                 after = await client.prompt(session_id, "kit-after")
