@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.plugins import discover
 from acp_agent.testing import KitBackend, RuntimeContract, Turn
 from tests.claude.e2e_support import claude_env, wait_for_requests
 from tests.fakes.anthropic_api import FakeAnthropicAPI
@@ -29,9 +28,7 @@ class TestClaudeRuntime(RuntimeContract):
 
     @asynccontextmanager
     async def open_backend(self, tmp_path: Path, turns: Sequence[Turn]) -> AsyncIterator[KitBackend]:
-        loaded = discover().get("claude")
-        assert loaded is not None
         held = turns.index("hold") + 1 if "hold" in turns else 0
         with FakeAnthropicAPI([STEPS[turn] for turn in turns]) as api:
-            yield KitBackend(loaded.spec, claude_env(api, tmp_path),
+            yield KitBackend(environ=claude_env(api, tmp_path),
                              turn_held=lambda: wait_for_requests(api, held), release=api.release)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.plugins import discover
 from acp_agent.testing import KitBackend, RuntimeContract, Turn
 from tests.codex.e2e_support import codex_env, wait_for_turn_requests, write_codex_home
 from tests.fakes.responses_api import FakeResponsesAPI
@@ -30,9 +29,7 @@ class TestCodexRuntime(RuntimeContract):
 
     @asynccontextmanager
     async def open_backend(self, tmp_path: Path, turns: Sequence[Turn]) -> AsyncIterator[KitBackend]:
-        loaded = discover().get("codex")
-        assert loaded is not None
         held = turns.index("hold") + 1 if "hold" in turns else 0
         with FakeResponsesAPI([STEPS[turn] for turn in turns]) as api:
             home = write_codex_home(api, tmp_path)
-            yield KitBackend(loaded.spec, codex_env(home), turn_held=lambda: wait_for_turn_requests(api, held))
+            yield KitBackend(environ=codex_env(home), turn_held=lambda: wait_for_turn_requests(api, held))

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.plugins import discover
 from acp_agent.testing import KitBackend, RuntimeContract, Turn
 
 pytestmark = pytest.mark.timeout(60)
@@ -21,6 +20,4 @@ class TestExampleRuntime(RuntimeContract):
     @asynccontextmanager
     async def open_backend(self, tmp_path: Path, turns: Sequence[Turn]) -> AsyncIterator[KitBackend]:
         # The echo model is told by the prompt: a text starting "hold " is held until cancelled.
-        loaded = discover().get("example")
-        assert loaded is not None
-        yield KitBackend(loaded.spec, hold_prompt=lambda text: f"hold {text}")
+        yield KitBackend(hold_prompt=lambda text: f"hold {text}")

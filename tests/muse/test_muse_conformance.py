@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.plugins import discover
 from acp_agent.testing import KitBackend, RuntimeContract, Turn
 from tests.muse.e2e_support import muse_env
 
@@ -25,6 +24,4 @@ class TestMuseRuntime(RuntimeContract):
 
     @asynccontextmanager
     async def open_backend(self, tmp_path: Path, turns: Sequence[Turn]) -> AsyncIterator[KitBackend]:
-        loaded = discover().get("muse")
-        assert loaded is not None
-        yield KitBackend(loaded.spec, muse_env(tmp_path, turn="echo"), hold_prompt=lambda text: f"turn:wait {text}")
+        yield KitBackend(environ=muse_env(tmp_path, turn="echo"), hold_prompt=lambda text: f"turn:wait {text}")

@@ -224,7 +224,8 @@ class KitBackend:
     leak it into the next prompt).
     """
 
-    spec: ProviderSpec
+    spec: ProviderSpec | None = None
+    """None: the installed provider named by the contract's `provider_name` (its entry point)."""
     environ: Mapping[str, str] = field(factory=dict)
     hold_prompt: Callable[[str], str] = lambda text: text
     turn_held: Callable[[], Awaitable[None]] | None = None
@@ -328,6 +329,7 @@ class RuntimeContract:
         before = descendants()
         seen: set[int] = set()
         async with self.open_backend(tmp_path, turns) as backend:
+            backend.spec = backend.spec or self._installed_spec()
             async with run_in_process(backend.spec, environ=kit_environ(backend.environ)) as client:
                 await client.initialize(capable=capable)
                 yield client, backend, seen
@@ -336,6 +338,13 @@ class RuntimeContract:
         assert not left, f"processes left after the agent stopped: {left}"
         if self.starts_child:
             assert seen, "no backend process was seen while the session ran"
+
+    def _installed_spec(self) -> ProviderSpec:
+        from acp_agent.plugins import discover
+
+        loaded = discover().get(self.provider_name)
+        assert loaded is not None, f"no provider {self.provider_name!r} is installed (an `acp_agent` entry point)"
+        return loaded.spec
 
     def _cwd(self, tmp_path: Path) -> str:
         path = tmp_path / "work"
@@ -356,6 +365,7 @@ class RuntimeContract:
                 assert "kit-alpha" in answer_text(client, session_id)
                 assert "kit-bravo" in answer_text(client, session_id, mark)
                 assert "kit-alpha" not in answer_text(client, session_id, mark)
+                assert backend.spec is not None
                 if backend.spec.capabilities.close_session:
                     assert await client.request("session/close", {"sessionId": session_id}) == {}
                     with pytest.raises(RpcError):
