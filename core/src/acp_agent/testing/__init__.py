@@ -16,6 +16,7 @@ from acp_agent.testing.conformance import (
     RuntimeContract,
     TitleContract,
     Turn,
+    kit_environ,
     play,
     played_spec,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "RuntimeContract",
     "TitleContract",
     "Turn",
+    "kit_environ",
     "play",
     "played_spec",
     "run_in_process",
