@@ -20,6 +20,8 @@ ROOT = pathlib.Path(__file__).parent
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 PLUGINS = sorted(path.parent.name for path in ROOT.glob("plugins/*/pyproject.toml"))
 TEST_PROVIDER = "tests/scripted_provider"
+EXAMPLE_PROVIDER = "tests/example_provider"
+"""The plugin guide's example (docs/plugin-guide.md), installed so its conformance tests run."""
 CONSTRAINTS = ("-c", "tests/constraints.txt")
 
 
@@ -33,9 +35,9 @@ def editable(*paths: str) -> list[str]:
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    """Core, every plugin and the test-only provider installed editable; every test."""
+    """Core, every plugin and the test-only providers installed editable; every test."""
     install_group(session, "test")
-    session.install(*editable("core", TEST_PROVIDER, *[f"plugins/{name}" for name in PLUGINS]))
+    session.install(*editable("core", TEST_PROVIDER, EXAMPLE_PROVIDER, *[f"plugins/{name}" for name in PLUGINS]))
     session.run("pytest", *session.posargs)
 
 
@@ -56,12 +58,13 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on the core, then on each plugin's package."""
+    """mypy --strict on the core, then on each plugin's package and the guide's example."""
     install_group(session, "typecheck")
-    session.install(*editable("core", *[f"plugins/{name}" for name in PLUGINS]))
+    session.install(*editable("core", EXAMPLE_PROVIDER, *[f"plugins/{name}" for name in PLUGINS]))
     session.run("mypy")
     for name in PLUGINS:
         session.run("mypy", "--strict", f"plugins/{name}/src")
+    session.run("mypy", "--strict", "-p", "acp_agent_example")
 
 
 @nox.session(python="3.11")

@@ -65,6 +65,8 @@ class InProcessClient:
     permission: Callable[[dict[str, Any]], str | None] = lambda params: params["options"][0]["optionId"]
     permission_requests: list[dict[str, Any]] = field(factory=list)
     agent: Agent | None = None
+    update_hook: Callable[[dict[str, Any]], None] | None = None
+    """Called with every `session/update` params as it arrives (tests wait on it instead of polling)."""
     """The agent on the other end, for tests that inspect its internal state."""
     _partial: bytes = b""
 
@@ -146,7 +148,10 @@ async def run_in_process(
     to_agent = MemoryByteStream()
 
     async def on_update(params: Any) -> None:
-        client_holder[0].updates.append(params)
+        client = client_holder[0]
+        client.updates.append(params)
+        if client.update_hook is not None:
+            client.update_hook(params)
 
     async def on_permission(params: Any) -> Any:
         client = client_holder[0]

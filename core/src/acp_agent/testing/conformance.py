@@ -8,15 +8,20 @@ legacy behaviour and redaction.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 import anyio
 import pytest
+from attrs import define, field
 
-from acp_agent.events import Event, TurnEnd
+from acp_agent.agent import CANCEL_GRACE_S
+from acp_agent.events import MODEL_ANSWER_UPDATES, Event, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.provider import (
     ProviderRuntime,
@@ -27,7 +32,8 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
-from acp_agent.testing.client import run_in_process
+from acp_agent.rpc import RpcError
+from acp_agent.testing.client import InProcessClient, run_in_process
 
 Step = Event | FailureObservation | TurnEnd
 
@@ -197,3 +203,225 @@ async def gather(*calls: Callable[[], Any]) -> list[Any]:
         for index, call in enumerate(calls):
             task_group.start_soon(run, index, call)
     return results
+
+
+# --- The runtime contract: a provider's real runtime against its own backend or fake. ---------
+
+Turn = Literal["echo", "hold"]
+"""What the backend does with one prompt: `echo` answers with text containing the prompt's text;
+`hold` starts answering and then waits (until the turn is cancelled or `release` is called)."""
+
+
+@define
+class KitBackend:
+    """What a provider's `open_backend` yields: its spec, and the backend arranged for the turns.
+
+    `environ` is added to the test process's environment (minus `ACP_AGENT_*`); an empty value
+    unsets a variable. `hold_prompt` turns a prompt's text into one the backend holds (for fakes
+    that are told by the prompt). `turn_held` returns once the backend holds the turn; None waits
+    for the turn's first model content (a message or thought chunk, a tool call). `release` lets a
+    held answer go on (after the cancel: a runtime that did not stop the backend's turn would then
+    leak it into the next prompt).
+    """
+
+    spec: ProviderSpec | None = None
+    """None: the installed provider named by the contract's `provider_name` (its entry point)."""
+    environ: Mapping[str, str] = field(factory=dict)
+    hold_prompt: Callable[[str], str] = lambda text: text
+    turn_held: Callable[[], Awaitable[None]] | None = None
+    release: Callable[[], None] = lambda: None
+
+
+def kit_environ(extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment a backend gets in the kit: this process's, without the agent's own settings."""
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
+    environ.update(extra)
+    return {key: value for key, value in environ.items() if value != ""}
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def descendants(pid: int | None = None) -> set[int]:
+    """Every process below `pid` (default: this one), through /proc (Linux)."""
+    found: set[int] = set()
+    for child in _children(os.getpid() if pid is None else pid):
+        found.add(child)
+        found |= descendants(child)
+    return found
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def answer_text(client: InProcessClient, session_id: str, since: int = 0) -> str:
+    """The agent message text of `session_id`'s updates from index `since` of `client.updates` on."""
+    texts = []
+    for update in client.updates[since:]:
+        body = update.get("update", {})
+        if update.get("sessionId") == session_id and body.get("sessionUpdate") == "agent_message_chunk":
+            texts.append(body.get("content", {}).get("text", ""))
+    return "".join(texts)
+
+
+_IMPORT_PROBE = """
+import json, sys, tempfile, anyio
+from acp_agent.plugins import discover
+from acp_agent.testing.client import run_in_process
+name, modules = sys.argv[1], json.loads(sys.argv[2])
+loaded = discover().get(name)
+assert loaded is not None, f"no provider {name!r} installed"
+imported = lambda: sorted(m for m in modules if m in sys.modules)
+async def main():
+    async with run_in_process(loaded.spec, environ=json.loads(sys.argv[3])) as client:
+        await client.initialize(capable=True)
+        before = imported()
+        await client.new_session(tempfile.gettempdir())
+        return before, imported()
+before, after = anyio.run(main)
+print(json.dumps({"at_start": before, "after_session": after}))
+"""
+
+
+class RuntimeContract:
+    """A provider's own runtime against its own backend (or fake), through a real agent in-process.
+
+    Subclass it in the plugin's tests, set `provider_name`, `vendor_modules` (modules that only a
+    session may import: the vendor SDK, the runtime module), and implement `open_backend`. Every
+    test runs the real runtime: new session, prompts answered with their own text, a cancel that
+    returns `cancelled` and leaves the next prompt its own answer, `session/close`, and no child
+    process left once the agent has stopped. Linux only (it reads /proc).
+    """
+
+    provider_name: ClassVar[str] = "provider"
+    vendor_modules: ClassVar[Sequence[str]] = ()
+    starts_child: ClassVar[bool] = True
+    """Whether the runtime starts a backend process (then the kit sees it run, and end)."""
+    timeout_s: ClassVar[float] = 60
+
+    def open_backend(self, tmp_path: Path, turns: Sequence[Turn]) -> AbstractAsyncContextManager[KitBackend]:
+        """Start the backend or fake so that its prompts behave as `turns` say, in order."""
+        raise NotImplementedError
+
+    @asynccontextmanager
+    async def _agent(self, tmp_path: Path, turns: Sequence[Turn], *,
+                     capable: bool) -> AsyncIterator[tuple[InProcessClient, KitBackend, set[int]]]:
+        if not sys.platform.startswith("linux"):
+            pytest.skip("the runtime contract reads /proc (Linux)")
+        before = descendants()
+        seen: set[int] = set()
+        async with self.open_backend(tmp_path, turns) as backend:
+            backend.spec = backend.spec or self._installed_spec()
+            async with run_in_process(backend.spec, environ=kit_environ(backend.environ)) as client:
+                await client.initialize(capable=capable)
+                yield client, backend, seen
+                seen.update(descendants() - before)
+            left = sorted(pid for pid in seen if running(pid))
+        assert not left, f"processes left after the agent stopped: {left}"
+        if self.starts_child:
+            assert seen, "no backend process was seen while the session ran"
+
+    def _installed_spec(self) -> ProviderSpec:
+        from acp_agent.plugins import discover
+
+        loaded = discover().get(self.provider_name)
+        assert loaded is not None, f"no provider {self.provider_name!r} is installed (an `acp_agent` entry point)"
+        return loaded.spec
+
+    def _cwd(self, tmp_path: Path) -> str:
+        path = tmp_path / "work"
+        path.mkdir(exist_ok=True)
+        return str(path)
+
+    @pytest.mark.anyio
+    async def test_prompts_get_their_own_answers_and_close(self, tmp_path: Path) -> None:
+        with anyio.fail_after(self.timeout_s):
+            async with self._agent(tmp_path, ["echo", "echo"], capable=True) as (client, backend, seen):
+                session_id = await client.new_session(self._cwd(tmp_path))
+                first = await client.prompt(session_id, "kit-alpha")
+                seen.update(descendants())
+                mark = len(client.updates)
+                second = await client.prompt(session_id, "kit-bravo")
+                assert first["stopReason"] == "end_turn"
+                assert second["stopReason"] == "end_turn"
+                assert "kit-alpha" in answer_text(client, session_id)
+                assert "kit-bravo" in answer_text(client, session_id, mark)
+                assert "kit-alpha" not in answer_text(client, session_id, mark)
+                assert backend.spec is not None
+                if backend.spec.capabilities.close_session:
+                    assert await client.request("session/close", {"sessionId": session_id}) == {}
+                    with pytest.raises(RpcError):
+                        await client.prompt(session_id, "kit-after-close")
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+    async def test_cancel_returns_cancelled_and_the_next_prompt_gets_its_own_answer(
+            self, tmp_path: Path, capable: bool) -> None:
+        with anyio.fail_after(self.timeout_s):
+            async with self._agent(tmp_path, ["hold", "echo"], capable=capable) as (client, backend, seen):
+                session_id = await client.new_session(self._cwd(tmp_path))
+                outcome: dict[str, Any] = {}
+                updated = anyio.Event()
+
+                def on_update(params: dict[str, Any]) -> None:
+                    kind = params.get("update", {}).get("sessionUpdate")
+                    if params.get("sessionId") == session_id and kind in MODEL_ANSWER_UPDATES:
+                        updated.set()
+
+                client.update_hook = on_update
+
+                async def held_prompt() -> None:
+                    outcome.update(await client.prompt(session_id, backend.hold_prompt("kit-held")))
+
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(held_prompt)
+                    await (backend.turn_held or updated.wait)()
+                    seen.update(descendants())
+                    cancelled_at = anyio.current_time()
+                    await client.notify("session/cancel", {"sessionId": session_id})
+                assert outcome.get("stopReason") == "cancelled", outcome
+                # `cancel` stopped the backend's turn: the prompt was not cut off after the grace.
+                assert anyio.current_time() - cancelled_at < CANCEL_GRACE_S, "prompt returned only at the cancel grace"
+                backend.release()
+                mark = len(client.updates)
+                after = await client.prompt(session_id, "kit-after")
+                assert after["stopReason"] == "end_turn"
+                text = answer_text(client, session_id, mark)
+                assert "kit-after" in text and "kit-held" not in text, text
+                if not capable:
+                    assert "sessionFailure" not in json.dumps(client.frames)
+
+    @pytest.mark.anyio
+    async def test_vendor_modules_are_imported_by_the_first_session_not_before(self, tmp_path: Path) -> None:
+        """In a fresh interpreter: loading the plugins and `initialize` import none of `vendor_modules`;
+        the first session imports at least one (so the names are right)."""
+        if not self.vendor_modules:
+            pytest.skip("the provider names no vendor modules")
+        with anyio.fail_after(self.timeout_s):
+            async with self.open_backend(tmp_path, ["echo"]) as backend:
+                env = kit_environ(backend.environ)
+                result = await anyio.run_process(
+                    [sys.executable, "-c", _IMPORT_PROBE, self.provider_name,
+                     json.dumps(list(self.vendor_modules)), json.dumps(env)], env=env, check=False)
+        assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]
+        report = json.loads(result.stdout.decode().splitlines()[-1])
+        assert report["at_start"] == [], f"imported before the first session: {report['at_start']}"
+        assert report["after_session"], f"no session imported any of {list(self.vendor_modules)}: wrong names?"
