@@ -6,13 +6,16 @@ import tempfile
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from acp_agent.acp import EnvVariable, HttpHeader, McpServerHttp, McpServerSse, McpServerStdio
+from acp_agent.acp import EnvVariable, HttpHeader, McpServerHttp, McpServerSse, McpServerStdio, parse_mcp_servers
 from acp_agent.rpc import RpcError
 from acp_agent.testing import run_in_process
+from acp_agent.wire import FieldProblem
 from acp_agent_scripted import ScriptedRuntime, make_spec
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.timeout(30)]
 CWD = tempfile.gettempdir()
 WIRE = [
     {"name": "tools", "command": "/usr/bin/true", "args": ["--flag"], "env": [{"name": "A", "value": "1"}]},
@@ -34,6 +37,7 @@ def runtime_of(client: Any) -> ScriptedRuntime:
     return host.runtime
 
 
+@pytest.mark.anyio
 async def test_new_load_resume_and_fork_hand_the_provider_typed_records() -> None:
     async with run_in_process(make_spec({"history": {"stored": [{"user": "hi"}]}})) as client:
         await client.initialize()
@@ -45,6 +49,7 @@ async def test_new_load_resume_and_fork_hand_the_provider_typed_records() -> Non
     assert received == [TYPED, TYPED, TYPED[2:], []]
 
 
+@pytest.mark.anyio
 async def test_a_malformed_server_is_invalid_params_naming_the_field_and_no_provider_sees_it() -> None:
     async with run_in_process(make_spec({})) as client:
         await client.initialize()
@@ -57,9 +62,31 @@ async def test_a_malformed_server_is_invalid_params_naming_the_field_and_no_prov
     assert received == [[]]
 
 
+@pytest.mark.anyio
 async def test_a_nested_list_field_is_named_as_spelled_on_the_wire() -> None:
     async with run_in_process(make_spec({})) as client:
         await client.initialize()
         with pytest.raises(RpcError) as caught:
             await client.request("session/new", {"cwd": CWD, "mcpServers": [], "additionalDirectories": ["/a", 5]})
     assert caught.value.data == {"field": "params.additionalDirectories[1]"}
+
+
+_junk = st.none() | st.booleans() | st.integers() | st.lists(st.integers(), max_size=2) | st.just({})
+_text = st.sampled_from(["a", "b", ""]) | _junk
+_pairs = st.lists(st.fixed_dictionaries({}, optional={"name": _text, "value": _text}) | _junk, max_size=2) | _junk
+_server = st.fixed_dictionaries({}, optional={
+    "type": st.sampled_from(["stdio", "http", "sse", "ws"]) | _junk, "name": _text, "command": _text, "url": _text,
+    "args": st.lists(_text, max_size=2) | _junk, "env": _pairs, "headers": _pairs, "_meta": _junk})
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(_server | _junk, max_size=3) | _junk)
+def test_any_json_is_either_typed_records_or_one_named_field(value: Any) -> None:
+    """Whatever a client sends, the parse never fails any other way (which would not name a field)."""
+    where: str | None = None
+    try:
+        servers = parse_mcp_servers(value)
+    except FieldProblem as problem:
+        where, servers = problem.where, []
+    assert where is None or where == "" or where.startswith("[")
+    assert all(isinstance(server, McpServerStdio | McpServerHttp | McpServerSse) for server in servers)

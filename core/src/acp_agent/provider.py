@@ -154,7 +154,12 @@ class SessionNotFound(Exception):
 
 
 class ProviderRuntime(abc.ABC):
-    """Drives one vendor backend for one agent process. Default methods say "not supported"."""
+    """Drives one vendor backend for one agent process. Default methods say "not supported".
+
+    What reaches it is already checked: MCP servers arrive as typed records (`acp.McpServer`), a
+    mode or option value is one the session offered; `acp_agent.prompt.prompt_parts` turns a prompt
+    into text for a backend that takes text.
+    """
 
     @abc.abstractmethod
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart: ...
