@@ -280,15 +280,16 @@ class TestRedaction(RedactionContract):
 
 
 def test_mcp_servers_from_acp() -> None:
+    from acp_agent.acp import parse_mcp_servers
     from acp_agent_claude.content import mcp_servers
 
-    assert mcp_servers([
+    # (a malformed entry never gets here: the core answers -32602 for it, tests/e2e/test_params_e2e.py)
+    assert mcp_servers(parse_mcp_servers([
         {"name": "files", "command": "mcp-files", "args": ["--root", "/w"], "env": [{"name": "A", "value": "1"}]},
         {"type": "http", "name": "web", "url": "https://mcp.example/x", "headers": [{"name": "Authorization",
                                                                                     "value": "Bearer t"}]},
         {"type": "sse", "name": "events", "url": "https://mcp.example/sse", "headers": []},
-        {"name": "broken"},
-    ]) == {
+    ])) == {
         "files": {"type": "stdio", "command": "mcp-files", "args": ["--root", "/w"], "env": {"A": "1"}},
         "web": {"type": "http", "url": "https://mcp.example/x", "headers": {"Authorization": "Bearer t"}},
         "events": {"type": "sse", "url": "https://mcp.example/sse"},

@@ -24,6 +24,7 @@ from acp_agent.acp import (
     ToolLocation,
     UsageUpdate,
     UserMessageChunk,
+    parse_mcp_servers,
 )
 from acp_agent.events import AttemptBoundary, AuthConfirmed, HistoryFailure, Notice, RetryProgress, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
@@ -307,7 +308,7 @@ def test_user_config_policy_is_honoured(tmp_path: Path, config: str | None, sets
 def test_mcp_servers_become_config_overrides() -> None:
     servers = [{"name": "fs", "command": "/bin/mcp-fs", "args": ["--root", "/w"], "env": [{"name": "A", "value": "1"}]},
                {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []}]
-    assert runtime.mcp_config(servers) == {
+    assert runtime.mcp_config(parse_mcp_servers(servers)) == {
         "mcp_servers.fs": {"command": "/bin/mcp-fs", "args": ["--root", "/w"], "env": {"A": "1"}},
         "mcp_servers.web": {"url": "http://127.0.0.1:9/mcp"},
     }

@@ -23,6 +23,7 @@ from acp_agent.acp import (
     ToolLocation,
     UsageUpdate,
     UserMessageChunk,
+    parse_mcp_servers,
 )
 from acp_agent.events import AttemptBoundary, AuthConfirmed, HistoryFailure, RetryProgress, TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
@@ -196,11 +197,11 @@ def test_prompt_blocks_become_turn_input_parts() -> None:
 
 
 def test_mcp_servers_become_session_config() -> None:
-    assert items.mcp_servers([
+    assert items.mcp_servers(parse_mcp_servers([
         {"name": "db", "command": "db-mcp", "args": ["--ro"], "env": [{"name": "TOKEN", "value": "t"}]},
         {"type": "http", "name": "web", "url": "https://mcp.test", "headers": [{"name": "A", "value": "b"}]},
         {"type": "sse", "name": "old", "url": "https://sse.test", "headers": []},
-    ]) == {"db": {"transport": "stdio", "command": "db-mcp", "args": ["--ro"], "env": {"TOKEN": "t"}},
+    ])) == {"db": {"transport": "stdio", "command": "db-mcp", "args": ["--ro"], "env": {"TOKEN": "t"}},
            "web": {"transport": "streamableHttp", "url": "https://mcp.test", "headers": {"A": "b"}}}
 
 

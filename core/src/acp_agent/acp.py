@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from attrs import field, frozen
 
-from acp_agent.wire import UNSET, Unset, clip
+from acp_agent.wire import UNSET, FieldProblem, Unset, clip
 
 PROTOCOL_VERSION = 1
 
@@ -434,9 +434,119 @@ class LogoutRequest:
 
 
 @frozen
+class EnvVariable:
+    name: str
+    value: str
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class HttpHeader:
+    name: str
+    value: str
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class McpServerStdio:
+    """An MCP server the backend starts as a process (`type` absent or "stdio" on the wire)."""
+
+    name: str
+    command: str
+    args: list[str] = field(factory=list)
+    env: list[EnvVariable] = field(factory=list)
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class McpServerHttp:
+    """An MCP server reached over streamable HTTP."""
+
+    name: str
+    url: str
+    headers: list[HttpHeader] = field(factory=list)
+    meta: Meta | Unset = UNSET
+    type: Literal["http"] = "http"
+
+
+@frozen
+class McpServerSse:
+    """An MCP server reached over HTTP with server-sent events (MCP's older transport)."""
+
+    name: str
+    url: str
+    headers: list[HttpHeader] = field(factory=list)
+    meta: Meta | Unset = UNSET
+    type: Literal["sse"] = "sse"
+
+
+McpServer = McpServerStdio | McpServerHttp | McpServerSse
+
+
+def parse_mcp_servers(servers: Any) -> list[McpServer]:
+    """ACP `mcpServers` as typed records; `FieldProblem` names the first field that departs from ACP.
+
+    stdio `{name, command, args?, env?: [{name, value}]}`; http and sse `{type, name, url,
+    headers?: [{name, value}]}`. Absent lists count as empty; anything present must have its
+    type. Names must be unique (providers key servers by name).
+    """
+    if not isinstance(servers, list):
+        raise FieldProblem("", "expected an array")
+    parsed: list[McpServer] = []
+    for index, server in enumerate(servers):
+        where = f"[{index}]"
+        if not isinstance(server, dict):
+            raise FieldProblem(where, "expected an object")
+        kind = server.get("type", "stdio")
+        if kind not in ("stdio", "http", "sse"):
+            raise FieldProblem(f"{where}.type", "expected \"stdio\", \"http\" or \"sse\"")
+        for name in ("name", "command") if kind == "stdio" else ("name", "url"):
+            if not isinstance(server.get(name), str) or not server[name]:
+                raise FieldProblem(f"{where}.{name}", "expected a non-empty string")
+        if any(earlier.name == server["name"] for earlier in parsed):
+            raise FieldProblem(f"{where}.name", "another server already has this name")
+        meta = server["_meta"] if isinstance(server.get("_meta"), dict) else UNSET
+        if kind == "stdio":
+            env = [EnvVariable(name, value) for name, value in _mcp_pairs(server, "env", where)]
+            parsed.append(McpServerStdio(server["name"], server["command"], _mcp_args(server, where), env, meta))
+        else:
+            headers = [HttpHeader(name, value) for name, value in _mcp_pairs(server, "headers", where)]
+            record = McpServerHttp if kind == "http" else McpServerSse
+            parsed.append(record(server["name"], server["url"], headers, meta))
+    return parsed
+
+
+def _mcp_list(server: dict[str, Any], name: str, where: str) -> list[Any]:
+    value = server.get(name, [])
+    if not isinstance(value, list):
+        raise FieldProblem(f"{where}.{name}", "expected an array")
+    return value
+
+
+def _mcp_args(server: dict[str, Any], where: str) -> list[str]:
+    args = _mcp_list(server, "args", where)
+    for position, arg in enumerate(args):
+        if not isinstance(arg, str):
+            raise FieldProblem(f"{where}.args[{position}]", "expected a string")
+    return list(args)
+
+
+def _mcp_pairs(server: dict[str, Any], name: str, where: str) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for position, item in enumerate(_mcp_list(server, name, where)):
+        if not isinstance(item, dict):
+            raise FieldProblem(f"{where}.{name}[{position}]", "expected an object with name and value")
+        for key in ("name", "value"):
+            if not isinstance(item.get(key), str):
+                raise FieldProblem(f"{where}.{name}[{position}].{key}", "expected a string")
+        pairs.append((item["name"], item["value"]))
+    return pairs
+
+
+@frozen
 class NewSessionRequest:
     cwd: str
-    mcp_servers: list[Any] = field(factory=list)
+    mcp_servers: list[McpServer] = field(factory=list)
     additional_directories: list[str] | Unset | None = UNSET
     meta: Meta | Unset | None = UNSET
 
@@ -445,52 +555,11 @@ class NewSessionRequest:
 class LoadSessionRequest:
     session_id: str
     cwd: str
-    mcp_servers: list[Any] = field(factory=list)
+    mcp_servers: list[McpServer] = field(factory=list)
     meta: Meta | Unset | None = UNSET
 
 
 ResumeSessionRequest = LoadSessionRequest
-
-
-def mcp_server_problem(servers: list[Any]) -> tuple[str, str] | None:
-    """The first way `mcpServers` departs from ACP's shapes, as (field, message); None if it does not.
-
-    stdio `{name, command, args?, env?: [{name, value}]}`; http and sse `{type, name, url,
-    headers?: [{name, value}]}`. Absent lists count as empty; anything present must have its
-    type. Names must be unique (providers key servers by name). The entries themselves are passed
-    on unchanged.
-    """
-    seen: set[str] = set()
-    for index, server in enumerate(servers):
-        where = f"mcpServers[{index}]"
-        if not isinstance(server, dict):
-            return where, "expected an object"
-        kind = server.get("type", "stdio")
-        if kind not in ("stdio", "http", "sse"):
-            return f"{where}.type", "expected \"stdio\", \"http\" or \"sse\""
-        required = ("name", "command") if kind == "stdio" else ("name", "url")
-        for name in required:
-            if not isinstance(server.get(name), str) or not server[name]:
-                return f"{where}.{name}", "expected a non-empty string"
-        if server["name"] in seen:
-            return f"{where}.name", "another server already has this name"
-        seen.add(server["name"])
-        lists = ("args", "env") if kind == "stdio" else ("headers",)
-        for name in lists:
-            value = server.get(name, [])
-            if not isinstance(value, list):
-                return f"{where}.{name}", "expected an array"
-            for position, item in enumerate(value):
-                if name == "args":
-                    if not isinstance(item, str):
-                        return f"{where}.args[{position}]", "expected a string"
-                    continue
-                if not isinstance(item, dict):
-                    return f"{where}.{name}[{position}]", "expected an object with name and value"
-                for key in ("name", "value"):
-                    if not isinstance(item.get(key), str):
-                        return f"{where}.{name}[{position}].{key}", "expected a string"
-    return None
 
 
 ForkSessionRequest = LoadSessionRequest
@@ -675,6 +744,8 @@ def make_acp_converter() -> Any:
         return converter.structure(value, TextResourceContents)
 
     converter.register_structure_hook(ContentBlock, structure_content)
+    converter.register_structure_hook_func(lambda tp: tp == list[McpServer],
+                                           lambda value, _: parse_mcp_servers(value))
     converter.register_structure_hook(TextResourceContents | BlobResourceContents, structure_resource)
     assert isinstance(converter, cattrs.Converter)
     return converter

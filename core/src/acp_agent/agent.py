@@ -81,7 +81,7 @@ from acp_agent.rpc import (
     RpcError,
 )
 from acp_agent.scrub import ScrubbingSendStream
-from acp_agent.wire import UNSET, Unset, camel, clip, describe_error
+from acp_agent.wire import UNSET, Unset, clip, describe_error
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +173,14 @@ class Session:
     announced: bool = True
     backlog: list[Event] = field(factory=list)
     credentials: dict[str, str] = field(factory=dict)
+    modes: acp.SessionModeState | None = None
+    """What the session advertised: `session/set_mode` and `session/set_config_option` are checked
+    against these, so a runtime only ever sees a mode or value it offered."""
+    config_options: Sequence[acp.ConfigOption] = ()
+
+    def advertise(self, start: SessionStart) -> None:
+        self.modes = start.modes
+        self.config_options = tuple(start.config_options or ())
 
     async def emit(self, event: Event) -> None:
         if not self.announced:
@@ -383,8 +391,7 @@ class Agent:
             return structured
         except (cattrs.BaseValidationError, ValueError, TypeError) as exc:
             path, message = describe_error(exc)
-            wire_path = ".".join(camel(part) if part.isidentifier() else part for part in path.split("."))
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {wire_path}: {message}", {"field": wire_path}) from None
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {path}: {message}", {"field": path}) from None
 
     def _dump(self, value: Any) -> Any:
         return self.converter.unstructure(value)
@@ -394,13 +401,6 @@ class Agent:
         if session is None:
             raise _session_not_found(session_id)
         return session
-
-    @staticmethod
-    def _check_mcp_servers(servers: list[Any]) -> None:
-        problem = acp.mcp_server_problem(servers)
-        if problem is not None:
-            where, message = problem
-            raise RpcError(INVALID_PARAMS, f"Invalid params: params.{where}: {message}", {"field": f"params.{where}"})
 
     @staticmethod
     def _check_cwd(cwd: str) -> None:
@@ -587,7 +587,6 @@ class Agent:
     async def new_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.NewSessionRequest)
-        self._check_mcp_servers(request.mcp_servers)
         return await self._create_session("session/new", request.cwd, request.meta,
                                           lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
                                                                                        channel))
@@ -595,7 +594,6 @@ class Agent:
     async def fork_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.ForkSessionRequest)
-        self._check_mcp_servers(request.mcp_servers)
         return await self._create_session("session/fork", request.cwd, request.meta,
                                           lambda runtime, channel: runtime.fork_session(
                                               request.session_id, request.cwd, request.mcp_servers, channel))
@@ -608,6 +606,7 @@ class Agent:
         async with self._provider_call(what):
             started = await start(await self.runtime(), pending)
         session = self._new_session_state(started.session_id, cwd, announced=False, credentials=pending.credentials)
+        session.advertise(started)
         pending.bind(session)
         self.sessions[session.session_id] = session
         response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(started))
@@ -627,7 +626,6 @@ class Agent:
     async def _open_existing(self, params: Any, *, replay: bool) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.LoadSessionRequest)
-        self._check_mcp_servers(request.mcp_servers)
         self._check_cwd(request.cwd)
         existing = self.sessions.get(request.session_id)
         if existing is not None and existing.turn is not None:
@@ -646,6 +644,7 @@ class Agent:
             if existing is None:
                 self.sessions.pop(session.session_id, None)
             raise
+        session.advertise(start)
         return self._dump(acp.SessionSetup(**self._setup_fields(start)))
 
     async def load_session(self, params: Any) -> Any:
@@ -682,6 +681,10 @@ class Agent:
     async def set_mode(self, params: Any) -> Any:
         request = self._parse(params, acp.SetModeRequest)
         session = self._session(request.session_id)
+        offered = [mode.id for mode in session.modes.available_modes] if session.modes is not None else []
+        if request.mode_id not in offered:
+            raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(request.mode_id)!r}; {_choices(offered)}",
+                           {"field": "modeId"})
         async with self._provider_call("session/set_mode"):
             runtime = await self.runtime()
             await runtime.set_mode(session.session_id, request.mode_id)
@@ -691,9 +694,19 @@ class Agent:
     async def set_config_option(self, params: Any) -> Any:
         request = self._parse(params, acp.SetConfigOptionRequest)
         session = self._session(request.session_id)
+        option = next((option for option in session.config_options if option.id == request.config_id), None)
+        if option is None:
+            offered = [option.id for option in session.config_options]
+            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(request.config_id)!r}; {_choices(offered)}",
+                           {"field": "configId"})
+        values = [choice.value for choice in option.options]
+        if request.value not in values:
+            raise RpcError(INVALID_PARAMS, f"Unknown value {clip(request.value)!r} for {clip(option.name)}; "
+                           f"{_choices(values)}", {"field": "value"})
         async with self._provider_call("session/set_config_option"):
             runtime = await self.runtime()
             options = await runtime.set_config_option(session.session_id, request.config_id, request.value)
+        session.config_options = tuple(options)
         return self._dump(acp.SetConfigOptionResponse(config_options=list(options)))
 
     # -- turns ------------------------------------------------------------------------------------
@@ -885,6 +898,8 @@ class Agent:
             # A live model answer is the attempt boundary after a retry (and ends quota and auth
             # incidents); providers need not say so. Replayed history carries its own recovery.
             incidents.signal(RecoverySignal.MODEL_ANSWER)
+        if isinstance(event, acp.ConfigOptionUpdate):
+            session.config_options = tuple(event.config_options)  # what the client now sees offered
         await self._send_update(session, event)
 
     async def _replay_failure(self, session: Session, event: HistoryFailure) -> None:
@@ -951,6 +966,14 @@ class _InputWatch(anyio.abc.ByteReceiveStream):
 def _session_not_found(session_id: str) -> RpcError:
     """The one -32002 text for a session id the agent does not hold or the backend does not know."""
     return RpcError(RESOURCE_NOT_FOUND, f"Session not found: {clip(session_id)}", {"field": "sessionId"})
+
+
+def _choices(offered: Sequence[str]) -> str:
+    """The end of an "unknown mode/option/value" message: what the session does offer."""
+    if not offered:
+        return "this session offers none."
+    return "choose one of " + ", ".join(clip(choice) for choice in offered[:20]) + (
+        ", …" if len(offered) > 20 else "") + "."
 
 
 def _text(value: object) -> str | None:

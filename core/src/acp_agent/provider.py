@@ -10,13 +10,14 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Protocol
 
 from attrs import field, frozen
 
 from acp_agent.acp import (
     ConfigOption,
     ContentBlock,
+    McpServer,
     PermissionOption,
     SessionInfo,
     SessionModeState,
@@ -29,7 +30,7 @@ from acp_agent.redaction import Redactor
 
 
 class NotSupported(Exception):
-    """The provider does not implement this operation; the agent answers -32601/-32602 for it."""
+    """The provider does not implement this operation; the agent answers -32601 for it."""
 
 
 class TurnFailed(Exception):
@@ -101,7 +102,12 @@ class RuntimeContext:
 
 @frozen
 class SessionStart:
-    """What the provider reports after creating, loading or resuming a session."""
+    """What the provider reports after creating, loading, resuming or forking a session.
+
+    The core checks `session/set_mode` and `session/set_config_option` against these `modes` and
+    `config_options` (and the options the last `set_config_option` returned), and answers -32602
+    itself for a mode, option or value the session did not offer.
+    """
 
     session_id: str
     modes: SessionModeState | None = None
@@ -148,10 +154,15 @@ class SessionNotFound(Exception):
 
 
 class ProviderRuntime(abc.ABC):
-    """Drives one vendor backend for one agent process. Default methods say "not supported"."""
+    """Drives one vendor backend for one agent process. Default methods say "not supported".
+
+    What reaches it is already checked: MCP servers arrive as typed records (`acp.McpServer`), a
+    mode or option value is one the session offered; `acp_agent.prompt.prompt_parts` turns a prompt
+    into text for a backend that takes text.
+    """
 
     @abc.abstractmethod
-    async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart: ...
+    async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart: ...
 
     @abc.abstractmethod
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
@@ -162,7 +173,7 @@ class ProviderRuntime(abc.ABC):
         """Ask the backend to stop the running turn; `prompt` then returns `cancelled`."""
 
     async def load_session(
-        self, session_id: str, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel, *, replay: bool
+        self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel, *, replay: bool
     ) -> SessionStart:
         """Open a stored session; with replay, emit its history (content and `HistoryFailure`s) first."""
         raise NotSupported("session/load")
@@ -170,7 +181,7 @@ class ProviderRuntime(abc.ABC):
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         raise NotSupported("session/list")
 
-    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any],
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                            channel: SessionChannel) -> SessionStart:
         """Branch a stored session into a new one (ACP's unstable `session/fork`)."""
         raise NotSupported("session/fork")
@@ -179,9 +190,11 @@ class ProviderRuntime(abc.ABC):
         return None
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
+        """Switch to `mode_id`, always one of the modes the session advertised (the core checked)."""
         raise NotSupported("session/set_mode")
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
+        """Set an advertised option to one of its advertised values; return the options as they now are."""
         raise NotSupported("session/set_config_option")
 
 

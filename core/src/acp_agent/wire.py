@@ -17,6 +17,7 @@ import attrs
 import cattrs
 from cattrs.cols import is_mutable_sequence, list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.v import format_exception
 
 T = TypeVar("T")
 
@@ -155,11 +156,42 @@ def make_converter() -> cattrs.Converter:
     return converter
 
 
+class FieldProblem(ValueError):
+    """A value that breaks a rule of the protocol its type cannot say (non-empty, unique, one of).
+
+    `where` is relative to the value being structured (`[0].command`, or "" for the value itself),
+    so the error names the exact field wherever that value sits in the request.
+    """
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where or 'value'}: {message}")
+        self.where = where
+        self.message = message
+
+
 def describe_error(exc: BaseException) -> tuple[str, str]:
-    """Turn a cattrs structuring error into (field path, message) for a -32602 answer."""
-    messages = cattrs.transform_error(exc, path="params") if isinstance(exc, cattrs.BaseValidationError) else []
-    if messages:
-        first = messages[0]
-        message, _, path = first.rpartition(" @ ")
-        return clip(path or "params", 200), clip(message or first, 200)
-    return "params", clip(str(exc) or type(exc).__name__, 200)
+    """Turn a structuring error into (field path as spelled on the wire, message) for a -32602 answer.
+
+    The path is the first problem's, e.g. `params.mcpServers[0].command`.
+    """
+    if not isinstance(exc, cattrs.BaseValidationError | FieldProblem):
+        return "params", clip(str(exc) or type(exc).__name__, 200)
+    leaf, path, tp = _first_problem(exc, "params", None)
+    if isinstance(leaf, FieldProblem):
+        return clip(path + leaf.where, 200), clip(leaf.message, 200)
+    return clip(path, 200), clip(format_exception(leaf, tp), 200)
+
+
+def _first_problem(exc: BaseException, path: str, tp: Any) -> tuple[BaseException, str, Any]:
+    """The first leaf of a cattrs error tree, in the order `cattrs.transform_error` lists them."""
+    if isinstance(exc, cattrs.IterableValidationError):
+        in_list, without = exc.group_exceptions()
+        for inner, item in in_list:
+            return _first_problem(inner, f"{path}[{item.index!r}]", item.type)
+        return (without[0], path, None) if without else (exc, path, tp)
+    if isinstance(exc, cattrs.ClassValidationError):
+        in_class, without = exc.group_exceptions()
+        for inner, attribute in in_class:
+            return _first_problem(inner, f"{path}.{camel(attribute.name)}", attribute.type)
+        return (without[0], path, None) if without else (exc, path, tp)
+    return exc, path, tp

@@ -13,6 +13,9 @@ from acp_agent.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
+    ImageContent,
+    McpServer,
+    McpServerStdio,
     Plan,
     PlanEntry,
     TextContent,
@@ -27,6 +30,7 @@ from acp_agent.acp import (
     agent_text,
     thought_text,
 )
+from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent.wire import UNSET
 
 TOOL_KINDS: Mapping[str, ToolKind] = {
@@ -165,45 +169,32 @@ def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any]
     return UsageUpdate(used=used, size=size)
 
 
+TEXT_STYLE = TextStyle(links="paths", mention_embedded=True, binary_links=False)
+"""Claude Code's own `@path` mentions; the CLI reads a mentioned file itself."""
+
+
 def prompt_blocks(prompt: Sequence[ContentBlock]) -> list[dict[str, Any]]:
     """ACP prompt content as Anthropic message content blocks for the CLI's stream-json input."""
-    from acp_agent.acp import EmbeddedResource, ImageContent, ResourceLink, TextResourceContents
-
     blocks: list[dict[str, Any]] = []
-    for block in prompt:
-        if isinstance(block, TextContent):
-            blocks.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageContent):
-            blocks.append({"type": "image", "source": {"type": "base64", "media_type": block.mime_type,
-                                                       "data": block.data}})
-        elif isinstance(block, ResourceLink):
-            blocks.append({"type": "text", "text": f"@{_uri_path(block.uri)}"})
-        elif isinstance(block, EmbeddedResource):
-            resource = block.resource
-            if isinstance(resource, TextResourceContents):
-                blocks.append({"type": "text", "text": f"@{_uri_path(resource.uri)}"})
-                blocks.append({"type": "text", "text": (
-                    f'<context ref="{resource.uri}">\n{resource.text}\n</context>')})
+    for part in prompt_parts(prompt, TEXT_STYLE):
+        if isinstance(part, str):
+            blocks.append({"type": "text", "text": part})
+        elif isinstance(part, ImageContent):
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": part.mime_type,
+                                                       "data": part.data}})
     return blocks
 
 
-def _uri_path(uri: str) -> str:
-    return uri[len("file://"):] if uri.startswith("file://") else uri
-
-
-def mcp_servers(servers: Sequence[Any]) -> dict[str, dict[str, Any]]:
+def mcp_servers(servers: Sequence[McpServer]) -> dict[str, dict[str, Any]]:
     """ACP `mcpServers` (stdio, http, sse) as the CLI's MCP configuration, keyed by server name."""
     configs: dict[str, dict[str, Any]] = {}
     for server in servers:
-        if not isinstance(server, Mapping) or not isinstance(server.get("name"), str):
-            continue
-        pairs = server.get("headers") if "url" in server else server.get("env")
-        values = {str(p["name"]): str(p["value"]) for p in pairs or [] if isinstance(p, Mapping) and "name" in p}
-        if "url" in server:
-            kind = server.get("type") if server.get("type") in ("http", "sse") else "http"
-            configs[server["name"]] = {"type": kind, "url": str(server["url"]), **({"headers": values} if values else {})}
-        elif isinstance(server.get("command"), str):
-            configs[server["name"]] = {"type": "stdio", "command": server["command"],
-                                       "args": [str(arg) for arg in server.get("args") or []],
-                                       **({"env": values} if values else {})}
+        if isinstance(server, McpServerStdio):
+            env = {pair.name: pair.value for pair in server.env}
+            configs[server.name] = {"type": "stdio", "command": server.command, "args": list(server.args),
+                                    **({"env": env} if env else {})}
+        else:
+            headers = {pair.name: pair.value for pair in server.headers}
+            configs[server.name] = {"type": server.type, "url": server.url,
+                                    **({"headers": headers} if headers else {})}
     return configs

@@ -32,6 +32,7 @@ from acp_agent.acp import (
     ConfigOption,
     ConfigOptionValue,
     ContentBlock,
+    McpServer,
     PermissionOption,
     SessionInfo,
     SessionMode,
@@ -43,7 +44,6 @@ from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.process import kill_process_group, parent_death_available, runnable, write_launcher
 from acp_agent.provider import (
-    NotSupported,
     ProviderRuntime,
     RuntimeContext,
     SessionChannel,
@@ -377,7 +377,7 @@ class ClaudeRuntime(ProviderRuntime):
 
     # -- sessions ----------------------------------------------------------------------------------
 
-    async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
+    async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers))
         try:
@@ -393,7 +393,7 @@ class ClaudeRuntime(ProviderRuntime):
         async with self.context.clock.phase(Phase.READING, label="claude transcript"):
             return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), abandon_on_cancel=True)
 
-    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel,
+    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
         from claude_agent_sdk import get_session_info, get_session_messages
 
@@ -429,7 +429,7 @@ class ClaudeRuntime(ProviderRuntime):
 
         return await self._read(get_session_info, session.session_id, directory=session.cwd) is not None
 
-    async def _reopen_unwritten(self, session: ClaudeSession, cwd: str, mcp_servers: Sequence[Any],
+    async def _reopen_unwritten(self, session: ClaudeSession, cwd: str, mcp_servers: Sequence[McpServer],
                                 channel: SessionChannel) -> SessionStart:
         """Resume or load of a session the agent holds that was never prompted (no transcript yet).
 
@@ -468,16 +468,12 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         session = self._session(session_id)
-        if mode_id not in {mode[0] for mode in available_modes(self.context.environ)}:
-            raise NotSupported(f"mode {mode_id!r}")
         if session.client is not None and not session.dead:
             await session.client.set_permission_mode(mode_id)
         session.mode = mode_id
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
-        session = self._session(session_id)
-        if config_id != "model" or value not in {str(m["value"]) for m in session.models}:
-            raise NotSupported(f"config option {config_id}={value!r}")
+        session = self._session(session_id)  # the one option ("model") and one of its values: the core checked
         if session.client is not None and not session.dead:
             await session.client.set_model(value)
         session.model = value

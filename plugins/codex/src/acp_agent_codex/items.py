@@ -16,14 +16,11 @@ from typing import Any, Final, Literal
 
 from acp_agent.acp import (
     ContentBlock,
-    EmbeddedResource,
     ImageContent,
     PermissionOption,
     Plan,
     PlanEntry,
-    ResourceLink,
     TextContent,
-    TextResourceContents,
     ToolCall,
     ToolCallContent,
     ToolCallUpdate,
@@ -39,6 +36,7 @@ from acp_agent.acp import (
     user_text,
 )
 from acp_agent.events import Event, HistoryFailure
+from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]
@@ -287,20 +285,11 @@ def approval_request(method: str, params: JsonObject, item: JsonObject | None
 def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
     """ACP prompt blocks as app-server `UserInput`s (resources are quoted as text, like codex-acp)."""
     inputs: list[dict[str, Any]] = []
-    for block in blocks:
-        if isinstance(block, TextContent):
-            inputs.append({"type": "text", "text": block.text, "text_elements": []})
-        elif isinstance(block, ImageContent):
-            inputs.append({"type": "image", "url": f"data:{block.mime_type};base64,{block.data}"})
-        elif isinstance(block, ResourceLink):
-            inputs.append({"type": "text", "text": f"[@{block.name}]({block.uri})", "text_elements": []})
-        elif isinstance(block, EmbeddedResource):
-            resource = block.resource
-            if isinstance(resource, TextResourceContents):
-                text = f'<context ref="{resource.uri}">\n{resource.text}\n</context>'
-            else:
-                text = f"[@{os.path.basename(resource.uri) or resource.uri}]({resource.uri})"
-            inputs.append({"type": "text", "text": text, "text_elements": []})
+    for part in prompt_parts(blocks, TextStyle()):
+        if isinstance(part, str):
+            inputs.append({"type": "text", "text": part, "text_elements": []})
+        elif isinstance(part, ImageContent):
+            inputs.append({"type": "image", "url": f"data:{part.mime_type};base64,{part.data}"})
     return inputs
 
 

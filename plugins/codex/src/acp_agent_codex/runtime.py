@@ -32,7 +32,16 @@ import anyio.abc
 from attrs import define, field
 
 from acp_agent import __version__ as core_version
-from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionInfo, SessionMode, SessionModeState
+from acp_agent.acp import (
+    ConfigOption,
+    ConfigOptionValue,
+    ContentBlock,
+    McpServer,
+    McpServerStdio,
+    SessionInfo,
+    SessionMode,
+    SessionModeState,
+)
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
 from acp_agent.failures import FailureObservation
@@ -48,9 +57,8 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
-from acp_agent.rpc import INVALID_PARAMS, Connection, ConnectionClosed, Methods, RpcError
+from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent.wire import clip
 from acp_agent_codex import codex_home, find_codex, items
 from acp_agent_codex.classify import (
     classify_error,
@@ -189,25 +197,19 @@ def mode_of(result: Mapping[str, Any]) -> str:
     return _MODE_OF_SANDBOX.get(kind, DEFAULT_MODE) if isinstance(kind, str) else DEFAULT_MODE
 
 
-def mcp_config(servers: Sequence[Any]) -> dict[str, Any]:
+def mcp_config(servers: Sequence[McpServer]) -> dict[str, Any]:
     """ACP `mcpServers` as app-server config overrides (`mcp_servers.<name>`, added to the user's own)."""
     config: dict[str, Any] = {}
     for server in servers:
-        if not isinstance(server, Mapping) or not isinstance(server.get("name"), str):
-            continue
-        pairs = server.get("env") if "command" in server else server.get("headers")
-        table = {p["name"]: p["value"] for p in pairs or [] if isinstance(p, Mapping) and "name" in p and "value" in p}
-        if "command" in server:
-            entry: dict[str, Any] = {"command": server["command"], "args": list(server.get("args") or [])}
-            if table:
-                entry["env"] = table
-        elif isinstance(server.get("url"), str):
-            entry = {"url": server["url"]}
-            if table:
-                entry["http_headers"] = table
+        if isinstance(server, McpServerStdio):
+            entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
+            if server.env:
+                entry["env"] = {pair.name: pair.value for pair in server.env}
         else:
-            continue
-        config[f"mcp_servers.{server['name']}"] = entry
+            entry = {"url": server.url}
+            if server.headers:
+                entry["http_headers"] = {pair.name: pair.value for pair in server.headers}
+        config[f"mcp_servers.{server.name}"] = entry
     return config
 
 
@@ -499,7 +501,7 @@ class CodexRuntime(ProviderRuntime):
             config_options=self._model_option(server, thread.model),
         )
 
-    async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
+    async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         server = await self._ready()
         config = mcp_config(mcp_servers)
         params: dict[str, Any] = {"cwd": cwd}
@@ -574,7 +576,7 @@ class CodexRuntime(ProviderRuntime):
             if not isinstance(cursor, str) or not cursor:
                 return turns
 
-    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel,
+    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
         server = await self._ready()
         config = mcp_config(mcp_servers)
@@ -640,23 +642,14 @@ class CodexRuntime(ProviderRuntime):
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         thread = self._thread(session_id)
-        if mode_id not in _POLICIES:
-            raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(mode_id)!r}; choose one of {', '.join(_POLICIES)}.",
-                           {"field": "modeId"})
         thread.mode = mode_id
         thread.mode_dirty = thread.mode_explicit = True
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         thread = self._thread(session_id)
-        if config_id != "model":
-            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(config_id)!r}.", {"field": "configId"})
-        server = self._server
-        known = {option.value for option in (server.models or [] if server is not None else [])}
-        if value not in known and value != thread.model:
-            raise RpcError(INVALID_PARAMS, f"Unknown model {clip(value)!r}.", {"field": "value"})
-        thread.model = value
+        thread.model = value  # the one option ("model") and one of its values: the core checked both
         thread.model_dirty = thread.model_explicit = True
-        return self._model_option(server, thread.model)
+        return self._model_option(self._server, thread.model)
 
     # -- turns ---------------------------------------------------------------------------------------
 

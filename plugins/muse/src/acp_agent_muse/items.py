@@ -11,7 +11,6 @@ resumed session's items become the replay of `session/load`. ACP → MSP: prompt
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
@@ -20,16 +19,16 @@ from acp_agent.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
-    EmbeddedResource,
     ImageContent,
+    McpServer,
+    McpServerHttp,
+    McpServerStdio,
     PermissionKind,
     PermissionOption,
     Plan,
     PlanEntry,
-    ResourceLink,
     SessionInfo,
     TextContent,
-    TextResourceContents,
     ToolCall,
     ToolCallContent,
     ToolCallUpdate,
@@ -44,6 +43,7 @@ from acp_agent.acp import (
 )
 from acp_agent.events import Event, HistoryFailure
 from acp_agent.failures import FailureObservation
+from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent.wire import UNSET
 from acp_agent_muse.classify import classify_terminal
 
@@ -410,28 +410,18 @@ def decide_params(params: JsonObject, choice_id: str) -> dict[str, Any]:
 # --- prompts and configuration ------------------------------------------------------------------------------------
 
 
-def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
-    """ACP prompt blocks as MSP `TurnInputPart`s: text and images; resources are quoted as text.
+TEXT_STYLE = TextStyle(links="file_paths")
+"""File mentions are text in MSP (`@relative/path`), so a `file://` link is written that way."""
 
-    File mentions are text in MSP (`@relative/path`), so a resource link is written that way.
-    """
+
+def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
+    """ACP prompt blocks as MSP `TurnInputPart`s: text and images; resources are quoted as text."""
     parts: list[dict[str, Any]] = []
-    for block in blocks:
-        if isinstance(block, TextContent):
-            parts.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageContent):
-            parts.append({"type": "image", "base64Data": block.data, "mediaType": block.mime_type})
-        elif isinstance(block, ResourceLink):
-            path = block.uri.removeprefix("file://")
-            parts.append({"type": "text", "text": f"@{path}" if block.uri.startswith("file://") else
-                          f"[@{block.name}]({block.uri})"})
-        elif isinstance(block, EmbeddedResource):
-            resource = block.resource
-            if isinstance(resource, TextResourceContents):
-                text = f'<context ref="{resource.uri}">\n{resource.text}\n</context>'
-            else:
-                text = f"[@{os.path.basename(resource.uri) or resource.uri}]({resource.uri})"
-            parts.append({"type": "text", "text": text})
+    for part in prompt_parts(blocks, TEXT_STYLE):
+        if isinstance(part, str):
+            parts.append({"type": "text", "text": part})
+        elif isinstance(part, ImageContent):
+            parts.append({"type": "image", "base64Data": part.data, "mediaType": part.mime_type})
     return parts
 
 
@@ -439,28 +429,23 @@ def display_text(blocks: Sequence[ContentBlock]) -> str:
     return "".join(block.text for block in blocks if isinstance(block, TextContent))
 
 
-def mcp_servers(servers: Sequence[Any]) -> dict[str, Any]:
+def mcp_servers(servers: Sequence[McpServer]) -> dict[str, Any]:
     """ACP `mcpServers` as MSP `SessionConfig.mcpServers` (stdio and streamable HTTP; SSE has no arm)."""
     config: dict[str, Any] = {}
     for server in servers:
-        if not isinstance(server, Mapping) or not _text(server.get("name")):
-            continue
-        if "command" in server:
-            env = {pair["name"]: pair["value"] for pair in server.get("env") or []
-                   if isinstance(pair, Mapping) and "name" in pair and "value" in pair}
-            entry: dict[str, Any] = {"transport": "stdio", "command": server["command"],
-                                     "args": list(server.get("args") or [])}
+        if isinstance(server, McpServerStdio):
+            env = {pair.name: pair.value for pair in server.env}
+            entry: dict[str, Any] = {"transport": "stdio", "command": server.command, "args": list(server.args)}
             if env:
                 entry["env"] = env
-        elif server.get("type", "http") == "http" and _text(server.get("url")):
-            headers = {pair["name"]: pair["value"] for pair in server.get("headers") or []
-                       if isinstance(pair, Mapping) and "name" in pair and "value" in pair}
-            entry = {"transport": "streamableHttp", "url": server["url"]}
+        elif isinstance(server, McpServerHttp):
+            headers = {pair.name: pair.value for pair in server.headers}
+            entry = {"transport": "streamableHttp", "url": server.url}
             if headers:
                 entry["headers"] = headers
         else:
             continue
-        config[server["name"]] = entry
+        config[server.name] = entry
     return config
 
 

@@ -31,7 +31,7 @@ import anyio.abc
 import attrs
 from attrs import define, field
 
-from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, SessionMode, SessionModeState
+from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, McpServer, SessionMode, SessionModeState
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
 from acp_agent.failures import FailureKind, FailureObservation
@@ -46,9 +46,8 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
-from acp_agent.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
+from acp_agent.rpc import ConnectionClosed, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent.wire import clip
 from acp_agent_muse import find_muse, items
 from acp_agent_muse.classify import (
     HOST_TITLE,
@@ -425,7 +424,7 @@ class MuseRuntime(ProviderRuntime):
             raise SessionNotFound(session_id)
         return state
 
-    async def new_session(self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel) -> SessionStart:
+    async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         state = MuseSession(mint(), cwd, mcp=items.mcp_servers(mcp_servers))
         state.busy += 1
         try:
@@ -447,7 +446,7 @@ class MuseRuntime(ProviderRuntime):
             state.busy -= 1
             self._arm_idle(state)
 
-    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel,
+    async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
         previous = self._sessions.get(session_id)
         state = MuseSession(session_id, cwd, mcp=items.mcp_servers(mcp_servers))
@@ -525,7 +524,7 @@ class MuseRuntime(ProviderRuntime):
         next_cursor = result.get("nextCursor")
         return SessionListing(sessions, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
 
-    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any],
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                            channel: SessionChannel) -> SessionStart:
         host = await self._spawn("muse serve (fork)", cwd)
         try:
@@ -579,9 +578,6 @@ class MuseRuntime(ProviderRuntime):
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         state = self._state(session_id)
-        if mode_id not in APPROVAL_MODES:
-            raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(mode_id)!r}; choose one of {', '.join(APPROVAL_MODES)}.",
-                           {"field": "modeId"})
         previous = state.mode
         state.mode = mode_id
         try:
@@ -591,11 +587,7 @@ class MuseRuntime(ProviderRuntime):
             raise
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
-        state = self._state(session_id)
-        if config_id != "model":
-            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(config_id)!r}.", {"field": "configId"})
-        if value not in {option.value for option in state.models} and value != state.model:
-            raise RpcError(INVALID_PARAMS, f"Unknown model {clip(value)!r}.", {"field": "value"})
+        state = self._state(session_id)  # the one option ("model") and one of its values: the core checked both
         previous = state.model
         state.model = value
         try:

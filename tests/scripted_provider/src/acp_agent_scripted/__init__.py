@@ -19,8 +19,14 @@ from acp_agent import hookimpl
 from acp_agent.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    ConfigOption,
+    ConfigOptionUpdate,
+    ConfigOptionValue,
     ContentBlock,
+    McpServer,
     PermissionOption,
+    SessionMode,
+    SessionModeState,
     TextContent,
     ToolCall,
     ToolCallUpdate,
@@ -71,10 +77,41 @@ class ScriptedRuntime(ProviderRuntime):
         """Set when the first prompt is over."""
         self.counter = 0
         self.creation_channels: list[SessionChannel] = []
+        self.mcp_servers: list[list[McpServer]] = []
+        """The MCP servers each new/load/fork handed in, as the core parsed them."""
+        self.settings_calls: list[tuple[str, ...]] = []
+        """Every `set_mode` and `set_config_option` that reached the runtime."""
+        self.model: str | None = None
+
+    def _setup(self, session_id: str) -> SessionStart:
+        """Script keys `modes` (ids, the first current) and `models` (values of the "model" option)."""
+        modes = self.script.get("modes")
+        models = self.script.get("models")
+        return SessionStart(
+            session_id,
+            modes=SessionModeState(modes[0], [SessionMode(mode, mode.title()) for mode in modes]) if modes else None,
+            config_options=self._model_options() if models else None,
+        )
+
+    def _model_options(self) -> list[ConfigOption]:
+        models = self.script.get("models") or []
+        current = self.model or models[0]
+        return [ConfigOption("model", "Model", current, [ConfigOptionValue(model, model) for model in models])]
+
+    async def set_mode(self, session_id: str, mode_id: str) -> None:
+        self.settings_calls.append(("mode", session_id, mode_id))
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
+        self.settings_calls.append(("option", session_id, config_id, value))
+        self.model = value
+        if "models_after_set" in self.script:  # the runtime may change what it offers
+            self.script["models"] = self.script.pop("models_after_set")
+        return self._model_options()
 
     async def new_session(
-        self, cwd: str, mcp_servers: Sequence[Any], channel: SessionChannel
+        self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel
     ) -> SessionStart:
+        self.mcp_servers.append(list(mcp_servers))
         async with self.context.clock.phase(Phase.PREPARING):
             if self.script.get("hang_new_session"):
                 await anyio.sleep_forever()
@@ -84,17 +121,18 @@ class ScriptedRuntime(ProviderRuntime):
         self.creation_channels.append(channel)
         for notice in self.script.get("session_notices", []):
             await channel.emit(Notice(notice["title"], notice.get("details"), notice.get("legacy")))
-        return SessionStart(session_id)
+        return self._setup(session_id)
 
     async def load_session(
         self,
         session_id: str,
         cwd: str,
-        mcp_servers: Sequence[Any],
+        mcp_servers: Sequence[McpServer],
         channel: SessionChannel,
         *,
         replay: bool,
     ) -> SessionStart:
+        self.mcp_servers.append(list(mcp_servers))
         history = self.script.get("history", {}).get(session_id)
         if history is None:
             raise SessionNotFound(session_id)
@@ -117,16 +155,17 @@ class ScriptedRuntime(ProviderRuntime):
                             ),
                         )
                     )
-        return SessionStart(session_id)
+        return self._setup(session_id)
 
-    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[Any],
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                            channel: SessionChannel) -> SessionStart:
+        self.mcp_servers.append(list(mcp_servers))
         if session_id not in self.sessions:
             raise SessionNotFound(session_id)
         self.counter += 1
         forked = f"scripted-{self.counter}"
         self.sessions[forked] = cwd
-        return SessionStart(forked)
+        return self._setup(forked)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         from acp_agent.acp import SessionInfo
@@ -175,6 +214,7 @@ class ScriptedRuntime(ProviderRuntime):
     ) -> TurnEnd | None:
         """Steps: text, thought, deltas (count), retry (title, kind), notice (title, details, legacy),
         fail (observation), record_fail (observation, then keep going), session_failure (observation),
+        offer_models (new values of the "model" option, announced with config_option_update),
         stop (stop reason), wait_cancel, permission (title), tool (title), hang_submit, crash."""
         if "text" in step:
             await turn.emit(AgentMessageChunk(TextContent(step["text"])))
@@ -220,6 +260,9 @@ class ScriptedRuntime(ProviderRuntime):
             await turn.emit(AgentMessageChunk(TextContent(f"permission: {choice}")))
         elif "late_notice" in step:
             await self.creation_channels[0].emit(Notice(step["late_notice"]))
+        elif "offer_models" in step:
+            self.script["models"] = step["offer_models"]
+            await turn.emit(ConfigOptionUpdate(self._model_options()))
         elif "adopt" in step:
             turn.adopt_turn_id(step["adopt"])
         elif "hang_submit" in step:
