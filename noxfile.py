@@ -20,6 +20,7 @@ ROOT = pathlib.Path(__file__).parent
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 PLUGINS = sorted(path.parent.name for path in ROOT.glob("plugins/*/pyproject.toml"))
 TEST_PROVIDER = "tests/scripted_provider"
+TEST_HOOKS_PLUGIN = "tests/corp_rules"  # implements only the failure hooks, for every provider
 CONSTRAINTS = ("-c", "tests/constraints.txt")
 
 
@@ -33,9 +34,9 @@ def editable(*paths: str) -> list[str]:
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    """Core, every plugin and the test-only provider installed editable; every test."""
+    """Core, every plugin and the test-only plugins installed editable; every test."""
     install_group(session, "test")
-    session.install(*editable("core", TEST_PROVIDER, *[f"plugins/{name}" for name in PLUGINS]))
+    session.install(*editable("core", TEST_PROVIDER, TEST_HOOKS_PLUGIN, *[f"plugins/{name}" for name in PLUGINS]))
     session.run("pytest", *session.posargs)
 
 

@@ -133,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         redact=redactor,
         keyring=KeyringStore(),
         agent_version=loaded.version,
+        hooks=registry.hooks,
     )
     agent = Agent(settings)
     anyio.run(_serve, agent, args.max_line_bytes)
