@@ -115,6 +115,45 @@ def test_the_built_in_providers_answer_through_the_installed_hooks() -> None:
     observation = facade.classify_failure("claude", native)
     assert observation is not None
     assert (observation.kind, observation.title) == (FailureKind.RATE_LIMITED, "API Error: Request rejected (429)")
+    codex = facade.classify_failure("codex", {"error": {"message": "Quota exceeded.", "codexErrorInfo":
+                                                        "usageLimitExceeded"}, "willRetry": False})
+    assert codex is not None and (codex.kind, codex.title) == (FailureKind.QUOTA_EXHAUSTED, "Quota exceeded.")
+    assert facade.classify_failure("codex", {"error": {"message": "Reconnecting... 1/5"}, "willRetry": True}) is None
+    failed = {"threadId": "t", "turn": {"id": "x", "status": "failed", "error": {"message": "Too long.",
+                                                                             "codexErrorInfo": "contextWindowExceeded"}}}
+    codex_turn = facade.classify_failure("codex", failed)
+    assert codex_turn is not None and (codex_turn.kind, codex_turn.title) == (FailureKind.CONTEXT_EXHAUSTED, "Too long.")
+    muse = facade.classify_failure("muse", {"terminal": "failed", "error": {"kind": "authRequired",
+                                                                            "message": "Sign in."}})
+    assert muse is not None and (muse.kind, muse.title) == (FailureKind.AUTH_REQUIRED, "Sign in.")
+    assert facade.classify_failure("muse", {"terminal": "completed"}) is None
+
+
+def test_the_corp_rules_plugin_reaches_the_codex_and_muse_turns() -> None:
+    """The installed hook-only plugin classifies its gateway's refusal in every provider's turn."""
+    from acp_agent_corp_rules import NATIVE_KIND, TITLE
+
+    from acp_agent.failure_hooks import bound
+    from acp_agent_codex.translate import TurnTranslator as CodexTranslator
+    from acp_agent_codex.translate import fold_turn as codex_turn
+    from acp_agent_muse.translate import TurnTranslator as MuseTranslator
+
+    facade = discover().hooks
+    denial = {"message": "CORP-GATEWAY-DENIED: not on the allow list", "codexErrorInfo": "other"}
+    codex = CodexTranslator(classify=bound(facade, "codex"))
+    [failure] = codex.feed("error", {"threadId": "t", "turnId": "x", "error": denial, "willRetry": False})
+    assert isinstance(failure, FailureObservation)
+    assert (failure.kind, failure.native_kind, failure.title) == (FailureKind.ACCESS_DENIED, NATIVE_KIND, TITLE)
+    # without the marker, Codex's own classification stands
+    plain = codex_turn([("error", {"threadId": "t", "turnId": "x", "willRetry": False,
+                                   "error": {"message": "Boom.", "codexErrorInfo": "other"}})])
+    assert isinstance(plain[0], FailureObservation) and plain[0].kind is FailureKind.PROVIDER_ERROR
+    muse = MuseTranslator("x", classify=bound(facade, "muse"))
+    steps = muse.feed("turn/completed", {"turnId": "x", "terminal": "failed",
+                                         "error": {"kind": "modelError", "message": denial["message"]}})
+    [outcome] = [step.end for step in steps if hasattr(step, "end")]
+    assert isinstance(outcome, FailureObservation)
+    assert (outcome.kind, outcome.native_kind, outcome.title) == (FailureKind.ACCESS_DENIED, NATIVE_KIND, TITLE)
 
 
 MISSPELLED = '''
@@ -141,3 +180,49 @@ def test_providers_reports_a_misspelled_hook_name(tmp_path: Path) -> None:
     assert ("broken     typo (acp-agent-typo 1.2): unknown hook 'acp_agent_clasify_failure'"
             in result.stdout), result.stdout
     assert "scripted" in result.stdout  # everything else still loads
+
+
+def test_a_history_hook_reaches_codex_and_muse_replay_and_legacy_text_is_redacted() -> None:
+    """A plugin's history hook answers before Codex's and Muse's own; what it hands a legacy client
+    is redacted by the replaying runtime like the built-in answer's text."""
+    import functools
+
+    import acp_agent_codex
+    import acp_agent_muse
+    from acp_agent.acp import agent_text
+    from acp_agent_codex import items as codex_items
+    from acp_agent_muse import items as muse_items
+
+    class Stored:
+        @hookimpl
+        def acp_agent_recognise_history(self, entry: Mapping[str, Any],
+                                        user_message_id: str | None) -> HistoryFailure | None:
+            text = str(entry.get("error", {}).get("message", ""))
+            if "GATEWAY" not in text:
+                return None
+            observation = FailureObservation(FailureKind.ACCESS_DENIED, "gateway", title="Gateway said no.")
+            return HistoryFailure(observation, "m", user_message_id, legacy_updates=(agent_text(text),))
+
+    pm, broken, _ = make_plugin_manager(load_entry_points=False, plugins=[
+        (acp_agent_codex, "codex"), (acp_agent_muse, "muse"), (Stored(), "stored")])
+    assert broken == []
+    facade = FailureHooks(pm)
+
+    def redact(text: str) -> str:
+        return text.replace("sk-secret-1", "[REDACTED]")
+
+    turns = [{"id": "t1", "status": "failed", "items": [], "error": {"message": "GATEWAY sk-secret-1"}},
+             {"id": "t2", "status": "failed", "items": [], "error": {"message": "boom", "codexErrorInfo": "other"}}]
+    first, second = codex_items.history_events(turns, redact, functools.partial(facade.recognise_history, "codex"))
+    assert isinstance(first, HistoryFailure) and isinstance(second, HistoryFailure)
+    assert (first.observation.kind, first.active) == (FailureKind.ACCESS_DENIED, False)
+    assert first.legacy_updates == (agent_text("GATEWAY [REDACTED]"),)
+    assert (second.observation.kind, second.observation.native_kind, second.active) == (
+        FailureKind.PROVIDER_ERROR, "other", True)  # Codex's own answer, through the hook
+    stored = {"history": {"items": []}, "lastTurn": {"turnId": "t9", "terminal": "failed",
+                                                     "error": {"kind": "modelError", "message": "GATEWAY"}}}
+    [muse] = muse_items.history_events(stored, redact, functools.partial(facade.recognise_history, "muse"))
+    assert isinstance(muse, HistoryFailure) and (muse.observation.kind, muse.active) == (FailureKind.ACCESS_DENIED, True)
+    stored["lastTurn"]["error"] = {"kind": "authRequired", "message": "Sign in."}  # type: ignore[index]
+    [own] = muse_items.history_events(stored, redact, functools.partial(facade.recognise_history, "muse"))
+    assert isinstance(own, HistoryFailure) and own.observation.kind is FailureKind.AUTH_REQUIRED

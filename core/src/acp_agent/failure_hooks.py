@@ -95,3 +95,16 @@ class FailureHooks:
 def bound(hooks: FailureHooks, provider: str) -> Callable[[Mapping[str, Any]], FailureObservation | None]:
     """`classify_failure` for one provider, as a pure fold takes it."""
     return lambda native: hooks.classify_failure(provider, native)
+
+
+def redact_legacy(failure: HistoryFailure, redact: Callable[[str], str]) -> HistoryFailure:
+    """A recognised history failure with the text a legacy client sees in its place redacted.
+
+    A history hook answers with the stored text as it is; the runtime that replays it redacts.
+    """
+    from acp_agent.acp import AgentMessageChunk, TextContent, agent_text
+
+    updates = tuple(agent_text(redact(update.content.text))
+                    if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent) else update
+                    for update in failure.legacy_updates)
+    return attrs.evolve(failure, legacy_updates=updates)
