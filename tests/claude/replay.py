@@ -27,7 +27,7 @@ HOOKS = FailureHooks(make_plugin_manager(load_entry_points=False, plugins=[(acp_
 
 def new_fold(*, cancel: bool = False) -> TurnFold:
     """A fold as the runtime makes it: failures classified through the hooks."""
-    return TurnFold(cancel_requested=cancel, classify=bound(HOOKS, "claude"))
+    return TurnFold(cancel_requested=cancel, observe=bound(HOOKS, "claude"))
 
 
 def replay_history(entries: Any, session_id: str = "", cwd: str | None = None) -> list[Event]:

@@ -180,6 +180,16 @@ def test_providers_reports_a_misspelled_hook_name(tmp_path: Path) -> None:
     assert ("broken     typo (acp-agent-typo 1.2): unknown hook 'acp_agent_clasify_failure'"
             in result.stdout), result.stdout
     assert "scripted" in result.stdout  # everything else still loads
+    assert "hooks      typo" not in result.stdout  # its one hook is never called
+
+
+def test_providers_lists_a_plugin_that_only_answers_failure_hooks() -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
+    result = subprocess.run([agent_executable(), "providers"], capture_output=True, text=True, env=env,
+                            timeout=30, check=False)
+    assert ("hooks      corp-rules (acp-agent-corp-rules 0.0.1): acp_agent_classify_failure, "
+            "acp_agent_failure_title, acp_agent_recognise_history") in result.stdout, result.stdout
+    assert "hooks      claude" not in result.stdout  # a provider's own hooks are not listed apart
 
 
 def test_a_history_hook_reaches_codex_and_muse_replay_and_legacy_text_is_redacted() -> None:

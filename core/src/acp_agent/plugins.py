@@ -42,6 +42,19 @@ class BrokenPlugin:
 
 
 @frozen
+class HookPlugin:
+    """A loaded plugin that answers failure hooks (for any provider), as `acp-agent providers` lists it."""
+
+    plugin: str
+    distribution: str
+    version: str
+    hooks: tuple[str, ...]
+
+
+FAILURE_HOOKS = ("acp_agent_classify_failure", "acp_agent_failure_title", "acp_agent_recognise_history")
+
+
+@frozen
 class ProviderRegistry:
     """The typed facade over the plugin manager's hooks."""
 
@@ -49,6 +62,7 @@ class ProviderRegistry:
     broken: list[BrokenPlugin] = field(factory=list)
     secret_env_vars: tuple[str, ...] = ()
     hooks: FailureHooks = field(factory=FailureHooks.installed)
+    hook_plugins: list[HookPlugin] = field(factory=list)
 
     def get(self, name: str) -> LoadedProvider | None:
         return self.providers.get(name)
@@ -153,4 +167,12 @@ def discover(
             secrets.extend(str(name) for name in impl.function() or ())  # type: ignore[attr-defined]
         except Exception as exc:
             log.warning("plugin %s failed to name its secret variables: %s", impl.plugin_name, exc)
-    return ProviderRegistry(providers, broken, tuple(secrets), FailureHooks(pm))
+    owners = {loaded.plugin for loaded in providers.values()}
+    hook_plugins = []
+    for name, plugin in sorted(pm.list_name_plugin()):
+        implemented = tuple(hook for hook in FAILURE_HOOKS
+                            if any(impl.plugin is plugin for impl in getattr(pm.hook, hook).get_hookimpls()))
+        if implemented and name not in owners:
+            distribution, version = origins.get(name, ("unknown", "unknown"))
+            hook_plugins.append(HookPlugin(name, distribution, version, implemented))
+    return ProviderRegistry(providers, broken, tuple(secrets), FailureHooks(pm), hook_plugins)

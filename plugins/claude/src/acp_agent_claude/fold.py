@@ -24,14 +24,14 @@ Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
 class TurnFold:
     """Folds one turn. `feed` returns events to emit; `outcome` is set once the result arrives.
 
-    A failed result is classified by `classify` from the CLI's own lines (`{"assistant": <the
+    A failed result is classified by `observe` from the CLI's own lines (`{"assistant": <the
     turn's last failing assistant line>, "result": <the result line>}`): the runtime passes the
     core's failure hooks, so any plugin may answer before this provider's own classification.
     """
 
     cwd: str | None = None
     cancel_requested: bool = False
-    classify: Classifier = classify.observe_failure
+    observe: Classifier = classify.observe_failure
     outcome: Outcome | None = None
     pending_error: dict[str, Any] | None = None
     refusal_text: str | None = None
@@ -159,7 +159,7 @@ class TurnFold:
         native: dict[str, Any] = {"result": classify.native_result(result)}
         if self.pending_error is not None:
             native["assistant"] = self.pending_error
-        observation = self.classify(native)
+        observation = self.observe(native)
         if observation is None:  # no plugin answered (none installed): the kind's fallback title
             return classify.failure(FailureKind.PROVIDER_ERROR, "unknown", None)
         return observation

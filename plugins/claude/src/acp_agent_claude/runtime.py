@@ -497,7 +497,7 @@ class ClaudeRuntime(ProviderRuntime):
             if session.client is not None and not session.dead and not _cli_running(session.client):
                 await self._lost_while_idle(session, turn)
             await self._ensure_cli(session, turn)
-            fold = TurnFold(cwd=session.cwd, classify=bound(self.context.hooks, PROVIDER))
+            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
             session.fold, session.turn = fold, turn
             try:
                 try:
@@ -506,7 +506,7 @@ class ClaudeRuntime(ProviderRuntime):
                     # The CLI had died before our message reached it: replace it and submit for the first time.
                     await self._lost_while_idle(session, turn)
                     await self._ensure_cli(session, turn)
-                    fold = TurnFold(cwd=session.cwd, classify=bound(self.context.hooks, PROVIDER))
+                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
                     session.fold = fold
                     try:
                         outcome = await self._run_turn(session, prompt, turn, fold)
