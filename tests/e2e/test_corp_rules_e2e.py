@@ -66,3 +66,26 @@ async def test_the_gateways_denial_is_classified_by_the_plugin_live_and_on_load(
         assert any(MARKER in chunk for chunk in agent_texts(reloaded, session.session_id))
     assert_clean(agent, capable=capable)
     assert_clean(reloaded, capable=capable)
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_the_gateways_denial_is_classified_by_the_plugin_in_a_real_codex_turn(tmp_path: Path,
+                                                                                   capable: bool) -> None:
+    """The same plugin, untouched, for another provider: the real `codex app-server` reports the
+    gateway's refusal (a response that failed with the gateway's text) as its turn's error."""
+    from tests.codex.e2e_support import codex_agent, workspace, write_codex_home
+    from tests.fakes.responses_api import FakeResponsesAPI
+
+    with FakeResponsesAPI([{"failed": {"code": "invalid_prompt", "message": DENIAL}}]) as api:
+        home = write_codex_home(api, tmp_path, retries=0)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            live = await prompt_outcome(agent, session.session_id)
+    if capable:
+        record = live.field_meta["jetbrains"]["air"]["sessionFailure"]
+        assert (record["category"], record["actions"], record["title"]) == ("access", ["retry"], TITLE)
+    else:
+        assert isinstance(live, acp.RequestError) and live.code == -32603
+        assert str(live).startswith(TITLE)
+        assert (live.data["failure"]["kind"], live.data["corpGateway"]) == (NATIVE_KIND, "denied")
+    assert agent.frames.problems == []
