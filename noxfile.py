@@ -22,6 +22,7 @@ PLUGINS = sorted(path.parent.name for path in ROOT.glob("plugins/*/pyproject.tom
 TEST_PROVIDER = "tests/scripted_provider"
 EXAMPLE_PROVIDER = "tests/example_provider"
 """The plugin guide's example (docs/plugin-guide.md), installed so its conformance tests run."""
+TEST_HOOKS_PLUGIN = "tests/corp_rules"  # implements only the failure hooks, for every provider
 CONSTRAINTS = ("-c", "tests/constraints.txt")
 
 
@@ -35,9 +36,10 @@ def editable(*paths: str) -> list[str]:
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    """Core, every plugin and the test-only providers installed editable; every test."""
+    """Core, every plugin and the test-only plugins installed editable; every test."""
     install_group(session, "test")
-    session.install(*editable("core", TEST_PROVIDER, EXAMPLE_PROVIDER, *[f"plugins/{name}" for name in PLUGINS]))
+    session.install(*editable("core", TEST_PROVIDER, EXAMPLE_PROVIDER, TEST_HOOKS_PLUGIN,
+                              *[f"plugins/{name}" for name in PLUGINS]))
     session.run("pytest", *session.posargs)
 
 

@@ -9,7 +9,7 @@ from acp_agent.acp import AgentMessageChunk, UserMessageChunk
 from acp_agent.events import HistoryFailure
 from acp_agent.testing import HistoryContract
 from acp_agent_claude import history
-from tests.claude.replay import FIXTURES
+from tests.claude.replay import FIXTURES, replay_history
 
 
 def transcript(name: str) -> list[dict[str, Any]]:
@@ -42,11 +42,11 @@ class TestHistory(HistoryContract):
 
 
 def failures(entries: list[dict[str, Any]]) -> list[HistoryFailure]:
-    return [event for event in history.replay(entries, "sess") if isinstance(event, HistoryFailure)]
+    return [event for event in replay_history(entries, "sess") if isinstance(event, HistoryFailure)]
 
 
 def test_usage_limit_replays_in_place_with_the_exact_text_and_stays_active() -> None:
-    events = history.replay(USAGE, "sess")
+    events = replay_history(USAGE, "sess")
     assert isinstance(events[0], UserMessageChunk)
     [failure] = [event for event in events if isinstance(event, HistoryFailure)]
     assert failure.observation.title == "You've hit your limit · resets 9:26pm (UTC)"
@@ -67,7 +67,7 @@ def test_only_the_latest_stays_active_until_a_real_answer() -> None:
 def test_a_local_commands_synthetic_reply_is_not_a_recovery() -> None:
     entries = [*USAGE, assistant("a-9", "No response requested.", "<synthetic>")]
     assert [f.active for f in failures(entries)] == [True]
-    assert isinstance(history.replay(entries, "sess")[-1], AgentMessageChunk)
+    assert isinstance(replay_history(entries, "sess")[-1], AgentMessageChunk)
 
 
 def test_model_prose_that_looks_like_a_limit_is_just_text() -> None:

@@ -46,6 +46,7 @@ from acp_agent.events import (
     TurnEnd,
     is_model_answer,
 )
+from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import (
     FailureKind,
     FailureObservation,
@@ -114,6 +115,7 @@ class AgentSettings:
     keyring: KeyringStore | None = None
     epoch: str = field(factory=lambda: uuid.uuid4().hex[:12])
     agent_version: str = "0"
+    hooks: FailureHooks = field(factory=FailureHooks.installed)
 
 
 @define(eq=False)
@@ -324,6 +326,7 @@ class Agent:
             client_fs_read=self.client_capabilities.fs.read_text_file,
             client_fs_write=self.client_capabilities.fs.write_text_file,
             client_terminal=self.client_capabilities.terminal,
+            hooks=self.settings.hooks,
         )
 
     def _backend_environ(self) -> dict[str, str]:

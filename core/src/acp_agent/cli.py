@@ -133,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         redact=redactor,
         keyring=KeyringStore(),
         agent_version=loaded.version,
+        hooks=registry.hooks,
     )
     agent = Agent(settings)
     anyio.run(_serve, agent, args.max_line_bytes)
@@ -199,6 +200,9 @@ def _providers() -> int:
         except Exception as exc:
             usable, detail = "NOT usable", f"backend check failed: {type(exc).__name__}"
         print(f"{name:10} {loaded.distribution} {loaded.version}  backend {usable}{': ' + detail if detail else ''}")
+    for plugin in registry.hook_plugins:  # e.g. a company's failure rules for every provider
+        hooks = ", ".join(plugin.hooks)
+        print(f"hooks      {plugin.plugin} ({plugin.distribution} {plugin.version}): {hooks}")
     for broken in registry.broken:
         print(f"broken     {broken.plugin} ({broken.distribution} {broken.version}): {broken.reason}")
     return 0

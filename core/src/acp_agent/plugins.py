@@ -2,7 +2,9 @@
 
 pluggy's own loader stops at the first broken plugin; here each entry point is loaded in its own
 try/except and reported with its distribution and version, and duplicate provider names are
-rejected. Business code reads providers through `ProviderRegistry`, never through `pm.hook`.
+rejected. `check_pending` runs once the manager is built: a hook name no spec knows (a typo such
+as `acp_agent_clasify_failure`) is reported like a broken plugin. Business code reads providers
+through `ProviderRegistry` and calls the failure hooks through `FailureHooks`, never `pm.hook`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pluggy
 from attrs import field, frozen
 
 from acp_agent import hookspecs
+from acp_agent.failure_hooks import FailureHooks
 from acp_agent.provider import ProviderSpec
 
 log = logging.getLogger(__name__)
@@ -39,12 +42,27 @@ class BrokenPlugin:
 
 
 @frozen
+class HookPlugin:
+    """A loaded plugin that answers failure hooks (for any provider), as `acp-agent providers` lists it."""
+
+    plugin: str
+    distribution: str
+    version: str
+    hooks: tuple[str, ...]
+
+
+FAILURE_HOOKS = ("acp_agent_classify_failure", "acp_agent_failure_title", "acp_agent_recognise_history")
+
+
+@frozen
 class ProviderRegistry:
     """The typed facade over the plugin manager's hooks."""
 
     providers: dict[str, LoadedProvider] = field(factory=dict)
     broken: list[BrokenPlugin] = field(factory=list)
     secret_env_vars: tuple[str, ...] = ()
+    hooks: FailureHooks = field(factory=FailureHooks.installed)
+    hook_plugins: list[HookPlugin] = field(factory=list)
 
     def get(self, name: str) -> LoadedProvider | None:
         return self.providers.get(name)
@@ -89,7 +107,33 @@ def make_plugin_manager(
                 broken.append(BrokenPlugin(entry_point.name, distribution, version, f"{type(exc).__name__}: {exc}"))
                 continue
             origins[entry_point.name] = (distribution, version)
+    broken.extend(unknown_hooks(pm, origins))
     return pm, broken, origins
+
+
+def unknown_hooks(pm: pluggy.PluginManager, origins: dict[str, tuple[str, str]]) -> list[BrokenPlugin]:
+    """Every implementation of a hook no spec declares (pluggy's `check_pending` names only the first).
+
+    The plugin stays registered: its other hooks work; the misnamed one is never called.
+    """
+    try:
+        pm.check_pending()
+        return []
+    except pluggy.PluginValidationError:
+        pass
+    found = []
+    for name, caller in sorted(vars(pm.hook).items()):
+        if name.startswith("_") or not isinstance(caller, pluggy.HookCaller) or caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.optionalhook:
+                continue
+            distribution, version = origins.get(impl.plugin_name, ("unknown", "unknown"))
+            log.warning("plugin %s from %s %s implements unknown hook %s", impl.plugin_name, distribution,
+                        version, name)
+            found.append(BrokenPlugin(impl.plugin_name, distribution, version,
+                                      f"unknown hook {name!r} (no such hook; it is never called)"))
+    return found
 
 
 def discover(
@@ -123,4 +167,12 @@ def discover(
             secrets.extend(str(name) for name in impl.function() or ())  # type: ignore[attr-defined]
         except Exception as exc:
             log.warning("plugin %s failed to name its secret variables: %s", impl.plugin_name, exc)
-    return ProviderRegistry(providers, broken, tuple(secrets))
+    owners = {loaded.plugin for loaded in providers.values()}
+    hook_plugins = []
+    for name, plugin in sorted(pm.list_name_plugin()):
+        implemented = tuple(hook for hook in FAILURE_HOOKS
+                            if any(impl.plugin is plugin for impl in getattr(pm.hook, hook).get_hookimpls()))
+        if implemented and name not in owners:
+            distribution, version = origins.get(name, ("unknown", "unknown"))
+            hook_plugins.append(HookPlugin(name, distribution, version, implemented))
+    return ProviderRegistry(providers, broken, tuple(secrets), FailureHooks(pm), hook_plugins)

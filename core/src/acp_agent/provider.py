@@ -24,6 +24,7 @@ from acp_agent.acp import (
     ToolCallUpdate,
 )
 from acp_agent.events import Event, TurnEnd
+from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import PhaseClock
 from acp_agent.redaction import Redactor
@@ -90,7 +91,9 @@ class RuntimeCapabilities:
 
 @frozen
 class RuntimeContext:
-    """What a runtime gets from the core: environment (credentials applied), deadlines, redaction."""
+    """What a runtime gets from the core: environment (credentials applied), deadlines, redaction,
+    and the failure hooks, through which a runtime classifies its backend's failures, titles them
+    and recognises them in history, so any installed plugin can answer before the provider's own."""
 
     environ: Mapping[str, str]
     clock: PhaseClock
@@ -98,6 +101,7 @@ class RuntimeContext:
     client_fs_read: bool = False
     client_fs_write: bool = False
     client_terminal: bool = False
+    hooks: FailureHooks = field(factory=FailureHooks.installed)
 
 
 @frozen

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acp_agent import hookimpl
 from acp_agent.provider import BackendStatus, CredentialSpec, ProviderSpec, RuntimeCapabilities
 
 if TYPE_CHECKING:
+    from acp_agent.events import HistoryFailure
+    from acp_agent.failures import FailureKind, FailureObservation
     from acp_agent.provider import ProviderRuntime, RuntimeContext
 
 CLI_ENV = "ACP_AGENT_CLAUDE_CLI"
@@ -107,3 +109,34 @@ def provider_spec() -> ProviderSpec:
 @hookimpl
 def acp_agent_providers() -> list[ProviderSpec]:
     return [provider_spec()]
+
+
+# The failure hooks: this provider's own answers, last, so any installed plugin may answer first.
+
+
+@hookimpl(trylast=True)
+def acp_agent_classify_failure(provider: str, native: Mapping[str, Any]) -> FailureObservation | None:
+    if provider != "claude":
+        return None
+    from acp_agent_claude.classify import classify_failure
+
+    return classify_failure(native)
+
+
+@hookimpl(trylast=True)
+def acp_agent_failure_title(provider: str, native: Mapping[str, Any], kind: FailureKind) -> str | None:
+    if provider != "claude":
+        return None
+    from acp_agent_claude.classify import failure_title
+
+    return failure_title(native, kind)
+
+
+@hookimpl(trylast=True)
+def acp_agent_recognise_history(provider: str, entry: Mapping[str, Any],
+                                user_message_id: str | None) -> HistoryFailure | None:
+    if provider != "claude":
+        return None
+    from acp_agent_claude.history import recognise_entry
+
+    return recognise_entry(entry, user_message_id)

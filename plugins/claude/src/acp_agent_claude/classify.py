@@ -1,14 +1,19 @@
 """Pure classification of Claude Code CLI output: failure kinds, titles, retries and notices.
 
-Works on the claude-agent-sdk's typed messages (`AssistantMessage`, `ResultMessage`,
-`SystemMessage`) and plain values; no I/O. Tested from tables of real CLI 2.1.332 output.
+Failures are classified from the CLI's stream-json lines as plain JSON (`classify_failure`,
+`failure_title`: this provider's answers to the core's failure hooks); the SDK's typed messages
+are turned back into those lines by `native_assistant` / `native_result`, whose fields map 1:1 to
+the stream-json keys. No I/O. Tested from tables of real CLI 2.1.332 output.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import attrs
 
 from acp_agent.events import Notice, RetryProgress
 from acp_agent.executables import program_unavailable
@@ -158,3 +163,131 @@ def cli_unavailable(problem: str) -> FailureObservation:
     """The Claude Code CLI is missing or cannot run: nothing started."""
     return program_unavailable("Claude Code", "Claude Code CLI", problem, recovery=INSTALL_RECOVERY,
                                native_kinds=("cliNotFound", "cliStartFailed"))
+
+
+# --- the CLI's own lines, for the failure hooks -------------------------------------------------
+
+_BLOCK_TYPES: Mapping[str, str] = {
+    "TextBlock": "text", "ThinkingBlock": "thinking", "ToolUseBlock": "tool_use",
+    "ToolResultBlock": "tool_result", "ServerToolUseBlock": "server_tool_use",
+    "ServerToolResultBlock": "advisor_tool_result",
+}
+
+
+def _block(block: Any) -> dict[str, Any]:
+    if isinstance(block, Mapping):
+        return dict(block)
+    fields = dataclasses.asdict(block) if dataclasses.is_dataclass(block) and not isinstance(block, type) else {}
+    return {"type": _BLOCK_TYPES.get(type(block).__name__, type(block).__name__), **fields}
+
+
+def _present(line: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in line.items() if value is not None}
+
+
+def native_assistant(message: Any) -> dict[str, Any]:
+    """An SDK `AssistantMessage` as the stream-json `assistant` line it was parsed from.
+
+    The SDK copies these keys one to one (`message_parser.parse_message`); keys it drops (such as
+    `api_error_status` on an assistant line) are absent here too.
+    """
+    return _present({
+        "type": "assistant",
+        "message": {"id": message.message_id, "model": message.model, "role": "assistant",
+                    "stop_reason": message.stop_reason, "usage": message.usage,
+                    "content": [_block(block) for block in message.content]},
+        "parent_tool_use_id": message.parent_tool_use_id,
+        "session_id": message.session_id,
+        "uuid": message.uuid,
+        "error": message.error,
+    })
+
+
+def native_result(result: Any) -> dict[str, Any]:
+    """An SDK `ResultMessage` as the stream-json `result` line it was parsed from."""
+    return _present({
+        "type": "result", "subtype": result.subtype, "is_error": result.is_error,
+        "duration_ms": result.duration_ms, "duration_api_ms": result.duration_api_ms,
+        "num_turns": result.num_turns, "session_id": result.session_id, "stop_reason": result.stop_reason,
+        "total_cost_usd": result.total_cost_usd, "usage": result.usage, "result": result.result,
+        "modelUsage": result.model_usage, "permission_denials": result.permission_denials,
+        "errors": result.errors, "api_error_status": result.api_error_status, "uuid": result.uuid,
+        "terminal_reason": result.terminal_reason,
+    })
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _status(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def assistant_text(line: Mapping[str, Any]) -> str:
+    """The text blocks of an `assistant` line (or a transcript entry), joined."""
+    content = _mapping(line.get("message")).get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(str(block.get("text") or "") for block in content or ()
+                   if isinstance(block, Mapping) and block.get("type") == "text")
+
+
+def assistant_failure_kind(line: Mapping[str, Any]) -> FailureKind | None:
+    """The failure an `assistant` line reports, or None: a `<synthetic>` message the CLI wrote for
+    a failure (not a refusal), or a model message with an `error`."""
+    message = _mapping(line.get("message"))
+    error = line.get("error") if isinstance(line.get("error"), str) else None
+    if message.get("model") == SYNTHETIC_MODEL:
+        if message.get("stop_reason") == "refusal":
+            return None
+        return synthetic_failure_kind(assistant_text(line), error, _status(line.get("api_error_status")))
+    return error_kind(error) if error else None
+
+
+def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
+    """`{"assistant": <the turn's failing assistant line>?, "result": <its error result>}` → the failure.
+
+    The title is left to `failure_title` (the failure-title hook), so a plugin can word it.
+    """
+    result = _mapping(native.get("result"))
+    if not result.get("is_error"):
+        return None
+    subtype = result.get("subtype")
+    if subtype in RESULT_LIMIT_KINDS:
+        return failure(RESULT_LIMIT_KINDS[str(subtype)], str(subtype), None, source="host")
+    if subtype == "error_during_execution":
+        return failure(FailureKind.PROVIDER_ERROR, subtype, None, source="host")
+    status = _status(result.get("api_error_status"))
+    assistant = _mapping(native.get("assistant"))
+    pending = assistant_failure_kind(assistant) if assistant else None
+    if pending is not None:
+        error = assistant.get("error") if isinstance(assistant.get("error"), str) else None
+        kind = error_kind(error, status) if pending is FailureKind.PROVIDER_ERROR else pending
+        native_kind = error or "unknown"
+        if pending is FailureKind.QUOTA_EXHAUSTED and is_usage_limit_text(assistant_text(assistant)):
+            native_kind = "usage_limit"
+    else:
+        kind, native_kind = error_kind(None, status), "unknown"
+    return failure(kind, native_kind, None, retryable=kind in RETRYABLE)
+
+
+def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) -> str | None:
+    """The CLI's own words: its failure message, else the result text, else the result's `errors`."""
+    assistant = _mapping(native.get("assistant"))
+    text = assistant_text(assistant) if assistant else ""
+    if text:
+        return text
+    result = _mapping(native.get("result"))
+    if isinstance(result.get("result"), str) and result["result"].strip():
+        return str(result["result"])
+    errors = "; ".join(error for error in result.get("errors") or [] if isinstance(error, str) and error.strip())
+    return errors or None
+
+
+def observe_failure(native: Mapping[str, Any]) -> FailureObservation | None:
+    """The built-in answer alone (classified, then titled), for a fold run without plugins."""
+    observation = classify_failure(native)
+    if observation is None or observation.title is not None:
+        return observation
+    return attrs.evolve(observation, title=failure_title(native, observation.kind))

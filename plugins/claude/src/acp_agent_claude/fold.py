@@ -6,6 +6,7 @@ as the live runtime does.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from attrs import define, field
@@ -16,25 +17,23 @@ from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_claude import classify, content
 
 Outcome = TurnEnd | FailureObservation
-
-
-@define
-class PendingError:
-    """The last synthetic assistant error of the turn: its text and the CLI's error kind."""
-
-    text: str
-    error: str | None
-    kind: FailureKind
+Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
 
 
 @define
 class TurnFold:
-    """Folds one turn. `feed` returns events to emit; `outcome` is set once the result arrives."""
+    """Folds one turn. `feed` returns events to emit; `outcome` is set once the result arrives.
+
+    A failed result is classified by `observe` from the CLI's own lines (`{"assistant": <the
+    turn's last failing assistant line>, "result": <the result line>}`): the runtime passes the
+    core's failure hooks, so any plugin may answer before this provider's own classification.
+    """
 
     cwd: str | None = None
     cancel_requested: bool = False
+    observe: Classifier = classify.observe_failure
     outcome: Outcome | None = None
-    pending_error: PendingError | None = None
+    pending_error: dict[str, Any] | None = None
     refusal_text: str | None = None
     worker_shutting_down: bool = False
     streamed: set[str] = field(factory=set)
@@ -75,18 +74,18 @@ class TurnFold:
 
     def _assistant(self, message: Any) -> list[Event]:
         text = classify.message_text(message.content)
+        line = classify.native_assistant(message)
+        failing = classify.assistant_failure_kind(line) is not None
         if message.model == classify.SYNTHETIC_MODEL:
-            status = getattr(message, "api_error_status", None)
-            failure_kind = classify.synthetic_failure_kind(text, message.error, status)
             if message.stop_reason == "refusal":
                 self.refusal_text = text
                 return []
-            if failure_kind is not None:
-                self.pending_error = PendingError(text, message.error, failure_kind)
+            if failing:
+                self.pending_error = line
                 return []
             return [agent_text(text)] if text else []
-        if message.error:
-            self.pending_error = PendingError(text, message.error, classify.error_kind(message.error))
+        if failing:
+            self.pending_error = line
         events: list[Event] = []
         streamed = message.message_id in self.streamed if message.message_id else False
         for block in message.content:
@@ -139,16 +138,12 @@ class TurnFold:
             return TurnEnd("cancelled")
         if result.stop_reason == "refusal" or self.refusal_text is not None:
             return TurnEnd("refusal")
-        if subtype in classify.RESULT_LIMIT_KINDS:
-            if not is_error:
-                return TurnEnd("max_turn_requests")
-            return classify.failure(classify.RESULT_LIMIT_KINDS[subtype], subtype, self._title(result), source="host")
-        if subtype == "error_during_execution":
-            if not is_error:
-                return TurnEnd("end_turn")
-            return classify.failure(FailureKind.PROVIDER_ERROR, subtype, self._title(result), source="host")
         if is_error:
-            return self._api_failure(result)
+            return self._failure(result)
+        if subtype in classify.RESULT_LIMIT_KINDS:
+            return TurnEnd("max_turn_requests")
+        if subtype == "error_during_execution":
+            return TurnEnd("end_turn")
         if result.stop_reason == "max_tokens":
             return TurnEnd("max_tokens")
         if subtype != "success":
@@ -159,29 +154,15 @@ class TurnFold:
                                     "Claude ended the turn with a tool call still unanswered.", source="adapter")
         return TurnEnd("end_turn")
 
-    def _title(self, result: Any) -> str | None:
-        """The CLI's own words: its error message, else the result text, else the result's `errors`."""
-        if self.pending_error is not None and self.pending_error.text:
-            return self.pending_error.text
-        if isinstance(result.result, str) and result.result.strip():
-            return result.result
-        errors = "; ".join(error for error in (result.errors or []) if isinstance(error, str) and error.strip())
-        return errors or None
-
-    def _api_failure(self, result: Any) -> FailureObservation:
-        status = result.api_error_status
-        pending = self.pending_error
-        if pending is not None:
-            kind = pending.kind
-            if kind is FailureKind.PROVIDER_ERROR:
-                kind = classify.error_kind(pending.error, status)
-            native = pending.error or "unknown"
-            if pending.kind is FailureKind.QUOTA_EXHAUSTED and classify.is_usage_limit_text(pending.text):
-                native = "usage_limit"
-        else:
-            kind = classify.error_kind(None, status)
-            native = "unknown"
-        return classify.failure(kind, native, self._title(result), retryable=kind in classify.RETRYABLE)
+    def _failure(self, result: Any) -> FailureObservation:
+        """The failed result, classified from the CLI's lines through `classify`."""
+        native: dict[str, Any] = {"result": classify.native_result(result)}
+        if self.pending_error is not None:
+            native["assistant"] = self.pending_error
+        observation = self.observe(native)
+        if observation is None:  # no plugin answered (none installed): the kind's fallback title
+            return classify.failure(FailureKind.PROVIDER_ERROR, "unknown", None)
+        return observation
 
     def finish_without_result(self) -> Outcome:
         """The stream ended before a result: the CLI died or closed its output."""

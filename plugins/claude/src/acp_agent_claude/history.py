@@ -4,16 +4,19 @@ Input: the transcript's visible messages in order (`type`, `uuid`, raw API `mess
 `get_session_messages` returns them. Output: what to replay, in place: user and agent text, tool
 calls, and the synthetic usage-limit failures as `HistoryFailure`s with the id the live failure had.
 Only messages the CLI itself wrote (`<synthetic>` model) with an SDK-owned usage-limit prefix count;
-model prose that merely looks like one does not.
+model prose that merely looks like one does not. Each entry is first offered to `recogniser` (the
+runtime passes the core's history hook, so any plugin may recognise its own failures; this
+provider's answer is `recognise_entry`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from acp_agent.acp import (
-    SessionUpdate,
     agent_text,
     thought_text,
     user_text,
@@ -34,14 +37,40 @@ def _text(blocks: Sequence[Mapping[str, Any]]) -> str:
     return "".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text")
 
 
+Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
+
+
+def recognise_entry(entry: Mapping[str, Any], user_message_id: str | None) -> HistoryFailure | None:
+    """One transcript entry → the failure it stored, or None (the history hook's built-in answer).
+
+    A usage-limit message is a typed record; a "run /login" message is replayed as text only
+    (`typed=False`); anything else is not a failure.
+    """
+    message = entry.get("message")
+    if entry.get("type") != "assistant" or not isinstance(message, Mapping):
+        return None
+    if message.get("model") != classify.SYNTHETIC_MODEL:
+        return None
+    text, uuid = _text(_blocks(message)), str(entry.get("uuid") or "")
+    if classify.is_usage_limit_text(text):
+        return HistoryFailure(classify.failure(FailureKind.QUOTA_EXHAUSTED, "usage_limit", text),
+                              message_id=uuid, user_message_id=user_message_id, legacy_updates=(agent_text(text),))
+    if classify.is_login_text(text):
+        return HistoryFailure(classify.failure(FailureKind.AUTH_REQUIRED, "authentication_failed", text),
+                              message_id=uuid, user_message_id=user_message_id,
+                              legacy_updates=(agent_text(text),), typed=False)
+    return None
+
+
 def recognise(entries: Sequence[Mapping[str, Any]], session_id: str = "") -> list[tuple[str, str | None]]:
     """(message id, preceding user message id) of every replayable failure, in order."""
     return [(event.message_id, event.user_message_id) for event in replay(entries, session_id)
             if isinstance(event, HistoryFailure)]
 
 
-def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str | None = None) -> list[Event]:
-    """The transcript as replay events; only the latest unrecovered usage-limit failure stays active."""
+def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str | None = None,
+           recogniser: Recogniser = recognise_entry) -> list[Event]:
+    """The transcript as replay events; only the latest unrecovered typed failure stays active."""
     events: list[Event] = []
     user_message_id: str | None = None
     tools: dict[str, str] = {}
@@ -63,20 +92,15 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
             continue
         if kind != "assistant":
             continue
+        recognised = recogniser(entry, user_message_id)
+        if recognised is not None:
+            events.append(attrs.evolve(recognised, active=False))
+            if recognised.typed:
+                latest_failure = len(events) - 1
+            continue
         text = _text(blocks)
         if message.get("model") == classify.SYNTHETIC_MODEL:
-            if classify.is_usage_limit_text(text):
-                legacy: tuple[SessionUpdate, ...] = (agent_text(text),)
-                events.append(HistoryFailure(
-                    classify.failure(FailureKind.QUOTA_EXHAUSTED, "usage_limit", text),
-                    message_id=uuid, user_message_id=user_message_id, active=False, legacy_updates=legacy))
-                latest_failure = len(events) - 1
-            elif classify.is_login_text(text):
-                events.append(HistoryFailure(
-                    classify.failure(FailureKind.AUTH_REQUIRED, "authentication_failed", text),
-                    message_id=uuid, user_message_id=user_message_id, active=False,
-                    legacy_updates=(agent_text(text),), typed=False))
-            elif text:
+            if text:
                 events.append(agent_text(text))
             continue
         latest_failure = None  # a real model answer: the quota recovered
@@ -95,6 +119,5 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
     if latest_failure is not None:
         failure = events[latest_failure]
         assert isinstance(failure, HistoryFailure)
-        events[latest_failure] = HistoryFailure(failure.observation, failure.message_id, failure.user_message_id,
-                                                active=True, legacy_updates=failure.legacy_updates)
+        events[latest_failure] = attrs.evolve(failure, active=True)
     return events

@@ -40,6 +40,7 @@ from acp_agent.acp import (
     ToolCallUpdate,
 )
 from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.process import kill_process_group, parent_death_available, runnable, write_launcher
@@ -58,6 +59,8 @@ from acp_agent_claude import classify, content, history
 from acp_agent_claude.fold import TurnFold
 
 log = logging.getLogger(__name__)
+
+PROVIDER = "claude"
 
 DISCONNECT_BUDGET_S = 7.0  # the SDK's orderly close (stdin EOF, SIGTERM after 5 s) before SIGKILL
 REAP_BUDGET_S = 5.0
@@ -404,8 +407,11 @@ class ClaudeRuntime(ProviderRuntime):
             return await self._reopen_unwritten(live, cwd, mcp_servers, channel)
         if replay:
             messages = await self._read(get_session_messages, session_id, directory=cwd)
-            entries = [{"type": m.type, "uuid": m.uuid, "message": m.message} for m in messages]
-            for event in history.replay(entries, session_id, cwd):
+            # The transcript lines' fields the SDK keeps, under the transcript's own keys.
+            entries = [{"type": m.type, "uuid": m.uuid, "sessionId": m.session_id, "message": m.message}
+                       for m in messages]
+            recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
+            for event in history.replay(entries, session_id, cwd, recogniser):
                 await channel.emit(event)
         existing = self.sessions.pop(session_id, None)
         if existing is not None:
@@ -487,7 +493,7 @@ class ClaudeRuntime(ProviderRuntime):
             if session.client is not None and not session.dead and not _cli_running(session.client):
                 await self._lost_while_idle(session, turn)
             await self._ensure_cli(session, turn)
-            fold = TurnFold(cwd=session.cwd)
+            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
             session.fold, session.turn = fold, turn
             try:
                 try:
@@ -496,7 +502,7 @@ class ClaudeRuntime(ProviderRuntime):
                     # The CLI had died before our message reached it: replace it and submit for the first time.
                     await self._lost_while_idle(session, turn)
                     await self._ensure_cli(session, turn)
-                    fold = TurnFold(cwd=session.cwd)
+                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
                     session.fold = fold
                     try:
                         outcome = await self._run_turn(session, prompt, turn, fold)

@@ -1,4 +1,4 @@
-"""The Codex provider's entry point: only the hook that registers its `ProviderSpec`.
+"""The Codex provider's entry point: the hook that registers its `ProviderSpec`, and its failure hooks.
 
 This module is imported on every `acp-agent` start (for every installed provider), so it stays
 cheap: the runtime that drives `codex app-server` is imported inside `open_runtime`, and the
@@ -10,8 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from acp_agent import hookimpl
+from acp_agent.events import HistoryFailure
+from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.provider import (
     BackendStatus,
     CredentialSpec,
@@ -97,3 +100,34 @@ def acp_agent_providers() -> list[ProviderSpec]:
             description="OpenAI Codex through `codex app-server`.",
         )
     ]
+
+
+# The failure hooks: this provider's own answers, last, so any installed plugin may answer first.
+
+
+@hookimpl(trylast=True)
+def acp_agent_classify_failure(provider: str, native: Mapping[str, Any]) -> FailureObservation | None:
+    if provider != "codex":
+        return None
+    from acp_agent_codex.classify import classify_failure
+
+    return classify_failure(native)
+
+
+@hookimpl(trylast=True)
+def acp_agent_failure_title(provider: str, native: Mapping[str, Any], kind: FailureKind) -> str | None:
+    if provider != "codex":
+        return None
+    from acp_agent_codex.classify import failure_title
+
+    return failure_title(native, kind)
+
+
+@hookimpl(trylast=True)
+def acp_agent_recognise_history(provider: str, entry: Mapping[str, Any],
+                                user_message_id: str | None) -> HistoryFailure | None:
+    if provider != "codex":
+        return None
+    from acp_agent_codex.items import recognise_turn
+
+    return recognise_turn(entry, user_message_id)

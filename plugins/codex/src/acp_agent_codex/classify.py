@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import attrs
+
 from acp_agent.events import Notice, RetryProgress
 from acp_agent.executables import program_unavailable
 from acp_agent.failures import POLICY, TITLE_LIMIT, FailureKind, FailureObservation, Source, split_title
@@ -121,6 +123,41 @@ def classify_error(params: Mapping[str, Any]) -> RetryProgress | FailureObservat
         kind = classify_error_info(error.get("codexErrorInfo"))
         return RetryProgress(error_title(params) or POLICY[kind].fallback_title, kind)
     return turn_error_observation(error)
+
+
+# --- the failure hooks: this provider's answers ------------------------------------------------------
+
+
+def _failed_error(native: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The `TurnError` of a failed `turn/completed`, or of an `error` notification that ends the turn."""
+    turn = native.get("turn")
+    if isinstance(turn, Mapping):
+        error = turn.get("error") if turn.get("status") == "failed" else None
+        return error if isinstance(error, Mapping) else ({} if turn.get("status") == "failed" else None)
+    if "error" not in native or native.get("willRetry") is True:
+        return None
+    error = native.get("error")
+    return error if isinstance(error, Mapping) else {}
+
+
+def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
+    """An `error` notification's params (not retrying) or a failed `turn/completed`'s params → the
+    failure; the title is left to `failure_title` (the failure-title hook)."""
+    error = _failed_error(native)
+    return None if error is None else attrs.evolve(turn_error_observation(error), title=None)
+
+
+def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) -> str | None:
+    """Codex's own words for the failure (`error.message`), verbatim."""
+    error = _failed_error(native)
+    message = error.get("message") if error is not None else None
+    return message if isinstance(message, str) and message.strip() else None
+
+
+def observe_failure(native: Mapping[str, Any]) -> FailureObservation | None:
+    """The built-in answer alone (classified, then titled), for a translator run without plugins."""
+    observation = classify_failure(native)
+    return None if observation is None else attrs.evolve(observation, title=failure_title(native))
 
 
 # --- observations the adapter makes itself ----------------------------------------------------------

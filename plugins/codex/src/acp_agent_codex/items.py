@@ -14,6 +14,8 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
+import attrs
+
 from acp_agent.acp import (
     ContentBlock,
     ImageContent,
@@ -36,6 +38,7 @@ from acp_agent.acp import (
     user_text,
 )
 from acp_agent.events import Event, HistoryFailure
+from acp_agent.failure_hooks import redact_legacy
 from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent_codex.classify import turn_error_observation
 
@@ -309,11 +312,29 @@ def _user_chunks(item: JsonObject) -> list[Event]:
     return chunks
 
 
-def history_events(turns: Sequence[Any], redact: Callable[[str], str]) -> list[Event]:
+def recognise_turn(turn: Mapping[str, Any], user_message_id: str | None) -> HistoryFailure | None:
+    """A stored turn (`thread/read`, `itemsView: full`) → its failure, or None (the history hook's
+    built-in answer). Identified by the turn's id, as the live failure was: the runtime adopts
+    codex's turn id, so the live incident id is `<codex turn id>:error`."""
+    error = turn.get("error")
+    if turn.get("status") != "failed" or not isinstance(error, Mapping):
+        return None
+    observation = turn_error_observation(error)
+    legacy = (agent_text(observation.title),) if observation.title else ()
+    return HistoryFailure(observation, message_id=_text(turn.get("id")),
+                          user_message_id=_text(turn.get("id")) or user_message_id, legacy_updates=legacy)
+
+
+Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
+
+
+def history_events(turns: Sequence[Any], redact: Callable[[str], str],
+                   recogniser: Recogniser = recognise_turn) -> list[Event]:
     """Stored turns (`itemsView: full`) as the replay of `session/load`.
 
-    A failed turn's error is replayed as a typed record in place of text, identified by the
-    turn's id as the live failure was; legacy clients see the (redacted) error text as agent text.
+    Each turn is offered to `recogniser` (the runtime passes the core's history hook): a failed
+    turn's error is replayed as a typed record in place of text; legacy clients see the (redacted)
+    error text as agent text. Only the last turn's failure stays active.
     """
     events: list[Event] = []
     for index, turn in enumerate(turns):
@@ -339,13 +360,7 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str]) -> list[E
                 call = tool_call(item, final=True)
                 if call is not None:
                     events.append(call)
-        error = turn.get("error")
-        if turn.get("status") == "failed" and isinstance(error, Mapping):
-            observation = turn_error_observation(error)
-            legacy = (agent_text(redact(observation.title)),) if observation.title else ()
-            # The live incident id is `<codex turn id>:error` (the runtime adopts codex's turn id).
-            events.append(HistoryFailure(observation, message_id=_text(turn.get("id")),
-                                         user_message_id=_text(turn.get("id")) or user_message_id,
-                                         active=index == len(turns) - 1,
-                                         legacy_updates=legacy))
+        failure = recogniser(turn, user_message_id)
+        if failure is not None:
+            events.append(attrs.evolve(redact_legacy(failure, redact), active=index == len(turns) - 1))
     return events

@@ -18,6 +18,7 @@ notices sent at start-up (`configWarning`, `deprecationNotice`) go to the sessio
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -44,6 +45,7 @@ from acp_agent.acp import (
 )
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
+from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.process import ChildProcess, kill_process_group, open_child
@@ -70,6 +72,7 @@ from acp_agent_codex.classify import (
 from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
 
 log = logging.getLogger(__name__)
+PROVIDER = "codex"
 
 NO_TIMEOUT: Final = math.inf  # every backend wait is bounded by its phase instead
 TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
@@ -440,6 +443,7 @@ class CodexRuntime(ProviderRuntime):
         if method == "error":
             result = classify_error(params)
             if isinstance(result, FailureObservation):
+                result = self.context.hooks.classify_failure(PROVIDER, params) or result
                 await self._to_thread(thread, SessionFailure(result))
         elif method == "warning":
             notice = notice_for(method, params)
@@ -605,7 +609,8 @@ class CodexRuntime(ProviderRuntime):
         if previous is not None:
             thread.backlog = previous.backlog
         self._threads[session_id] = thread
-        for event in items.history_events(turns, self.context.redact):
+        recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
+        for event in items.history_events(turns, self.context.redact, recogniser):
             await channel.emit(event)
         await self._deliver_backlogs(thread, channel)
         return self._setup(server, thread)
@@ -663,7 +668,8 @@ class CodexRuntime(ProviderRuntime):
                                    thread.mode)
             thread.generation = server.generation
             thread.mode_dirty, thread.model_dirty = thread.mode_explicit, thread.model_explicit
-        active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
+        active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
+                              TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
         thread.active = active
         try:
             return await self._run_turn(server, thread, active, prompt)

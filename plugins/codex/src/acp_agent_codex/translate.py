@@ -8,7 +8,7 @@ code be folded over real captured traffic in tests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from attrs import define, field, frozen
@@ -17,7 +17,7 @@ from acp_agent.acp import agent_text, thought_text
 from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
 from acp_agent.failures import FailureObservation
 from acp_agent_codex import items
-from acp_agent_codex.classify import classify_error, notice_for, turn_error_observation
+from acp_agent_codex.classify import classify_error, notice_for, observe_failure, turn_error_observation
 
 
 @frozen
@@ -48,10 +48,18 @@ def turn_id_of(method: str, params: Mapping[str, Any]) -> str | None:
     return None
 
 
+Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
+
+
 @define
 class TurnTranslator:
-    """State of one turn: retry incidents, items seen (for approvals), streamed output."""
+    """State of one turn: retry incidents, items seen (for approvals), streamed output.
 
+    A failure (an `error` notification that ends the turn, a failed `turn/completed`) is classified
+    from its params by `classify`: the runtime passes the core's failure hooks.
+    """
+
+    classify: Classifier = observe_failure
     retrying: bool = False
     failure: FailureObservation | None = None
     items: dict[str, Mapping[str, Any]] = field(factory=dict)
@@ -72,6 +80,7 @@ class TurnTranslator:
             if isinstance(result, RetryProgress):
                 self.retrying = True
                 return [result]
+            result = self.classify(params) or result
             if self.failure is None:
                 self.failure = result
             return [result]
@@ -110,7 +119,7 @@ class TurnTranslator:
             notice = notice_for(method, params)
             return [notice] if notice is not None else []
         if method == "turn/completed":
-            return self._finished(params.get("turn"))
+            return self._finished(params)
         return []
 
     def _started(self, item: Any) -> list[Step]:
@@ -149,14 +158,16 @@ class TurnTranslator:
                 steps.append(update)
         return steps
 
-    def _finished(self, turn: Any) -> list[Step]:
+    def _finished(self, params: Mapping[str, Any]) -> list[Step]:
+        turn = params.get("turn")
         status = turn.get("status") if isinstance(turn, Mapping) else None
         if status == "interrupted":
             return [TurnDone(TurnEnd("cancelled"))]
         if status == "failed":
             if self.failure is None:
                 error = turn.get("error") if isinstance(turn, Mapping) else None
-                self.failure = turn_error_observation(error if isinstance(error, Mapping) else {})
+                fallback = turn_error_observation(error if isinstance(error, Mapping) else {})
+                self.failure = self.classify(params) or fallback
             return [TurnDone(self.failure)]
         return [AuthConfirmed(), TurnDone(TurnEnd("end_turn"))]
 

@@ -11,8 +11,11 @@ import os
 import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from acp_agent import hookimpl
+from acp_agent.events import HistoryFailure
+from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.provider import (
     BackendStatus,
     CredentialSpec,
@@ -108,3 +111,34 @@ def provider_spec() -> ProviderSpec:
 @hookimpl
 def acp_agent_providers() -> list[ProviderSpec]:
     return [provider_spec()]
+
+
+# The failure hooks: this provider's own answers, last, so any installed plugin may answer first.
+
+
+@hookimpl(trylast=True)
+def acp_agent_classify_failure(provider: str, native: Mapping[str, Any]) -> FailureObservation | None:
+    if provider != "muse":
+        return None
+    from acp_agent_muse.classify import classify_failure
+
+    return classify_failure(native)
+
+
+@hookimpl(trylast=True)
+def acp_agent_failure_title(provider: str, native: Mapping[str, Any], kind: FailureKind) -> str | None:
+    if provider != "muse":
+        return None
+    from acp_agent_muse.classify import failure_title
+
+    return failure_title(native, kind)
+
+
+@hookimpl(trylast=True)
+def acp_agent_recognise_history(provider: str, entry: Mapping[str, Any],
+                                user_message_id: str | None) -> HistoryFailure | None:
+    if provider != "muse":
+        return None
+    from acp_agent_muse.items import recognise_last_turn
+
+    return recognise_last_turn(entry, user_message_id)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import attrs
+
 from acp_agent.events import RetryProgress, TurnEnd
 from acp_agent.executables import program_unavailable
 from acp_agent.failures import FailureKind, FailureObservation, Source
@@ -126,6 +128,28 @@ def classify_terminal(params: Mapping[str, Any]) -> TurnEnd | FailureObservation
         return TurnEnd("max_turn_requests")
     return turn_error_observation(error if isinstance(error, Mapping) else None,
                                   terminal=terminal if isinstance(terminal, str) and terminal else "failed")
+
+
+# --- the failure hooks: this provider's answers ------------------------------------------------------
+
+
+def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
+    """A failed turn's `turn/completed` params → the failure (None for a turn that did not fail);
+    the title is left to `failure_title` (the failure-title hook)."""
+    end = classify_terminal(native)
+    return attrs.evolve(end, title=None) if isinstance(end, FailureObservation) else None
+
+
+def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) -> str | None:
+    """The host's own words for the failure (`error.message`)."""
+    error = native.get("error")
+    return _text(error.get("message")) if isinstance(error, Mapping) else None
+
+
+def observe_failure(native: Mapping[str, Any]) -> FailureObservation | None:
+    """The built-in answer alone (classified, then titled), for a translator run without plugins."""
+    observation = classify_failure(native)
+    return None if observation is None else attrs.evolve(observation, title=failure_title(native))
 
 
 # --- retries -----------------------------------------------------------------------------------------

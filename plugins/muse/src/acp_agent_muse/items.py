@@ -15,6 +15,8 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
+import attrs
+
 from acp_agent.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
@@ -42,6 +44,7 @@ from acp_agent.acp import (
     user_text,
 )
 from acp_agent.events import Event, HistoryFailure
+from acp_agent.failure_hooks import redact_legacy
 from acp_agent.failures import FailureObservation
 from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent.wire import UNSET
@@ -478,13 +481,31 @@ def history_items(result: JsonObject) -> list[JsonObject]:
     return [item for item in items or [] if isinstance(item, Mapping)]
 
 
-def history_events(result: JsonObject, redact: Callable[[str], str]) -> list[Event]:
+def recognise_last_turn(last_turn: Mapping[str, Any], user_message_id: str | None) -> HistoryFailure | None:
+    """A session's stored `lastTurn` → its failure, or None (the history hook's built-in answer),
+    identified by that turn's user message as the live failure was."""
+    if last_turn.get("terminal") in ("completed", "cancelled"):
+        return None
+    outcome = classify_terminal(last_turn)
+    if not isinstance(outcome, FailureObservation):
+        return None
+    legacy = (agent_text(outcome.title),) if outcome.title else ()
+    return HistoryFailure(outcome, message_id=_text(last_turn.get("turnId")) or "last-turn",
+                          user_message_id=user_message_id, active=True, legacy_updates=legacy)
+
+
+Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
+
+
+def history_events(result: JsonObject, redact: Callable[[str], str],
+                   recogniser: Recogniser = recognise_last_turn) -> list[Event]:
     """A resumed session's stored items as the replay of `session/load`.
 
     User text, agent text, thoughts and tool calls (with their final status) are replayed in
-    order. A failed last turn (`lastTurn`) is replayed as a typed record in place of text,
-    identified by that turn's user message; legacy clients see the host's (redacted) message as
-    agent text instead, as they would have in a transcript.
+    order. The last turn (`lastTurn`) is offered to `recogniser` (the runtime passes the core's
+    history hook): a failed one is replayed as a typed record in place of text, identified by
+    that turn's user message; legacy clients see the host's (redacted) message as agent text
+    instead, as they would have in a transcript.
     """
     events: list[Event] = []
     user_message_of: dict[str, str] = {}
@@ -503,12 +524,8 @@ def history_events(result: JsonObject, redact: Callable[[str], str]) -> list[Eve
         else:
             events.append(tool_call(item))
     last = result.get("lastTurn")
-    if isinstance(last, Mapping) and last.get("terminal") not in ("completed", "cancelled"):
-        outcome = classify_terminal(last)
-        if isinstance(outcome, FailureObservation):
-            turn_id = _text(last.get("turnId"))
-            legacy = (agent_text(redact(outcome.title)),) if outcome.title else ()
-            events.append(HistoryFailure(outcome, message_id=turn_id or "last-turn",
-                                         user_message_id=user_message_of.get(turn_id) or None,
-                                         active=True, legacy_updates=legacy))
+    if isinstance(last, Mapping):
+        failure = recogniser(last, user_message_of.get(_text(last.get("turnId"))) or None)
+        if failure is not None:
+            events.append(attrs.evolve(redact_legacy(failure, redact), active=True))
     return events

@@ -20,6 +20,7 @@ Approvals become permission questions asked in their own tasks (the turn keeps s
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -34,6 +35,7 @@ from attrs import define, field
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, McpServer, SessionMode, SessionModeState
 from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
+from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import (
@@ -64,6 +66,7 @@ from acp_agent_muse.ids import mint
 from acp_agent_muse.translate import TurnDone, TurnTranslator
 
 log = logging.getLogger(__name__)
+PROVIDER = "muse"
 
 IDLE_VAR: Final = "ACP_AGENT_MUSE_IDLE_RELEASE_MS"
 DEFAULT_IDLE_MS: Final = 60_000
@@ -499,7 +502,8 @@ class MuseRuntime(ProviderRuntime):
             self._adopt(state, host)
             state.channel = channel
             if replay:
-                for event in items.history_events(result, self.context.redact):
+                recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
+                for event in items.history_events(result, self.context.redact, recogniser):
                     await channel.emit(event)
             await self._deliver(state, channel)
             return self._setup(state)
@@ -738,7 +742,7 @@ class MuseRuntime(ProviderRuntime):
             turn.record_failure(observation)
             raise TurnFailed(observation)
         active.turn_id = turn_id
-        active.translator = TurnTranslator(turn_id)
+        active.translator = TurnTranslator(turn_id, classify=bound(self.context.hooks, PROVIDER))
         active.queue.acknowledged()
         if active.cancel_requested:
             self._tg.start_soon(self._send_cancel, state, active)

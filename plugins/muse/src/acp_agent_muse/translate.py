@@ -8,7 +8,7 @@ Frames of another turn are dropped; deltas that arrive before their item are hel
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from attrs import define, field, frozen
@@ -16,7 +16,7 @@ from attrs import define, field, frozen
 from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
 from acp_agent.failures import FailureObservation
 from acp_agent_muse import items
-from acp_agent_muse.classify import classify_terminal, retry_progress
+from acp_agent_muse.classify import classify_terminal, observe_failure, retry_progress
 
 
 @frozen
@@ -41,11 +41,19 @@ def turn_of(method: str, params: Mapping[str, Any]) -> str | None:
     return turn_id if isinstance(turn_id, str) and turn_id else None
 
 
+Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
+
+
 @define
 class TurnTranslator:
-    """State of one turn: its items, streamed text and output, held deltas, retry state."""
+    """State of one turn: its items, streamed text and output, held deltas, retry state.
+
+    A failed turn's `turn/completed` is classified by `classify`: the runtime passes the core's
+    failure hooks.
+    """
 
     turn_id: str
+    classify: Classifier = observe_failure
     items: dict[str, Mapping[str, Any]] = field(factory=dict)
     streamed: dict[str, str] = field(factory=dict)
     outputs: dict[str, str] = field(factory=dict)
@@ -174,6 +182,8 @@ class TurnTranslator:
     def _finished(self, params: Mapping[str, Any]) -> list[Step]:
         self.done = True
         end = classify_terminal(params)
+        if isinstance(end, FailureObservation):
+            end = self.classify(params) or end
         if isinstance(end, TurnEnd) and end.stop_reason != "cancelled":
             return [AuthConfirmed(), TurnDone(end)]
         return [TurnDone(end)]

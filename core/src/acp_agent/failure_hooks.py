@@ -1,0 +1,110 @@
+"""The typed facade a runtime uses to call the three failure hooks (classify, title, history).
+
+Owns how the hooks are called: in pluggy's order (tryfirst, then last registered first, then
+trylast, where the built-in providers sit), keyword arguments only, stopping at the first answer of
+the right type. Each implementation is called on its own, so one that raises or answers with the
+wrong type is logged and skipped for that call and the next one (in the end the built-in) answers:
+one broken plugin cannot take a provider's failure handling down. Knows no provider.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import pluggy
+
+from acp_agent.events import HistoryFailure
+from acp_agent.failures import FailureKind, FailureObservation
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class FailureHooks:
+    """`acp_agent_classify_failure`, `acp_agent_failure_title`, `acp_agent_recognise_history`.
+
+    Built from the agent's plugin manager; `installed()` builds one lazily from the installed
+    plugins for a runtime started without an agent (tests, the conformance kit).
+    """
+
+    def __init__(self, manager: pluggy.PluginManager | Callable[[], pluggy.PluginManager]) -> None:
+        self._manager = manager if isinstance(manager, pluggy.PluginManager) else None
+        self._factory = None if isinstance(manager, pluggy.PluginManager) else manager
+
+    @classmethod
+    def installed(cls) -> FailureHooks:
+        def build() -> pluggy.PluginManager:
+            from acp_agent.plugins import make_plugin_manager
+
+            return make_plugin_manager()[0]
+
+        return cls(build)
+
+    @property
+    def manager(self) -> pluggy.PluginManager:
+        if self._manager is None:
+            assert self._factory is not None
+            self._manager = self._factory()
+        return self._manager
+
+    def classify_failure(self, provider: str, native: Mapping[str, Any]) -> FailureObservation | None:
+        """The failure `native` reports; one without a title of its own is titled by
+        `acp_agent_failure_title` (None there: the core uses the kind's fallback title)."""
+        observation = self._first("acp_agent_classify_failure", FailureObservation,
+                                   provider=provider, native=native)
+        if observation is None or observation.title is not None:
+            return observation
+        title = self.failure_title(provider, native, observation.kind)
+        return attrs.evolve(observation, title=title) if title is not None else observation
+
+    def failure_title(self, provider: str, native: Mapping[str, Any], kind: FailureKind) -> str | None:
+        return self._first("acp_agent_failure_title", str, provider=provider, native=native, kind=kind)
+
+    def recognise_history(self, provider: str, entry: Mapping[str, Any],
+                          user_message_id: str | None) -> HistoryFailure | None:
+        return self._first("acp_agent_recognise_history", HistoryFailure,
+                           provider=provider, entry=entry, user_message_id=user_message_id)
+
+    def _first(self, name: str, expected: type[T], **kwargs: Any) -> T | None:
+        """pluggy's firstresult call, with each implementation isolated from the others."""
+        caller: pluggy.HookCaller = getattr(self.manager.hook, name)
+        for impl in reversed(caller.get_hookimpls()):  # the order pluggy's own call uses
+            if impl.hookwrapper or impl.wrapper:
+                log.warning("plugin %s wraps %s; wrappers of this hook are not called", impl.plugin_name, name)
+                continue
+            try:
+                result = impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+            except Exception as exc:
+                log.warning("plugin %s: %s raised %s: %s; skipped for this call", impl.plugin_name, name,
+                            type(exc).__name__, exc)
+                continue
+            if result is None:
+                continue
+            if not isinstance(result, expected):
+                log.warning("plugin %s: %s returned %s, not %s; skipped", impl.plugin_name, name,
+                            type(result).__name__, expected.__name__)
+                continue
+            return result
+        return None
+
+
+def bound(hooks: FailureHooks, provider: str) -> Callable[[Mapping[str, Any]], FailureObservation | None]:
+    """`classify_failure` for one provider, as a pure fold takes it."""
+    return lambda native: hooks.classify_failure(provider, native)
+
+
+def redact_legacy(failure: HistoryFailure, redact: Callable[[str], str]) -> HistoryFailure:
+    """A recognised history failure with the text a legacy client sees in its place redacted.
+
+    A history hook answers with the stored text as it is; the runtime that replays it redacts.
+    """
+    from acp_agent.acp import AgentMessageChunk, TextContent, agent_text
+
+    updates = tuple(agent_text(redact(update.content.text))
+                    if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent) else update
+                    for update in failure.legacy_updates)
+    return attrs.evolve(failure, legacy_updates=updates)
