@@ -415,3 +415,63 @@ async def test_model_content_after_a_retry_ends_the_retry_incident_internally() 
         await client.prompt(session_id, "two")
     assert [incident.active for incident in incidents.incidents.values()] == [False, True]
     assert len(client.failure_records()) == 3  # no tombstone was sent for the recovered one
+
+
+def _retry_then(kind: str, between: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"retry": "Retrying, attempt 1 of 3.", "kind": kind}, between, {"fail": RATE}]
+
+
+@pytest.mark.parametrize("steps", [
+    pytest.param(_retry_then("overloaded", {"text": "partial answer"}), id="model-answer"),
+    pytest.param(_retry_then("rate_limited", {"signal": "attempt_boundary"}), id="attempt-boundary"),
+    pytest.param(_retry_then("transport_lost", {"signal": "runtime_replaced"}), id="runtime-replaced"),
+    pytest.param(_retry_then("auth_required", {"signal": "auth_confirmed"}), id="auth-confirmed"),
+])
+async def test_a_failure_after_the_turns_incident_recovered_is_a_new_incident(steps: list[dict[str, Any]]) -> None:
+    """spec/000: a recovered incident is not reused; the later failure gets its own id and entry."""
+    result, client, _ = await one_turn(steps, capable=True)
+    warning, terminal = client.failure_records()
+    assert warning["id"].endswith(":error") and (warning["severity"], warning["revision"]) == ("warning", 1)
+    assert terminal == result["_meta"]["jetbrains"]["air"]["sessionFailure"]
+    assert (terminal["id"], terminal["revision"]) == (f"{warning['id']}:2", 1)
+    assert (terminal["severity"], terminal["actions"]) == ("error", ["retry"])
+
+
+@pytest.mark.parametrize("steps", [
+    pytest.param(_retry_then("auth_required", {"signal": "runtime_replaced"}), id="runtime-replaced-not-auth"),
+    pytest.param(_retry_then("transport_lost", {"text": "partial answer"}), id="content-does-not-replace-a-runtime"),
+    pytest.param(_retry_then("transport_lost", {"signal": "attempt_boundary"}), id="attempt-not-transport"),
+    pytest.param(_retry_then("transport_lost", {"signal": "auth_confirmed"}), id="auth-confirmed-not-transport"),
+    pytest.param(_retry_then("rate_limited", {"signal": "auth_confirmed"}), id="auth-confirmed-not-retry"),
+    pytest.param(_retry_then("overloaded", {"notice": "Config warning"}), id="another-incident-is-no-evidence"),
+    pytest.param(_retry_then("overloaded", {"session_failure": {"kind": "transport_lost"}}),
+                 id="a-session-failure-is-no-evidence"),
+])
+async def test_evidence_of_another_kind_leaves_the_incident_active_and_the_failure_updates_it(
+        steps: list[dict[str, Any]]) -> None:
+    result, client, _ = await one_turn(steps, capable=True)
+    turn_records = [r for r in client.failure_records() if r["id"].endswith(":error")]
+    assert [(r["severity"], r["revision"]) for r in turn_records] == [("warning", 1), ("error", 2)]
+    assert turn_records[0]["id"] == turn_records[1]["id"] == result["_meta"]["jetbrains"]["air"]["sessionFailure"]["id"]
+
+
+async def test_retries_after_a_confirmed_attempt_are_a_new_incident_that_the_failure_updates() -> None:
+    steps = [{"retry": "Retrying, attempt 1 of 3.", "kind": "overloaded"}, {"signal": "attempt_boundary"},
+             {"retry": "Retrying, attempt 1 of 3.", "kind": "overloaded"},
+             {"retry": "Retrying, attempt 2 of 3.", "kind": "overloaded"}, {"fail": RATE}]
+    _, client, _ = await one_turn(steps, capable=True)
+    records = client.failure_records()
+    first = records[0]["id"]
+    assert [(r["id"], r["revision"]) for r in records] == [
+        (first, 1), (f"{first}:2", 1), (f"{first}:2", 2), (f"{first}:2", 3)]
+
+
+@pytest.mark.parametrize(("kind", "actions"), [
+    ("auth_required", ["login"]), ("transport_lost", ["new_session"]), ("overloaded", ["retry"]),
+    ("context_exhausted", ["new_session"]),
+])
+async def test_a_warning_has_no_actions_while_the_backend_recovers(kind: str, actions: list[str]) -> None:
+    """DESIGN §4: a warning's actions stay empty while recovery is in progress; the error has them."""
+    steps = [{"retry": "Retrying, attempt 1 of 2.", "kind": kind}, {"fail": {"kind": kind, "title": "Gave up."}}]
+    _, client, _ = await one_turn(steps, capable=True)
+    assert [(r["severity"], r["actions"]) for r in client.failure_records()] == [("warning", []), ("error", actions)]

@@ -210,3 +210,21 @@ def test_the_recovery_survives_the_bound_on_a_long_vendor_text() -> None:
     message = baseline_error_message(observation, Redactor({"detail"}))
     assert len(message) <= 4096
     assert message.endswith("… Wait a moment before trying again.")
+
+
+def test_a_recovered_turn_incident_is_never_reused() -> None:
+    registry = IncidentRegistry("s", "e")
+    retry = registry.prepare(registry.turn_incident_id("t"), FailureKind.OVERLOADED, "warning", "Retrying", None)
+    registry.commit(retry, FailureKind.OVERLOADED)
+    assert registry.turn_incident_id("t") == "t:error"  # still active: the terminal failure updates it
+    assert registry.signal(RecoverySignal.ATTEMPT_BOUNDARY) == ["t:error"]
+    assert registry.turn_incident_id("t") == "t:error:2"
+    lost = registry.prepare("t:error:2", FailureKind.TRANSPORT_LOST, "warning", "Reconnecting", None)
+    registry.commit(lost, FailureKind.TRANSPORT_LOST)
+    # A transport loss follows its kind's policy: only a runtime replacement ends it.
+    assert registry.signal(RecoverySignal.ATTEMPT_BOUNDARY) == []
+    assert registry.signal(RecoverySignal.MODEL_ANSWER) == []
+    assert registry.turn_incident_id("t") == "t:error:2"
+    assert registry.signal(RecoverySignal.RUNTIME_REPLACED) == ["t:error:2"]
+    assert registry.turn_incident_id("t") == "t:error:3"
+    assert registry.turn_incident_id("other") == "other:error"

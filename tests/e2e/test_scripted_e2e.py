@@ -135,3 +135,34 @@ async def test_sigterm_shuts_down_cleanly(tmp_path: Path) -> None:
                 code = await agent.process.wait()
             tg.cancel_scope.cancel()
     assert code == 0
+
+
+RECOVERED_THEN_FAILED = {"turns": [[
+    {"retry": "Overloaded, retrying (attempt 1 of 3).", "kind": "overloaded"}, {"text": "partial answer"},
+    {"retry": "Overloaded, retrying (attempt 1 of 3).", "kind": "overloaded"}, {"fail": RATE}]]}
+
+
+@pytest.mark.parametrize("capable", [True, False])
+async def test_a_failure_after_a_recovered_retry_is_a_new_entry(tmp_path: Path, capable: bool) -> None:
+    """spec/000: once the retry recovered (the model answered), a later failure of the same turn is
+    an independent occurrence with its own id; the recovered warning is never updated."""
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, RECOVERED_THEN_FAILED)) as agent:
+        await agent.initialize(capable=capable)
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        if capable:
+            result = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("go"))
+            assert result.stop_reason == "end_turn"
+        else:
+            with pytest.raises(acp.RequestError) as caught:
+                await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("go"))
+    assert agent.frames.problems == []
+    if not capable:
+        assert caught.value.code == -32603
+        assert "sessionFailure" not in agent.frames.text()
+        return
+    records = agent.frames.failure_records()
+    first = records[0]["id"]
+    assert first.endswith(":error")
+    assert [(r["id"], r["revision"], r["severity"]) for r in records] == [
+        (first, 1, "warning"), (f"{first}:2", 1, "warning"), (f"{first}:2", 2, "error")]
+    assert result.field_meta["jetbrains"]["air"]["sessionFailure"] == records[-1]

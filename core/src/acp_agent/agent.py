@@ -1,8 +1,8 @@
-"""The provider-neutral ACP agent: sessions, turns, and the carriers of failure records.
+"""The provider-neutral ACP agent: routes ACP methods to the provider runtime.
 
-Routes ACP methods to the provider runtime and folds the neutral events it emits into ACP
-updates, typed failure records (for clients that negotiated sessionFailure) or baseline errors.
-It never imports a vendor SDK and knows no vendor's event shapes.
+It owns the runtime, the sessions and the cancellation of turns; what a turn does with the
+neutral events the provider emits (ACP updates, failure records, baseline errors, auth status)
+lives in `acp_agent.turn`. It never imports a vendor SDK and knows no vendor's event shapes.
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 import anyio.lowlevel
-import attrs
 import cattrs
 from attrs import define, field
 
 from acp_agent import acp
 from acp_agent.acp import Methods as M
 from acp_agent.auth import (
-    AuthObservation,
     CredentialState,
     KeyringStore,
     KeyringUnavailable,
@@ -32,33 +30,15 @@ from acp_agent.auth import (
     auth_status_negotiated,
     configuration_status,
     resolve_credentials,
-    turn_status,
 )
-from acp_agent.events import (
-    AttemptBoundary,
-    AuthConfirmed,
-    Event,
-    HistoryFailure,
-    Notice,
-    RetryProgress,
-    RuntimeReplaced,
-    SessionFailure,
-    TurnEnd,
-    is_model_answer,
-)
+from acp_agent.events import TurnEnd
 from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import (
     FailureKind,
     FailureObservation,
-    FailureRecord,
     IncidentRegistry,
-    RecoverySignal,
     advertised_meta,
-    baseline_error_code,
-    baseline_error_data,
-    baseline_error_message,
     negotiated,
-    split_title,
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.process import parent_death_argv
@@ -76,12 +56,12 @@ from acp_agent.rpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     Connection,
-    ConnectionClosed,
     Methods,
     Reply,
     RpcError,
 )
 from acp_agent.scrub import ScrubbingSendStream
+from acp_agent.turn import PERMISSION_TIMEOUT_S, Outbox, PendingSession, Session, Turn, baseline_error
 from acp_agent.wire import UNSET, Unset, clip, describe_error
 
 log = logging.getLogger(__name__)
@@ -94,14 +74,7 @@ EOF_GRACE_S = 3.0
 CANCEL_GRACE_S = 10.0
 INPUT_GONE_CANCEL_GRACE_S = 1.0
 """With the client gone nobody waits for the answer, and shutdown closes every backend anyway."""
-PERMISSION_TIMEOUT_S = 3600.0
 LOGOUT_COMMAND_BUDGET_S = 20.0
-
-_SIGNALS: Mapping[type, RecoverySignal] = {
-    AttemptBoundary: RecoverySignal.ATTEMPT_BOUNDARY,
-    RuntimeReplaced: RecoverySignal.RUNTIME_REPLACED,
-    AuthConfirmed: RecoverySignal.AUTH_CONFIRMED,
-}
 
 
 @define
@@ -116,116 +89,6 @@ class AgentSettings:
     epoch: str = field(factory=lambda: uuid.uuid4().hex[:12])
     agent_version: str = "0"
     hooks: FailureHooks = field(factory=FailureHooks.installed)
-
-
-@define(eq=False)
-class Turn:
-    """One running prompt. The first failure recorded wins over everything that follows."""
-
-    session: Session
-    turn_id: str
-    failure: FailureObservation | None = None
-    cancel_requested: bool = False
-    retry_published: bool = False
-    permission_scopes: set[anyio.CancelScope] = field(factory=set)
-    run_scope: anyio.CancelScope | None = None
-    backend_done: bool = False
-    """The provider's prompt has returned: the backend's turn is over (or was ended by force)."""
-
-    session_id: str = field(init=False)
-    credentials: dict[str, str] = field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self.session_id = self.session.session_id
-        self.credentials = self.session.credentials
-
-    def record_failure(self, observation: FailureObservation) -> None:
-        if self.failure is None:
-            self.failure = observation
-
-    def adopt_turn_id(self, backend_turn_id: str) -> bool:
-        """Take the backend's own turn id, so stored history later replays under the same incident id.
-
-        Only before anything of this turn was published: an id already on the wire never changes.
-        """
-        if self.retry_published or not backend_turn_id:
-            return False
-        self.turn_id = backend_turn_id
-        return True
-
-    async def emit(self, event: Event) -> None:
-        await self.session.agent._dispatch(self.session, event, self)
-
-    async def request_permission(
-        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
-    ) -> str | None:
-        return await self.session.agent._request_permission(self.session, tool_call, options, self)
-
-
-@define(eq=False)
-class Session:
-    """One ACP session and its per-session state (incidents, auth observations)."""
-
-    agent: Agent
-    session_id: str
-    cwd: str
-    incidents: IncidentRegistry
-    auth: AuthObservation = field(factory=AuthObservation)
-    turn: Turn | None = None
-    announced: bool = True
-    backlog: list[Event] = field(factory=list)
-    credentials: dict[str, str] = field(factory=dict)
-    modes: acp.SessionModeState | None = None
-    """What the session advertised: `session/set_mode` and `session/set_config_option` are checked
-    against these, so a runtime only ever sees a mode or value it offered."""
-    config_options: Sequence[acp.ConfigOption] = ()
-
-    def advertise(self, start: SessionStart) -> None:
-        self.modes = start.modes
-        self.config_options = tuple(start.config_options or ())
-
-    async def emit(self, event: Event) -> None:
-        if not self.announced:
-            self.backlog.append(event)
-            return
-        await self.agent._dispatch(self, event, self.turn)
-
-    async def request_permission(
-        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
-    ) -> str | None:
-        return await self.agent._request_permission(self, tool_call, options, self.turn)
-
-
-@define(eq=False)
-class _PendingSession:
-    """Channel for a session the provider is still creating: events wait until it is announced.
-
-    Once the session exists, a provider that kept this channel reaches the session through it.
-    """
-
-    backlog: list[Event] = field(factory=list)
-    session_id: str = ""
-    credentials: dict[str, str] = field(factory=dict)
-    target: Session | None = None
-
-    def bind(self, session: Session) -> None:
-        session.backlog.extend(self.backlog)
-        self.backlog.clear()
-        self.session_id = session.session_id
-        self.target = session
-
-    async def emit(self, event: Event) -> None:
-        if self.target is not None:
-            await self.target.emit(event)
-        else:
-            self.backlog.append(event)
-
-    async def request_permission(
-        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
-    ) -> str | None:
-        if self.target is not None:
-            return await self.target.request_permission(tool_call, options)
-        return None
 
 
 @define(eq=False)
@@ -247,8 +110,8 @@ class Agent:
         self.provider = settings.provider
         self.converter = acp.make_acp_converter()
         self.sessions: dict[str, Session] = {}
-        self.capable = False
-        self.auth_status = False
+        self.outbox = Outbox(self.converter, settings.redact, self.provider.name, self.credentials,
+                             self.provider.credentials.env_vars)
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -295,6 +158,7 @@ class Agent:
         """
         self.connection = Connection(_InputWatch(receive, self), ScrubbingSendStream(send, self.settings.redact),
                                      self.methods())
+        self.outbox.connection = self.connection
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
         self.connection.eof_grace_s = EOF_GRACE_S
@@ -412,11 +276,6 @@ class Agent:
         if not os.path.isdir(cwd):
             raise RpcError(INVALID_PARAMS, f"cwd does not exist or is not a directory: {clip(cwd)}", {"field": "cwd"})
 
-    def _baseline_error(self, observation: FailureObservation) -> RpcError:
-        redact = self.settings.redact
-        return RpcError(baseline_error_code(observation), baseline_error_message(observation, redact),
-                        baseline_error_data(observation, redact))
-
     @asynccontextmanager
     async def _provider_call(self, what: str) -> AsyncIterator[None]:
         """Turn provider exceptions outside turns into JSON-RPC errors with failure data."""
@@ -429,20 +288,20 @@ class Agent:
         except SessionNotFound as exc:
             raise _session_not_found(str(exc)) from None
         except (PhaseDeadlineExceeded, PhaseFailed, TurnFailed) as exc:
-            raise self._baseline_error(exc.observation) from None
+            raise baseline_error(exc.observation, self.settings.redact) from None
         except Exception:
             log.exception("%s failed in provider %s", what, self.provider.name)
-            raise self._baseline_error(FailureObservation(
+            raise baseline_error(FailureObservation(
                 kind=FailureKind.INTERNAL_ERROR, native_kind="internalError",
                 title=f"The agent hit an internal error during {what}.", source="adapter",
-                execution="notSubmitted")) from None
+                execution="notSubmitted"), self.settings.redact) from None
 
     def credentials(self) -> CredentialState:
         return resolve_credentials(self.provider.name, self.provider.credentials, self.settings.environ,
                                    self.settings.keyring)
 
     def _auth_meta(self) -> dict[str, Any] | Unset:
-        if not self.auth_status:
+        if not self.outbox.auth_status:
             return UNSET
         return {auth_status_key(self.provider.name): configuration_status(self.credentials())}
 
@@ -452,8 +311,8 @@ class Agent:
         request = self._parse(params, acp.InitializeRequest)
         self.client_capabilities = request.client_capabilities
         client_meta = request.client_capabilities.meta
-        self.capable = negotiated(client_meta)
-        self.auth_status = auth_status_negotiated(client_meta, self.provider.name)
+        self.outbox.capable = negotiated(client_meta)
+        self.outbox.auth_status = auth_status_negotiated(client_meta, self.provider.name)
         caps = self.provider.capabilities
         session_caps = acp.SessionCapabilities(
             list={} if caps.list_sessions else UNSET,
@@ -462,7 +321,7 @@ class Agent:
             fork={} if caps.fork_session else UNSET,
         )
         meta: dict[str, Any] = {}
-        if self.capable:
+        if self.outbox.capable:
             meta.update(advertised_meta())
         auth_meta = self._auth_meta()
         if isinstance(auth_meta, dict):
@@ -551,7 +410,7 @@ class Agent:
 
     def _new_session_state(self, session_id: str, cwd: str, *, announced: bool,
                            credentials: dict[str, str] | None = None) -> Session:
-        return Session(self, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), announced=announced,
+        return Session(self.outbox, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), announced=announced,
                        credentials=dict(credentials or {}))
 
     def _client_credentials(self, meta: Any) -> dict[str, str]:
@@ -582,11 +441,6 @@ class Agent:
         if isinstance(params, dict):
             self.settings.redact.add(*mcp_secret_values(params.get("mcpServers")))
 
-    def _session_credentials(self, session: Session) -> CredentialState:
-        if any(name in self.provider.credentials.env_vars for name in session.credentials):
-            return CredentialState(True, "clientProvider")
-        return self.credentials()
-
     async def new_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.NewSessionRequest)
@@ -602,10 +456,10 @@ class Agent:
                                               request.session_id, request.cwd, request.mcp_servers, channel))
 
     async def _create_session(self, what: str, cwd: str, meta: Any,
-                              start: Callable[[ProviderRuntime, _PendingSession], Awaitable[SessionStart]]) -> Reply:
+                              start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]]) -> Reply:
         """A session the provider creates (new or fork): its events wait until the response is written."""
         self._check_cwd(cwd)
-        pending = _PendingSession(credentials=self._client_credentials(meta))
+        pending = PendingSession(credentials=self._client_credentials(meta))
         async with self._provider_call(what):
             started = await start(await self.runtime(), pending)
         session = self._new_session_state(started.session_id, cwd, announced=False, credentials=pending.credentials)
@@ -618,13 +472,7 @@ class Agent:
     def _announce(self, session: Session, written: bool) -> None:
         if not written or self._task_group is None:
             return
-        self._task_group.start_soon(self._flush_backlog, session)
-
-    async def _flush_backlog(self, session: Session) -> None:
-        while session.backlog:
-            event = session.backlog.pop(0)
-            await self._dispatch(session, event, session.turn)
-        session.announced = True
+        self._task_group.start_soon(session.flush_backlog)
 
     async def _open_existing(self, params: Any, *, replay: bool) -> Any:
         self._hold_mcp_secrets(params)
@@ -691,7 +539,7 @@ class Agent:
         async with self._provider_call("session/set_mode"):
             runtime = await self.runtime()
             await runtime.set_mode(session.session_id, request.mode_id)
-        await self._send_update(session, acp.CurrentModeUpdate(current_mode_id=request.mode_id))
+        await session.send_update(acp.CurrentModeUpdate(current_mode_id=request.mode_id))
         return {}
 
     async def set_config_option(self, params: Any) -> Any:
@@ -720,8 +568,7 @@ class Agent:
         if session.turn is not None:
             raise RpcError(INVALID_PARAMS, "A prompt is already running in this session; cancel it first.",
                            {"field": "sessionId"})
-        turn = Turn(session, str(uuid.uuid4()))
-        session.turn = turn
+        turn = session.start_turn(str(uuid.uuid4()))
         stop_reason: acp.StopReason = "end_turn"
         try:
             async with anyio.create_task_group() as watch:
@@ -730,14 +577,12 @@ class Agent:
                 turn.backend_done = True
                 watch.cancel_scope.cancel()
         finally:
-            turn.backend_done = True
-            turn.run_scope = None
-            session.turn = None
+            turn.end()
         # A cancelled request is answered -32800 now that its turn is over (the watcher cancelled it).
         await anyio.lowlevel.checkpoint_if_cancelled()
         if turn.cancel_requested and turn.failure is None:
             stop_reason = "cancelled"
-        return await self._finish_turn(session, turn, stop_reason)
+        return await turn.finish(stop_reason)
 
     async def _run_provider_turn(self, session: Session, turn: Turn,
                                  prompt: Sequence[acp.ContentBlock]) -> acp.StopReason:
@@ -782,33 +627,6 @@ class Agent:
         return FailureObservation(kind=FailureKind.INTERNAL_ERROR, native_kind="internalError", title=title,
                                   source="adapter", outcome="unknown", execution="possiblySubmitted")
 
-    async def _finish_turn(self, session: Session, turn: Turn, stop_reason: acp.StopReason) -> Any:
-        failure = turn.failure
-        if failure is None:
-            if stop_reason != "cancelled":
-                session.auth.turn_succeeded()
-                session.incidents.signal(RecoverySignal.ATTEMPT_BOUNDARY)
-            await self._send_auth_status(session)
-            return self._dump(acp.PromptResponse(stop_reason=stop_reason))
-        redact = self.settings.redact
-        session.auth.turn_failed(failure, baseline_error_data(failure, redact)["failure"])
-        await self._send_auth_status(session)
-        if not self.capable:
-            raise self._baseline_error(failure)
-        title, details = failure.presented_title(redact)
-        incident_id = session.incidents.turn_incident_id(turn.turn_id)
-        record = session.incidents.prepare(incident_id, failure.kind, "error", title, details, failure.category)
-        session.incidents.interrupt_notice_run()
-        response = self._dump(acp.PromptResponse(stop_reason="end_turn", meta=record.to_meta()))
-        return Reply(response, lambda ok: self._committed(session, record, failure.kind, ok))
-
-    def _committed(self, session: Session, record: FailureRecord, kind: FailureKind, written: bool,
-                   *, active: bool = True) -> None:
-        if written:
-            session.incidents.commit(record, kind, active=active)
-        else:
-            log.warning("failure record %s revision %d was not delivered", record.id, record.revision)
-
     async def cancel(self, params: Any) -> None:
         request = self._parse(params, acp.SessionIdRequest)
         session = self.sessions.get(request.session_id)
@@ -837,116 +655,6 @@ class Agent:
                     await host.runtime.cancel(turn.session_id)
         except Exception:
             log.exception("cancel failed in provider %s", self.provider.name)
-
-    # -- folding neutral events -----------------------------------------------------------------------
-
-    async def _send_update(self, session: Session, update: Any, *, wait: bool = False) -> bool:
-        if self.connection is None:
-            return False
-        params = {"sessionId": session.session_id, "update": self._dump(update)}
-        return await self.connection.notify(M.SESSION_UPDATE, params, wait_written=wait)
-
-    async def _publish(self, session: Session, record: FailureRecord, kind: FailureKind, *, active: bool = True) -> None:
-        """Send a record as session_info_update; it counts only once the write succeeded."""
-        written = await self._send_update(session, acp.SessionInfoUpdate(meta=record.to_meta()), wait=True)
-        self._committed(session, record, kind, written, active=active)
-
-    async def _send_auth_status(self, session: Session) -> None:
-        if not self.auth_status:
-            return
-        status = turn_status(self._session_credentials(session), session.auth)
-        await self._send_update(session, acp.SessionInfoUpdate(meta={auth_status_key(self.provider.name): status}))
-
-    async def _dispatch(self, session: Session, event: Event, turn: Turn | None) -> None:
-        incidents = session.incidents
-        redact = self.settings.redact
-        signal = _SIGNALS.get(type(event))
-        if signal is not None:
-            incidents.signal(signal)
-            return
-        if isinstance(event, RetryProgress):
-            if turn is None:
-                return
-            if self.capable:
-                record = incidents.prepare(incidents.turn_incident_id(turn.turn_id), event.kind, "warning",
-                                           *split_title(redact(event.title)), event.category)
-                await self._publish(session, record, event.kind)
-                turn.retry_published = True
-            return
-        if isinstance(event, Notice):
-            title = redact(event.title)
-            if self.capable:
-                text = f"{title}\n{event.details}" if event.details else title
-                record = incidents.prepare(incidents.notice_id(text), FailureKind.ADVISORY, "warning", title,
-                                           redact(event.details) if event.details else None)
-                await self._publish(session, record, FailureKind.ADVISORY)
-            elif event.legacy_text is not None:
-                await self._send_update(session, acp.AgentMessageChunk(acp.TextContent(redact(event.legacy_text))))
-            return
-        if isinstance(event, SessionFailure):
-            observation = event.observation
-            if self.capable:
-                title, details = observation.presented_title(redact)
-                record = incidents.prepare(incidents.new_session_incident_id(), observation.kind, "error", title,
-                                           details, observation.category)
-                await self._publish(session, record, observation.kind)
-            else:
-                log.warning("session %s failure outside a turn: %s", session.session_id, observation.native_kind)
-            return
-        if isinstance(event, HistoryFailure):
-            await self._replay_failure(session, event)
-            return
-        incidents.interrupt_notice_run()
-        if turn is not None and is_model_answer(event):
-            # A live model answer is the attempt boundary after a retry (and ends quota and auth
-            # incidents); providers need not say so. Replayed history carries its own recovery.
-            incidents.signal(RecoverySignal.MODEL_ANSWER)
-        if isinstance(event, acp.ConfigOptionUpdate):
-            session.config_options = tuple(event.config_options)  # what the client now sees offered
-        await self._send_update(session, event)
-
-    async def _replay_failure(self, session: Session, event: HistoryFailure) -> None:
-        if not self.capable:
-            for update in event.legacy_updates:
-                await self._send_update(session, update)
-            return
-        if not event.typed:
-            return
-        incidents = session.incidents
-        observation = event.observation
-        title, details = observation.presented_title(self.settings.redact)
-        incident_id = incidents.history_incident_id(event.user_message_id, event.message_id)
-        record = incidents.prepare(incident_id, observation.kind, "error", title, details, observation.category)
-        await self._publish(session, record, observation.kind, active=event.active)
-
-    async def _request_permission(
-        self, session: Session, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption],
-        turn: Turn | None,
-    ) -> str | None:
-        if self.connection is None or (turn is not None and turn.cancel_requested):
-            return None
-        fields = acp.ToolCallFields(**{a.name: getattr(tool_call, a.name) for a in attrs.fields(acp.ToolCallFields)})
-        params = self._dump(acp.RequestPermissionRequest(session.session_id, fields, list(options)))
-        with anyio.CancelScope() as scope:
-            if turn is not None:
-                turn.permission_scopes.add(scope)
-            try:
-                answer = await self.connection.request(M.REQUEST_PERMISSION, params, timeout_s=PERMISSION_TIMEOUT_S)
-            except (RpcError, ConnectionClosed, TimeoutError) as exc:
-                log.info("permission request ended without an answer: %s", type(exc).__name__)
-                return None
-            finally:
-                if turn is not None:
-                    turn.permission_scopes.discard(scope)
-        if scope.cancelled_caught:
-            return None
-        outcome = answer.get("outcome") if isinstance(answer, dict) else None
-        if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
-            option_id = outcome.get("optionId")
-            valid = {option.option_id for option in options}
-            return option_id if option_id in valid else None
-        return None
-
 
 class _InputWatch(anyio.abc.ByteReceiveStream):
     """The client's input stream; tells the agent when it ended (the client is gone)."""
@@ -983,4 +691,4 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-__all__ = ["Agent", "AgentSettings", "CredentialState", "Session", "Turn"]
+__all__ = ["PERMISSION_TIMEOUT_S", "Agent", "AgentSettings", "CredentialState", "Session", "Turn"]

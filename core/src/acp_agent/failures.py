@@ -318,9 +318,18 @@ class IncidentRegistry:
     _notice_seq: int = 0
     _last_notice: tuple[str, str] | None = None
 
-    @staticmethod
-    def turn_incident_id(turn_id: str) -> str:
-        return f"{turn_id}:error"
+    def turn_incident_id(self, turn_id: str) -> str:
+        """The turn's current incident: `<turnId>:error`, or, once that recovered, the next one.
+
+        A recovered incident is never reused (spec/000: a later independent occurrence gets a new
+        id), so a failure after the turn's retry recovered is `<turnId>:error:2`, and so on.
+        """
+        base = incident_id = f"{turn_id}:error"
+        occurrence = 1
+        while (known := self.incidents.get(incident_id)) is not None and not known.active:
+            occurrence += 1
+            incident_id = f"{base}:{occurrence}"
+        return incident_id
 
     def history_incident_id(self, user_message_id: str | None, message_id: str) -> str:
         if user_message_id:

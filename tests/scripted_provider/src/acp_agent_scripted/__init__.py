@@ -32,7 +32,16 @@ from acp_agent.acp import (
     ToolCallUpdate,
     UserMessageChunk,
 )
-from acp_agent.events import HistoryFailure, Notice, RetryProgress, SessionFailure, TurnEnd
+from acp_agent.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    HistoryFailure,
+    Notice,
+    RetryProgress,
+    RuntimeReplaced,
+    SessionFailure,
+    TurnEnd,
+)
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase
 from acp_agent.provider import (
@@ -60,6 +69,10 @@ def observation(spec: dict[str, Any]) -> FailureObservation:
         retryable=spec.get("retryable"),
         native_data=spec.get("native_data", {}),
     )
+
+
+SIGNALS: dict[str, type[AttemptBoundary | RuntimeReplaced | AuthConfirmed]] = {
+    "attempt_boundary": AttemptBoundary, "runtime_replaced": RuntimeReplaced, "auth_confirmed": AuthConfirmed}
 
 
 class ScriptedRuntime(ProviderRuntime):
@@ -215,7 +228,8 @@ class ScriptedRuntime(ProviderRuntime):
         """Steps: text, thought, deltas (count), retry (title, kind), notice (title, details, legacy),
         fail (observation), record_fail (observation, then keep going), session_failure (observation),
         offer_models (new values of the "model" option, announced with config_option_update),
-        stop (stop reason), wait_cancel, permission (title), tool (title), hang_submit, crash."""
+        stop (stop reason), wait_cancel, permission (title), tool (title), hang_submit, crash,
+        signal (attempt_boundary, runtime_replaced or auth_confirmed: recovery evidence)."""
         if "text" in step:
             await turn.emit(AgentMessageChunk(TextContent(step["text"])))
         elif "thought" in step:
@@ -263,6 +277,8 @@ class ScriptedRuntime(ProviderRuntime):
         elif "offer_models" in step:
             self.script["models"] = step["offer_models"]
             await turn.emit(ConfigOptionUpdate(self._model_options()))
+        elif "signal" in step:
+            await turn.emit(SIGNALS[step["signal"]]())
         elif "adopt" in step:
             turn.adopt_turn_id(step["adopt"])
         elif "hang_submit" in step:

@@ -1,0 +1,371 @@
+"""A session's turns: a turn starts, takes the provider's neutral events, ends and publishes.
+
+Data goes one way: the provider emits into a `Turn` (or, between turns, its `Session`); the fold
+(`Session.take`) turns each neutral event into ACP updates and failure records with the session's
+incidents; the `Outbox` writes them to the client. When the turn ends, `Turn.finish` records the
+auth observation, sends the auth status and answers the prompt with the turn's record (or the
+baseline error). Nothing here calls back into the agent, which only starts turns and routes
+methods.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import anyio
+import attrs
+import cattrs
+from attrs import define, field
+
+from acp_agent import acp
+from acp_agent.acp import Methods as M
+from acp_agent.auth import AuthObservation, CredentialState, auth_status_key, turn_status
+from acp_agent.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    Event,
+    HistoryFailure,
+    Notice,
+    RetryProgress,
+    RuntimeReplaced,
+    SessionFailure,
+    is_model_answer,
+)
+from acp_agent.failures import (
+    FailureKind,
+    FailureObservation,
+    FailureRecord,
+    IncidentRegistry,
+    RecoverySignal,
+    baseline_error_code,
+    baseline_error_data,
+    baseline_error_message,
+    split_title,
+)
+from acp_agent.provider import SessionStart
+from acp_agent.redaction import Redactor
+from acp_agent.rpc import Connection, ConnectionClosed, Reply, RpcError
+
+log = logging.getLogger(__name__)
+
+PERMISSION_TIMEOUT_S = 3600.0
+
+_SIGNALS: dict[type, RecoverySignal] = {
+    AttemptBoundary: RecoverySignal.ATTEMPT_BOUNDARY,
+    RuntimeReplaced: RecoverySignal.RUNTIME_REPLACED,
+    AuthConfirmed: RecoverySignal.AUTH_CONFIRMED,
+}
+
+
+def baseline_error(observation: FailureObservation, redact: Redactor) -> RpcError:
+    """The JSON-RPC error a client without the extension gets for a failure (DESIGN §5)."""
+    return RpcError(baseline_error_code(observation), baseline_error_message(observation, redact),
+                    baseline_error_data(observation, redact))
+
+
+@define(eq=False)
+class Outbox:
+    """The client as negotiated: where session updates, failure records and permission asks go.
+
+    The agent fills in the connection when it serves and the negotiated flags at `initialize`.
+    """
+
+    converter: cattrs.Converter
+    redact: Redactor
+    provider_name: str
+    credentials: Callable[[], CredentialState]
+    """The agent's configured credentials (environment, keyring, stored), resolved when asked."""
+    session_env_vars: Collection[str] = ()
+    """Variables that, handed over for one session, make its credentials `clientProvider`."""
+    connection: Connection | None = None
+    capable: bool = False
+    auth_status: bool = False
+
+    def dump(self, value: Any) -> Any:
+        return self.converter.unstructure(value)
+
+    async def send_update(self, session_id: str, update: Any, *, wait: bool = False) -> bool:
+        if self.connection is None:
+            return False
+        params = {"sessionId": session_id, "update": self.dump(update)}
+        return await self.connection.notify(M.SESSION_UPDATE, params, wait_written=wait)
+
+    async def publish(self, session: Session, record: FailureRecord, kind: FailureKind, *,
+                      active: bool = True) -> None:
+        """Send a record as session_info_update; it counts only once the write succeeded."""
+        update = acp.SessionInfoUpdate(meta=record.to_meta())
+        written = await self.send_update(session.session_id, update, wait=True)
+        committed(session.incidents, record, kind, written, active=active)
+
+    async def send_auth_status(self, session: Session) -> None:
+        if not self.auth_status:
+            return
+        status = turn_status(session.credential_state(), session.auth)
+        await self.send_update(session.session_id,
+                               acp.SessionInfoUpdate(meta={auth_status_key(self.provider_name): status}))
+
+    async def request_permission(
+        self, session_id: str, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption],
+        turn: Turn | None,
+    ) -> str | None:
+        if self.connection is None or (turn is not None and turn.cancel_requested):
+            return None
+        fields = acp.ToolCallFields(**{a.name: getattr(tool_call, a.name) for a in attrs.fields(acp.ToolCallFields)})
+        params = self.dump(acp.RequestPermissionRequest(session_id, fields, list(options)))
+        with anyio.CancelScope() as scope:
+            if turn is not None:
+                turn.permission_scopes.add(scope)
+            try:
+                answer = await self.connection.request(M.REQUEST_PERMISSION, params, timeout_s=PERMISSION_TIMEOUT_S)
+            except (RpcError, ConnectionClosed, TimeoutError) as exc:
+                log.info("permission request ended without an answer: %s", type(exc).__name__)
+                return None
+            finally:
+                if turn is not None:
+                    turn.permission_scopes.discard(scope)
+        if scope.cancelled_caught:
+            return None
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
+            option_id = outcome.get("optionId")
+            valid = {option.option_id for option in options}
+            return option_id if option_id in valid else None
+        return None
+
+
+def committed(incidents: IncidentRegistry, record: FailureRecord, kind: FailureKind, written: bool, *,
+              active: bool = True) -> None:
+    """A record's revision is used (and its incident known) only once the frame was written."""
+    if written:
+        incidents.commit(record, kind, active=active)
+    else:
+        log.warning("failure record %s revision %d was not delivered", record.id, record.revision)
+
+
+@define(eq=False)
+class Turn:
+    """One running prompt. The first failure recorded wins over everything that follows."""
+
+    session: Session
+    turn_id: str
+    failure: FailureObservation | None = None
+    cancel_requested: bool = False
+    retry_published: bool = False
+    permission_scopes: set[anyio.CancelScope] = field(factory=set)
+    run_scope: anyio.CancelScope | None = None
+    backend_done: bool = False
+    """The provider's prompt has returned: the backend's turn is over (or was ended by force)."""
+
+    session_id: str = field(init=False)
+    credentials: dict[str, str] = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.session_id = self.session.session_id
+        self.credentials = self.session.credentials
+
+    def record_failure(self, observation: FailureObservation) -> None:
+        if self.failure is None:
+            self.failure = observation
+
+    def adopt_turn_id(self, backend_turn_id: str) -> bool:
+        """Take the backend's own turn id, so stored history later replays under the same incident id.
+
+        Only before anything of this turn was published: an id already on the wire never changes.
+        """
+        if self.retry_published or not backend_turn_id:
+            return False
+        self.turn_id = backend_turn_id
+        return True
+
+    async def emit(self, event: Event) -> None:
+        await self.session.take(event, self)
+
+    async def request_permission(
+        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+    ) -> str | None:
+        return await self.session.outbox.request_permission(self.session_id, tool_call, options, self)
+
+    def end(self) -> None:
+        """The provider's turn is over: the session takes the next prompt."""
+        self.backend_done = True
+        self.run_scope = None
+        self.session.turn = None
+
+    async def finish(self, stop_reason: acp.StopReason) -> Any:
+        """The prompt's answer: auth observation and status first, then the result with the
+        turn's failure record (capable clients) or the baseline error (raised)."""
+        session, outbox = self.session, self.session.outbox
+        failure = self.failure
+        if failure is None:
+            if stop_reason != "cancelled":
+                session.auth.turn_succeeded()
+                session.incidents.signal(RecoverySignal.ATTEMPT_BOUNDARY)
+            await outbox.send_auth_status(session)
+            return outbox.dump(acp.PromptResponse(stop_reason=stop_reason))
+        redact = outbox.redact
+        session.auth.turn_failed(failure, baseline_error_data(failure, redact)["failure"])
+        await outbox.send_auth_status(session)
+        if not outbox.capable:
+            raise baseline_error(failure, redact)
+        title, details = failure.presented_title(redact)
+        incidents = session.incidents
+        record = incidents.prepare(incidents.turn_incident_id(self.turn_id), failure.kind, "error", title, details,
+                                   failure.category)
+        incidents.interrupt_notice_run()
+        response = outbox.dump(acp.PromptResponse(stop_reason="end_turn", meta=record.to_meta()))
+        kind = failure.kind
+        return Reply(response, lambda ok: committed(incidents, record, kind, ok))
+
+
+@define(eq=False)
+class Session:
+    """One ACP session and its per-session state (incidents, auth observations)."""
+
+    outbox: Outbox
+    session_id: str
+    cwd: str
+    incidents: IncidentRegistry
+    auth: AuthObservation = field(factory=AuthObservation)
+    turn: Turn | None = None
+    announced: bool = True
+    backlog: list[Event] = field(factory=list)
+    credentials: dict[str, str] = field(factory=dict)
+    modes: acp.SessionModeState | None = None
+    """What the session advertised: `session/set_mode` and `session/set_config_option` are checked
+    against these, so a runtime only ever sees a mode or value it offered."""
+    config_options: Sequence[acp.ConfigOption] = ()
+
+    def advertise(self, start: SessionStart) -> None:
+        self.modes = start.modes
+        self.config_options = tuple(start.config_options or ())
+
+    def credential_state(self) -> CredentialState:
+        if any(name in self.outbox.session_env_vars for name in self.credentials):
+            return CredentialState(True, "clientProvider")
+        return self.outbox.credentials()
+
+    def start_turn(self, turn_id: str) -> Turn:
+        turn = Turn(self, turn_id)
+        self.turn = turn
+        return turn
+
+    async def emit(self, event: Event) -> None:
+        if not self.announced:
+            self.backlog.append(event)
+            return
+        await self.take(event, self.turn)
+
+    async def request_permission(
+        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+    ) -> str | None:
+        return await self.outbox.request_permission(self.session_id, tool_call, options, self.turn)
+
+    async def send_update(self, update: Any) -> None:
+        await self.outbox.send_update(self.session_id, update)
+
+    async def flush_backlog(self) -> None:
+        """Once the client knows the session: what the provider emitted meanwhile, in order."""
+        while self.backlog:
+            event = self.backlog.pop(0)
+            await self.take(event, self.turn)
+        self.announced = True
+
+    async def take(self, event: Event, turn: Turn | None) -> None:
+        """Fold one neutral event into ACP updates and failure records (`turn`: the running one)."""
+        outbox, incidents = self.outbox, self.incidents
+        redact = outbox.redact
+        signal = _SIGNALS.get(type(event))
+        if signal is not None:
+            incidents.signal(signal)
+            return
+        if isinstance(event, RetryProgress):
+            if turn is None:
+                return
+            if outbox.capable:
+                record = incidents.prepare(incidents.turn_incident_id(turn.turn_id), event.kind, "warning",
+                                           *split_title(redact(event.title)), event.category)
+                await outbox.publish(self, record, event.kind)
+                turn.retry_published = True
+            return
+        if isinstance(event, Notice):
+            title = redact(event.title)
+            if outbox.capable:
+                text = f"{title}\n{event.details}" if event.details else title
+                record = incidents.prepare(incidents.notice_id(text), FailureKind.ADVISORY, "warning", title,
+                                           redact(event.details) if event.details else None)
+                await outbox.publish(self, record, FailureKind.ADVISORY)
+            elif event.legacy_text is not None:
+                await self.send_update(acp.AgentMessageChunk(acp.TextContent(redact(event.legacy_text))))
+            return
+        if isinstance(event, SessionFailure):
+            observation = event.observation
+            if outbox.capable:
+                title, details = observation.presented_title(redact)
+                record = incidents.prepare(incidents.new_session_incident_id(), observation.kind, "error", title,
+                                           details, observation.category)
+                await outbox.publish(self, record, observation.kind)
+            else:
+                log.warning("session %s failure outside a turn: %s", self.session_id, observation.native_kind)
+            return
+        if isinstance(event, HistoryFailure):
+            await self._replay_failure(event)
+            return
+        incidents.interrupt_notice_run()
+        if turn is not None and is_model_answer(event):
+            # A live model answer is the attempt boundary after a retry (and ends quota and auth
+            # incidents); providers need not say so. Replayed history carries its own recovery.
+            incidents.signal(RecoverySignal.MODEL_ANSWER)
+        if isinstance(event, acp.ConfigOptionUpdate):
+            self.config_options = tuple(event.config_options)  # what the client now sees offered
+        await self.send_update(event)
+
+    async def _replay_failure(self, event: HistoryFailure) -> None:
+        if not self.outbox.capable:
+            for update in event.legacy_updates:
+                await self.send_update(update)
+            return
+        if not event.typed:
+            return
+        incidents = self.incidents
+        observation = event.observation
+        title, details = observation.presented_title(self.outbox.redact)
+        incident_id = incidents.history_incident_id(event.user_message_id, event.message_id)
+        record = incidents.prepare(incident_id, observation.kind, "error", title, details, observation.category)
+        await self.outbox.publish(self, record, observation.kind, active=event.active)
+
+
+@define(eq=False)
+class PendingSession:
+    """Channel for a session the provider is still creating: events wait until it is announced.
+
+    Once the session exists, a provider that kept this channel reaches the session through it.
+    """
+
+    backlog: list[Event] = field(factory=list)
+    session_id: str = ""
+    credentials: dict[str, str] = field(factory=dict)
+    target: Session | None = None
+
+    def bind(self, session: Session) -> None:
+        session.backlog.extend(self.backlog)
+        self.backlog.clear()
+        self.session_id = session.session_id
+        self.target = session
+
+    async def emit(self, event: Event) -> None:
+        if self.target is not None:
+            await self.target.emit(event)
+        else:
+            self.backlog.append(event)
+
+    async def request_permission(
+        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+    ) -> str | None:
+        if self.target is not None:
+            return await self.target.request_permission(tool_call, options)
+        return None
+
+
+__all__ = ["PERMISSION_TIMEOUT_S", "Outbox", "PendingSession", "Session", "Turn", "baseline_error"]
