@@ -48,9 +48,6 @@ class SessionRouter(Generic[K, T]):
             route = self._routes[key] = _Route()
         return route
 
-    def __contains__(self, key: K) -> bool:
-        return key in self._routes
-
     # -- turns --------------------------------------------------------------------------------
 
     def start_turn(self, key: K, queue: TurnQueue[T]) -> None:
@@ -114,12 +111,6 @@ class SessionRouter(Generic[K, T]):
     def detach(self, key: K) -> None:
         """The session is gone (closed): forget its channel; a backlog left over is dropped."""
         self._routes.pop(key, None)
-
-    def move(self, key: K, to: K) -> None:
-        """The backlog kept for `key` belongs to `to` now (a session opened again)."""
-        route = self._routes.pop(key, None)
-        if route is not None:
-            self._route(to).backlog[:0] = route.backlog
 
     # -- the process ----------------------------------------------------------------------------
 
