@@ -34,7 +34,7 @@ GUIDE_CONCEPTS = (
     "record_failure", "adopt_turn_id", "request_permission", "emit", "cancel", "RetryProgress", "Notice",
     "SessionFailure", "HistoryFailure", "AttemptBoundary", "RuntimeReplaced", "AuthConfirmed", "open_child",
     "parent_death_argv", "write_launcher", "executable_problem", "program_unavailable", "TurnQueue",
-    "RuntimeContract", "KitBackend",
+    "RuntimeContract", "KitBackend", "SessionRouter",
 )
 
 

@@ -59,6 +59,7 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
+from acp_agent.routing import SessionRouter
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent_codex import codex_home, find_codex, items
@@ -162,8 +163,6 @@ class ThreadState:
     generation: int
     mode: str
     model: str | None
-    channel: SessionChannel | None = None
-    backlog: list[Event] = field(factory=list)
     active: ActiveTurn | None = None
     mode_dirty: bool = False
     model_dirty: bool = False
@@ -261,7 +260,7 @@ class CodexRuntime(ProviderRuntime):
         self._server_lock = anyio.Lock()
         self._generation = 0
         self._threads: dict[str, ThreadState] = {}
-        self._notice_backlog: list[Notice] = []
+        self._router = SessionRouter[str, QueueItem](self._outside)
         self._opening = 0
         self._default_policy = not user_config_sets_policy(context.environ)
 
@@ -406,29 +405,31 @@ class CodexRuntime(ProviderRuntime):
             if method == "warning" and self._opening:
                 notice = notice_for(method, params)
                 if notice is not None:
-                    self._notice_backlog.append(notice)  # a thread being created right now
+                    self._router.keep_notice(notice)  # a thread being created right now
             return
         active = thread.active
         if active is not None and active.generation == server.generation:
-            try:
-                # Waits while the prompt's queue is full: the reader stops reading app-server's
-                # output, so a stalled client stalls app-server instead of growing our memory.
-                await active.queue.put((method, params))
-                return
-            except anyio.ClosedResourceError:
-                pass  # the prompt ended meanwhile
-        await self._outside_turn(thread, method, params)
+            # Into the prompt's queue (the reader waits while it is full: a stalled client stalls
+            # app-server instead of growing our memory), else outside any prompt.
+            await self._router.deliver(thread.thread_id, (method, params))
+        else:
+            await self._outside_turn(thread, method, params)
 
     async def _global_notice(self, notice: Notice) -> None:
         """A process-wide notice: into a running prompt if there is one, else kept for the next session."""
-        for thread in list(self._threads.values()):
-            if thread.active is not None:
-                try:
-                    await thread.active.queue.put(notice)
-                    return
-                except anyio.ClosedResourceError:
-                    continue
-        self._notice_backlog.append(notice)
+        await self._router.notice(notice, lambda event: notice)
+
+    async def _outside(self, thread_id: str, item: QueueItem) -> None:
+        """An item no running prompt takes (anymore)."""
+        thread = self._threads.get(thread_id)
+        if isinstance(item, _Barrier):
+            item.reached.set()
+        elif thread is None:
+            return
+        elif isinstance(item, Notice):
+            await self._to_thread(thread, item)
+        else:
+            await self._outside_turn(thread, *item)
 
     async def _outside_turn(self, thread: ThreadState, method: str, params: Mapping[str, Any]) -> None:
         """A thread's notification that belongs to no running prompt of ours."""
@@ -453,17 +454,7 @@ class CodexRuntime(ProviderRuntime):
             log.debug("dropped %s outside a prompt of thread %s", method, thread.thread_id)
 
     async def _to_thread(self, thread: ThreadState, event: Event) -> None:
-        if thread.channel is not None:
-            await thread.channel.emit(event)
-        else:
-            thread.backlog.append(event)
-
-    async def _deliver_backlogs(self, thread: ThreadState, channel: SessionChannel) -> None:
-        pending: list[Event] = [*self._notice_backlog, *thread.backlog]
-        self._notice_backlog.clear()
-        thread.backlog.clear()
-        for event in pending:
-            await channel.emit(event)
+        await self._router.emit(thread.thread_id, event)
 
     # -- sessions -----------------------------------------------------------------------------------
 
@@ -529,9 +520,9 @@ class CodexRuntime(ProviderRuntime):
         model = result.get("model")
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
                              model if isinstance(model, str) else None)
-        thread.channel = channel  # the core delivers through it once the session/new response is out
         self._threads[thread_id] = thread
-        await self._deliver_backlogs(thread, channel)
+        # The core delivers through the channel once the session/new response is out.
+        await self._router.flush(thread_id, channel)
         return self._setup(server, thread)
 
     async def _prepare_call(self, server: AppServer, method: str, params: Any) -> Any:
@@ -596,8 +587,7 @@ class CodexRuntime(ProviderRuntime):
                     # A thread this app-server holds that never ran a turn has no rollout to resume: it
                     # is reopened as it is (the cwd and MCP servers it was started with stay its own).
                     log.info("thread %s has no rollout yet; reopening it as it is", session_id)
-                    previous.channel = channel
-                    await self._deliver_backlogs(previous, channel)
+                    await self._router.flush(session_id, channel)
                     return self._setup(server, previous)
                 turns = await self._turns(server, session_id) if replay else []
                 await self._models(server)
@@ -605,14 +595,12 @@ class CodexRuntime(ProviderRuntime):
             self._opening -= 1
         model = result.get("model")
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
-                             model if isinstance(model, str) else None, channel=channel)
-        if previous is not None:
-            thread.backlog = previous.backlog
+                             model if isinstance(model, str) else None)
         self._threads[session_id] = thread
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
             await channel.emit(event)
-        await self._deliver_backlogs(thread, channel)
+        await self._router.flush(session_id, channel)
         return self._setup(server, thread)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
@@ -636,6 +624,7 @@ class CodexRuntime(ProviderRuntime):
 
     async def close_session(self, session_id: str) -> None:
         thread = self._threads.pop(session_id, None)
+        self._router.detach(session_id)
         server = self._server
         if thread is None or server is None or not server.alive or server.generation != thread.generation:
             return
@@ -660,7 +649,7 @@ class CodexRuntime(ProviderRuntime):
 
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
         thread = self._thread(session_id)
-        await self._deliver_backlogs(thread, turn)
+        await self._router.flush(thread.thread_id, turn, attach=False)
         server = await self._ready()
         if thread.generation != server.generation:
             async with self.clock.phase(Phase.PREPARING, label="thread/resume"):
@@ -671,6 +660,7 @@ class CodexRuntime(ProviderRuntime):
         active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
                               TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
         thread.active = active
+        self._router.start_turn(thread.thread_id, active.queue)
         try:
             return await self._run_turn(server, thread, active, prompt)
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
@@ -765,13 +755,7 @@ class CodexRuntime(ProviderRuntime):
         if thread.active is active:
             thread.active = None
         with anyio.CancelScope(shield=True):
-            for entry in active.queue.close():
-                if isinstance(entry, _Barrier):
-                    entry.reached.set()
-                elif isinstance(entry, Notice):
-                    await self._to_thread(thread, entry)
-                else:
-                    await self._outside_turn(thread, *entry)
+            await self._router.end_turn(thread.thread_id, active.queue)
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
         if active.codex_turn_id is not None:

@@ -34,7 +34,7 @@ MAX_COMMAND_ATTEMPTS: Final = 4
 SERVER_REQUESTS: Final = ("approval/request", "userInput/request")
 
 Router = Callable[["MuseHost", str, Mapping[str, Any]], Awaitable[None]]
-LostHandler = Callable[["MuseHost"], None]
+LostHandler = Callable[["MuseHost"], Awaitable[None]]
 
 
 def backoff_s(attempt: int) -> float:
@@ -118,7 +118,7 @@ class MuseHost:
                 kill_process_group(self.child.pid)
             self.finished.set()
             if self.started:
-                self.on_lost(self)
+                await self.on_lost(self)  # awaited: what it emits comes before anything later
 
     async def stop(self) -> None:
         """Stop the process (close stdin, then signals) and wait until it is reaped."""

@@ -33,7 +33,7 @@ import attrs
 from attrs import define, field
 
 from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, McpServer, SessionMode, SessionModeState
-from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureKind, FailureObservation
@@ -48,6 +48,7 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
+from acp_agent.routing import SessionRouter
 from acp_agent.rpc import ConnectionClosed, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent_muse import find_muse, items
@@ -163,8 +164,6 @@ class MuseSession:
     model: str | None = None
     mcp: dict[str, Any] = field(factory=dict)
     host: MuseHost | None = None
-    channel: SessionChannel | None = None
-    backlog: list[Event] = field(factory=list)
     active: ActiveTurn | None = None
     lock: anyio.Lock = field(factory=anyio.Lock)
     busy: int = 0
@@ -189,7 +188,7 @@ class MuseRuntime(ProviderRuntime):
         self._idle_s = idle_release_s(context.environ)
         self._version = _version()
         self._fingerprint_noticed = False
-        self._pending_notices: list[Notice] = []
+        self._router = SessionRouter[str, QueueItem](self._outside)
 
     # -- phases ------------------------------------------------------------------------------------------
 
@@ -240,7 +239,7 @@ class MuseRuntime(ProviderRuntime):
         log.warning("%s", text)
         if not self._fingerprint_noticed:
             self._fingerprint_noticed = True
-            self._pending_notices.append(Notice(text))
+            self._router.keep_notice(Notice(text))
 
     async def _route(self, host: MuseHost, method: str, params: Mapping[str, Any]) -> None:
         """Every frame a host sends, in wire order: into the running prompt, or handled outside one."""
@@ -249,14 +248,16 @@ class MuseRuntime(ProviderRuntime):
             return
         active = state.active
         if active is not None and active.host is host:
-            try:
-                # Waits while the prompt's queue is full: the host's reader stops reading, so a
-                # stalled client stalls the host instead of growing the agent's memory.
-                await active.queue.put((method, params))
-                return
-            except anyio.ClosedResourceError:
-                pass  # the prompt ended meanwhile
-        self._outside_turn(state, method, params)
+            # Into the prompt's queue (the host's reader waits while it is full, so a stalled
+            # client stalls the host instead of growing the agent's memory), else outside it.
+            await self._router.deliver(state.session_id, (method, params))
+        else:
+            self._outside_turn(state, method, params)
+
+    async def _outside(self, session_id: str, item: QueueItem) -> None:
+        state = self._sessions.get(session_id)
+        if state is not None:
+            self._outside_turn(state, *item)
 
     @staticmethod
     def _outside_turn(state: MuseSession, method: str, params: Mapping[str, Any]) -> None:
@@ -266,7 +267,7 @@ class MuseRuntime(ProviderRuntime):
         else:
             log.debug("dropped %s outside a prompt of session %s", method, state.session_id)
 
-    def _host_lost(self, host: MuseHost) -> None:
+    async def _host_lost(self, host: MuseHost) -> None:
         self._hosts.discard(host)
         state = self._sessions.get(host.session_id) if host.session_id else None
         if state is None or state.host is not host:
@@ -284,21 +285,8 @@ class MuseRuntime(ProviderRuntime):
                 title=f"{HOST_TITLE} exited; it will be started again for the next prompt.", source="transport",
                 outcome="failed", execution="notSubmitted",
                 recovery_hint="Send the next prompt; the session is resumed in a new host.")
-            self._to_session(state, SessionFailure(observation))
-
-    def _to_session(self, state: MuseSession, event: Event) -> None:
-        channel = state.channel
-        if channel is None:
-            state.backlog.append(event)
-            return
-        self._tg.start_soon(channel.emit, event)
-
-    async def _deliver(self, state: MuseSession, channel: SessionChannel) -> None:
-        pending: list[Event] = [*self._pending_notices, *state.backlog]
-        self._pending_notices.clear()
-        state.backlog.clear()
-        for event in pending:
-            await channel.emit(event)
+            # Awaited, in the host's task: nothing the session gets later overtakes it.
+            await self._router.emit(state.session_id, SessionFailure(observation))
 
     # -- opening sessions ------------------------------------------------------------------------------------
 
@@ -325,8 +313,9 @@ class MuseRuntime(ProviderRuntime):
         if not state.mcp_noticed:
             state.mcp_noticed = True
             log.warning("the Muse Code host did not grant sessionMcp; MCP servers were not passed to it")
-            state.backlog.append(Notice(f"{HOST_TITLE} did not accept the editor's MCP servers (no sessionMcp grant); "
-                                        "the session runs without them."))
+            self._router.keep(state.session_id, Notice(
+                f"{HOST_TITLE} did not accept the editor's MCP servers (no sessionMcp grant); "
+                "the session runs without them."))
         return {}
 
     async def _open(self, host: MuseHost, state: MuseSession, *, restart: bool) -> Mapping[str, Any]:
@@ -343,8 +332,9 @@ class MuseRuntime(ProviderRuntime):
                 params["modelId"] = state.model
             result = await self._ask(host, "session/start", params, Phase.PREPARING, command=True)
             if restart:
-                state.backlog.append(Notice(f"{HOST_TITLE} no longer had this session's history; it continues as a "
-                                            "new session with the same id."))
+                self._router.keep(state.session_id, Notice(
+                    f"{HOST_TITLE} no longer had this session's history; it continues as a "
+                    "new session with the same id."))
         return _mapping(result.get("session"))
 
     async def _apply_settings(self, host: MuseHost, state: MuseSession, served: Mapping[str, Any] | None, *,
@@ -443,7 +433,7 @@ class MuseRuntime(ProviderRuntime):
                 raise
             self._adopt(state, host)
             # The core holds these until the session/new response is written.
-            await self._deliver(state, channel)
+            await self._router.flush(state.session_id, channel, attach=False)
             return self._setup(state)
         finally:
             state.busy -= 1
@@ -496,16 +486,14 @@ class MuseRuntime(ProviderRuntime):
             if previous is not None:
                 self._disarm_idle(previous)
                 previous.closed = True
-                state.backlog = previous.backlog
                 if previous.host is not None and previous.host is not host:
                     await previous.host.stop()
             self._adopt(state, host)
-            state.channel = channel
             if replay:
                 recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
                 for event in items.history_events(result, self.context.redact, recogniser):
                     await channel.emit(event)
-            await self._deliver(state, channel)
+            await self._router.flush(state.session_id, channel)
             return self._setup(state)
         finally:
             state.busy -= 1
@@ -553,7 +541,7 @@ class MuseRuntime(ProviderRuntime):
             await host.stop()
             raise
         self._adopt(state, host)
-        await self._deliver(state, channel)
+        await self._router.flush(state.session_id, channel, attach=False)
         self._arm_idle(state)
         return self._setup(state)
 
@@ -577,6 +565,7 @@ class MuseRuntime(ProviderRuntime):
         finally:
             if self._sessions.get(session_id) is state:
                 del self._sessions[session_id]
+                self._router.detach(session_id)
 
     # -- settings ---------------------------------------------------------------------------------------------
 
@@ -666,7 +655,7 @@ class MuseRuntime(ProviderRuntime):
             self._adopt(state, host)
             if state.lost:
                 state.lost = False
-                state.backlog.append(RuntimeReplaced())
+                self._router.keep(state.session_id, RuntimeReplaced())
             return host
 
     # -- turns -------------------------------------------------------------------------------------------------
@@ -675,13 +664,13 @@ class MuseRuntime(ProviderRuntime):
         state = self._state(session_id)
         state.busy += 1
         self._disarm_idle(state)
-        state.channel = turn
         try:
-            await self._deliver(state, turn)
+            await self._router.flush(session_id, turn)
             host = await self._ensure_host(state)
-            await self._deliver(state, turn)
+            await self._router.flush(session_id, turn)
             active = ActiveTurn(turn, host, TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
             state.active = active
+            self._router.start_turn(session_id, active.queue)
             try:
                 return await self._run_turn(state, host, active, prompt)
             except anyio.get_cancelled_exc_class():
@@ -693,8 +682,7 @@ class MuseRuntime(ProviderRuntime):
                 raise
             finally:
                 state.active = None
-                for method, params in active.queue.close():
-                    self._outside_turn(state, method, params)
+                await self._router.end_turn(session_id, active.queue)
         finally:
             state.busy -= 1
             self._arm_idle(state)
