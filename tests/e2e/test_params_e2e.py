@@ -50,6 +50,18 @@ async def test_initialize_answers_an_unsupported_version_with_the_one_it_support
     assert answer["result"]["protocolVersion"] == 1
 
 
+async def test_null_for_an_optional_capability_means_absent(tmp_path: Path) -> None:
+    """Clients serialize unset options as null: strict types must not refuse the whole initialize,
+    while a wrong type is still -32602."""
+    capabilities = {"fs": {"readTextFile": None, "writeTextFile": True}, "terminal": None, "_meta": None}
+    async with raw_agent("scripted", tmp_path, scripted_env(tmp_path)) as agent:
+        answer = await agent.ask("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+        assert answer["result"]["protocolVersion"] == 1, answer
+        wrong = await agent.ask("initialize", {"protocolVersion": 1, "clientCapabilities": {"terminal": "yes"}})
+        assert wrong["error"]["code"] == -32602
+        assert wrong["error"]["data"] == {"field": "params.clientCapabilities.terminal"}
+
+
 async def test_numbers_are_not_strings(tmp_path: Path) -> None:
     async with raw_agent("scripted", tmp_path, scripted_env(tmp_path)) as agent:
         await started(agent)

@@ -116,6 +116,24 @@ def _field_overrides(cls: type, converter: cattrs.Converter) -> dict[str, Any]:
     return overrides
 
 
+def _null_means_absent(cls: type) -> frozenset[str]:
+    """Wire names of optional fields whose type has no null: a client's `null` there means "absent".
+
+    Clients serialize unset options as `null` (`"terminal": null`); answering -32602 would refuse a
+    whole `initialize` for it. Fields whose type admits null keep it (absent and null differ).
+    """
+    hints = typing.get_type_hints(cls)
+    names = []
+    for a in attrs.fields(cls):
+        if a.default is attrs.NOTHING:
+            continue
+        tp = hints.get(a.name, a.type)
+        if tp is None or type(None) in typing.get_args(tp) or tp is Any:
+            continue
+        names.append(camel(a.name))
+    return frozenset(names)
+
+
 def make_converter() -> cattrs.Converter:
     """Build the converter; callers keep the one they build (no module-level instance)."""
     converter = cattrs.Converter(forbid_extra_keys=False)
@@ -146,6 +164,15 @@ def make_converter() -> cattrs.Converter:
 
     def structure_factory(cls: type) -> Any:
         structure: Any = make_dict_structure_fn(cls, converter, **_field_overrides(cls, converter))
+        nullable_defaults = _null_means_absent(cls)
+        if nullable_defaults:
+            inner = structure
+
+            def structure(value: Any, target: Any) -> Any:
+                if isinstance(value, dict) and any(value.get(key, 0) is None for key in nullable_defaults):
+                    value = {k: v for k, v in value.items() if not (v is None and k in nullable_defaults)}
+                return inner(value, target)
+
         hook = getattr(cls, "__structure_hook__", None)
         if hook is not None:
             return functools.partial(hook, structure)
