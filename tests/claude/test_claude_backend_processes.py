@@ -6,9 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import stat
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,7 @@ import pytest
 from acp import schema
 
 from tests.claude.e2e_support import claude_agent, text, wait_for_requests
-from tests.e2e.processes import PARENT_DEATH_WAIT_S, argv_of, children, pidfds
+from tests.e2e.processes import argv_of, children, kill_agent_and_wait_for
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -40,13 +38,7 @@ async def test_sigkill_of_the_agent_mid_turn_ends_the_cli_within_a_second(tmp_pa
                 group.start_soon(run)
                 await wait_for_requests(api, 1)  # the CLI is inside the turn, its stream held open
                 [cli] = children(agent.process.pid)
-                with ExitStack() as stack:
-                    agent_fd, cli_fd = pidfds([agent.process.pid, cli], stack)
-                    os.kill(agent.process.pid, signal.SIGKILL)
-                    with anyio.fail_after(10):
-                        await anyio.wait_readable(agent_fd)
-                    with anyio.fail_after(PARENT_DEATH_WAIT_S):
-                        await anyio.wait_readable(cli_fd)
+                await kill_agent_and_wait_for(agent.process.pid, cli)
                 group.cancel_scope.cancel()
         assert private.exists()  # nothing could remove it: the next agent's runtime does
         async with claude_agent(api, tmp_path, capable=False) as again:

@@ -4,9 +4,6 @@ the real codex binary; and a failed start-up answers within its deadline, the st
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-from contextlib import ExitStack
 from pathlib import Path
 
 import acp
@@ -23,7 +20,7 @@ from tests.codex.e2e_support import (
     write_codex_home,
 )
 from tests.e2e.harness import spawn_agent
-from tests.e2e.processes import PARENT_DEATH_WAIT_S, gone, live_descendants, pidfds, wait_ended
+from tests.e2e.processes import gone, kill_agent_and_wait_for, live_descendants, wait_ended
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -46,13 +43,7 @@ async def test_sigkill_of_the_agent_mid_turn_ends_app_server_within_a_second(tmp
                 group.start_soon(run)
                 await wait_for_turn_requests(api, 1)  # app-server is inside the turn, streaming
                 server = app_server_pid(agent.process.pid)
-                with ExitStack() as stack:
-                    agent_fd, server_fd = pidfds([agent.process.pid, server], stack)
-                    os.kill(agent.process.pid, signal.SIGKILL)
-                    with anyio.fail_after(10):
-                        await anyio.wait_readable(agent_fd)
-                    with anyio.fail_after(PARENT_DEATH_WAIT_S):
-                        await anyio.wait_readable(server_fd)
+                await kill_agent_and_wait_for(agent.process.pid, server)
                 group.cancel_scope.cancel()
 
 

@@ -95,3 +95,18 @@ def pidfds(pids: Iterable[int], stack: ExitStack) -> list[int]:
         stack.callback(os.close, descriptor)
         descriptors.append(descriptor)
     return descriptors
+
+
+async def kill_agent_and_wait_for(agent_pid: int, backend_pid: int) -> None:
+    """SIGKILL the agent (by PID) and wait on pidfds until it and its backend have ended.
+
+    The agent gets no chance to stop anything: only the parent-death signal can end the backend,
+    and it must do so within `PARENT_DEATH_WAIT_S`.
+    """
+    with ExitStack() as stack:
+        agent_fd, backend_fd = pidfds([agent_pid, backend_pid], stack)
+        os.kill(agent_pid, signal.SIGKILL)
+        with anyio.fail_after(10):
+            await anyio.wait_readable(agent_fd)
+        with anyio.fail_after(PARENT_DEATH_WAIT_S):
+            await anyio.wait_readable(backend_fd)
