@@ -74,13 +74,15 @@ async def test_keyring_key_reaches_the_cli_only_through_its_environment(tmp_path
 async def test_authenticate_and_auth_methods(tmp_path: Path) -> None:
     with FakeAnthropicAPI([]) as api:
         async with claude_agent(api, tmp_path, capable=False, meta=AUTH_META, key=None,
-                                extra={"HOME": str(tmp_path / "empty-home"), **keyring_env(tmp_path)}) as agent:
+                                extra={"HOME": str(tmp_path / "empty-home"), **keyring_env(tmp_path),
+                                       **dict.fromkeys(("SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "NO_BROWSER"),
+                                                       "")}) as agent:
             methods = [m.id for m in (await _init_terminal(agent)).auth_methods]
             with pytest.raises(acp.RequestError) as unknown:
                 await agent.conn.authenticate(method_id="nope")
             with pytest.raises(acp.RequestError) as unconfigured:
                 await agent.conn.authenticate(method_id="claude")
-    assert methods == ["claude", "claude-terminal"]
+    assert methods == ["claude", "claude-terminal", "claude-ai-login", "console-login"]  # issue 13: vendor sign-ins
     assert unknown.value.code == -32602
     assert unconfigured.value.code == -32000
     assert "ANTHROPIC_API_KEY" in str(unconfigured.value)

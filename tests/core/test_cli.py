@@ -142,3 +142,39 @@ def test_auth_set_with_a_keyring_that_forgets_says_so_and_fails(tmp_path: Path) 
     assert secret not in stored.stdout + stored.stderr
     status = run("auth", "status", "--provider", "scripted", env=env)
     assert status.stdout.strip() == "provider scripted: configured=false source=none"
+
+
+@pytest.mark.parametrize("command", [("auth",), ("auth", "set"), ("auth", "status"), ("auth", "clear"),
+                                     ("login",), ("providers",)])
+def test_every_command_prints_its_own_help(command: tuple[str, ...]) -> None:
+    result = run(*command, "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"usage: acp-agent {' '.join(command)} ")
+    assert "--log-level" not in result.stdout  # its own help, not the agent's
+
+
+def test_auth_alone_prints_its_usage_not_unknown_command() -> None:
+    result = run("auth")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: acp-agent auth ")
+    for action in ("set", "status", "clear"):
+        assert action in result.stderr
+    assert "unknown command" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_the_provider_may_come_before_the_auth_command(tmp_path: Path) -> None:
+    """`initialize` offers `acp-agent --provider X auth set --provider X`: both places must work."""
+    env = keyring_env(tmp_path, "keyring.backends.fail.Keyring")
+    before = run("--provider", "scripted", "auth", "status", env=env)
+    after = run("auth", "status", "--provider", "scripted", env=env)
+    assert before.returncode == after.returncode == 0
+    assert before.stdout == after.stdout
+    assert before.stdout.startswith("provider scripted: configured=false source=none")
+
+
+def test_login_for_a_provider_without_a_sign_in_of_its_own_says_what_to_do() -> None:
+    result = run("login", "--provider", "scripted")
+    assert result.returncode == 2
+    assert "acp-agent auth set --provider scripted" in result.stderr
+    assert result.stdout == ""

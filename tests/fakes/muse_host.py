@@ -674,6 +674,9 @@ def login(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--version"]:
+        print("muse 0.0.0-fake (tests/fakes/muse_host.py)")
+        return 0
     if argv[:1] == ["serve"]:
         return Host().serve()
     if argv[:1] in (["login"], ["logout"]):

@@ -20,7 +20,7 @@ import anyio.lowlevel
 import cattrs
 from attrs import define, field
 
-from acp_agent import acp
+from acp_agent import acp, terminal_auth
 from acp_agent.acp import Methods as M
 from acp_agent.auth import (
     CredentialState,
@@ -30,6 +30,7 @@ from acp_agent.auth import (
     auth_status_negotiated,
     configuration_status,
     resolve_credentials,
+    with_keyring_credential,
 )
 from acp_agent.events import TurnEnd
 from acp_agent.failure_hooks import FailureHooks
@@ -89,6 +90,8 @@ class AgentSettings:
     epoch: str = field(factory=lambda: uuid.uuid4().hex[:12])
     agent_version: str = "0"
     hooks: FailureHooks = field(factory=FailureHooks.installed)
+    agent_command: tuple[str, ...] = ("acp-agent",)
+    """How a terminal starts this agent again (`_meta["terminal-auth"]` of terminal auth methods)."""
 
 
 @define(eq=False)
@@ -194,13 +197,10 @@ class Agent:
         )
 
     def _backend_environ(self) -> dict[str, str]:
-        environ = dict(self.settings.environ)
         state = self.credentials()
-        spec = self.provider.credentials
-        if state.source == "keyring" and state.secret and spec.keyring_env_var:
-            environ[spec.keyring_env_var] = state.secret
+        if state.source == "keyring":
             self.settings.redact.add(state.secret)
-        return environ
+        return with_keyring_credential(self.settings.environ, state, self.provider.credentials)
 
     async def runtime(self) -> ProviderRuntime:
         async with self._host_lock:
@@ -345,29 +345,47 @@ class Agent:
         return self._dump(response)
 
     def _auth_methods(self) -> list[acp.AuthMethod]:
-        spec = self.provider.credentials
-        hint = spec.login_hint or f"Configure credentials for {self.provider.title}."
-        methods = [acp.AuthMethod(id=self.provider.name, name=f"{self.provider.title} credentials", description=hint)]
-        if self.client_capabilities.auth.terminal:
-            methods.append(acp.AuthMethod(
-                id=f"{self.provider.name}-terminal", name=f"Store a {self.provider.title} key in the keyring",
-                description="Runs `acp-agent auth set` in a terminal.", type="terminal",
-                args=["auth", "set", "--provider", self.provider.name]))
-        return methods
+        return terminal_auth.auth_methods(self.provider, self.client_capabilities, self.settings.environ,
+                                          self.settings.agent_command)
 
     async def authenticate(self, params: Any) -> Any:
         request = self._parse(params, acp.AuthenticateRequest)
         known = {method.id for method in self._auth_methods()}
         if request.method_id not in known:
             raise RpcError(INVALID_PARAMS, f"Unknown auth method: {clip(request.method_id)}", {"field": "methodId"})
-        state = self.credentials()
-        if not state.configured:
-            spec = self.provider.credentials
+        spec = self.provider.credentials
+        login = next((login for login in spec.terminal_logins if login.id == request.method_id), None)
+        if login is not None:
+            await self._check_vendor_sign_in(login.name, login.id)
+        elif not self.credentials().configured:
             variables = " or ".join(spec.env_vars) if spec.env_vars else "the provider's credentials"
             hint = spec.login_hint or f"run `acp-agent auth set --provider {self.provider.name}`"
             raise RpcError(-32000, f"No {self.provider.title} credentials are configured: set {variables}, or {hint}.",
                            {"provider": self.provider.name})
+        await self._pick_up_new_credentials()
         return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
+
+    async def _check_vendor_sign_in(self, name: str, method_id: str) -> None:
+        """After a terminal sign-in: ask the vendor CLI's status command, else the credential evidence."""
+        spec = self.provider.credentials
+        program = spec.vendor_cli(self.settings.environ) if spec.vendor_cli and spec.status_args else None
+        signed_in = await terminal_auth.vendor_status(program, spec.status_args, self._backend_environ()) \
+            if program else None
+        if signed_in is None:
+            signed_in = self.credentials().configured
+        if not signed_in:
+            raise RpcError(-32000, f"Not signed in to {self.provider.title}: the sign-in ({name}) did not "
+                           "complete. Run it again in the terminal.",
+                           {"provider": self.provider.name, "methodId": method_id})
+
+    async def _pick_up_new_credentials(self) -> None:
+        """Let the next session start a backend that sees what the sign-in stored.
+
+        A running backend keeps the environment (and, for some vendors, the sign-in) it started
+        with; with no session open it is closed, so the next `session/new` starts a fresh one.
+        """
+        if self._host is not None and not self.sessions:
+            await self._close_runtime()
 
     async def logout(self, params: Any) -> Any:
         self._parse(params, acp.LogoutRequest)

@@ -130,6 +130,15 @@ def resolve_credentials(
     return CredentialState(False, "none")
 
 
+def with_keyring_credential(environ: Mapping[str, str], state: CredentialState,
+                            spec: CredentialSpec) -> dict[str, str]:
+    """The backend's environment: `environ`, plus the keyring key under the provider's variable."""
+    result = dict(environ)
+    if state.source == "keyring" and state.secret and spec.keyring_env_var:
+        result[spec.keyring_env_var] = state.secret
+    return result
+
+
 @define
 class AuthObservation:
     """One session's verification evidence, from the turns it ran."""

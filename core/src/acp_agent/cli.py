@@ -53,10 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acp-agent",
         description="An Agent Client Protocol agent hosting coding agents from several vendors.",
-        epilog="Commands: `acp-agent providers`, `acp-agent auth set|status|clear --provider NAME`.",
+        epilog="Run `acp-agent COMMAND --help` for a command's own help.",
     )
     parser.add_argument("--provider", default=os.environ.get("ACP_AGENT_PROVIDER"),
-                        help="the provider to run (see `acp-agent providers`)")
+                        help="the provider to run (see `acp-agent providers`; env ACP_AGENT_PROVIDER)")
     parser.add_argument("--log-file", default=os.environ.get("ACP_AGENT_LOG_FILE"),
                         help="write logs here instead of stderr (env ACP_AGENT_LOG_FILE)")
     parser.add_argument("--log-level", default=os.environ.get("ACP_AGENT_LOG_LEVEL", "warning"),
@@ -64,12 +64,43 @@ def _parser() -> argparse.ArgumentParser:
                         help="log level (env ACP_AGENT_LOG_LEVEL, default warning)")
     parser.add_argument("--max-line-bytes", type=int, default=None,
                         help="largest accepted input line in bytes (default 50 MiB)")
-    parser.add_argument("--cli", nargs=argparse.REMAINDER, default=None,
-                        help="pass the remaining arguments to the provider's own command (e.g. login)")
-    parser.add_argument("--stdin", action="store_true", help="with `auth set`: read the key from one stdin line")
+    parser.add_argument("--cli", nargs=argparse.REMAINDER, default=None, metavar="ARGS",
+                        help="run the provider's own CLI with the remaining arguments and the agent's "
+                             "environment (e.g. `--provider claude --cli auth login`)")
+    parser.add_argument("--stdin", action="store_true", help=argparse.SUPPRESS)  # `auth set --stdin`
     parser.add_argument("--version", action="version", version=f"acp-agent {__version__}")
-    parser.add_argument("command", nargs="*", help="providers | auth set|status|clear")
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    commands.add_parser("providers", help="list the installed providers and whether their backends run",
+                        description="List the installed providers, whether each one's backend can run "
+                                    "here, hook plugins and plugins that failed to load.")
+    auth = commands.add_parser("auth", help="manage a provider's API key in the keyring",
+                               description="Manage the API key acp-agent keeps in the system keyring "
+                                           "(service acp-agent, user = the provider name) and hands to "
+                                           "the backend through its environment.")
+    auth.set_defaults(auth_parser=auth)
+    actions = auth.add_subparsers(dest="auth_action", title="actions", metavar="ACTION")
+    for action, summary in (("set", "store a key (prompted without echo, or one line with --stdin)"),
+                            ("status", "say whether credentials are configured and where they come from"),
+                            ("clear", "delete the stored key")):
+        sub = actions.add_parser(action, help=summary, description=summary[0].upper() + summary[1:] + ".")
+        _provider_option(sub)
+        if action == "set":
+            sub.add_argument("--stdin", action="store_true", default=argparse.SUPPRESS,
+                             help="read the key from one line of standard input")
+    login = commands.add_parser("login", help="sign in with the provider's own CLI",
+                                description="Run the provider CLI's own sign-in in this terminal (Claude: "
+                                            "`claude auth login`, Codex: `codex login`, Muse: `muse login`). "
+                                            "Over SSH or with NO_BROWSER set, the sign-in that needs no "
+                                            "local browser.")
+    _provider_option(login)
+    login.add_argument("--method", help="the sign-in to run, by its auth method id (default: the first "
+                                        "one offered on this machine)")
     return parser
+
+
+def _provider_option(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: when absent here, the value given before the command (or ACP_AGENT_PROVIDER) stays.
+    parser.add_argument("--provider", default=argparse.SUPPRESS, help="the provider (see `acp-agent providers`)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -125,6 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     from acp_agent.agent import Agent, AgentSettings
     from acp_agent.auth import KeyringStore
     from acp_agent.phases import PhaseClock
+    from acp_agent.terminal_auth import agent_command
 
     settings = AgentSettings(
         provider=loaded.spec,
@@ -134,6 +166,7 @@ def _run(args: argparse.Namespace) -> int:
         keyring=KeyringStore(),
         agent_version=loaded.version,
         hooks=registry.hooks,
+        agent_command=agent_command(),
     )
     agent = Agent(settings)
     anyio.run(_serve, agent, args.max_line_bytes)
@@ -163,6 +196,7 @@ async def _serve(agent: object, max_line_bytes: int | None) -> None:
 
 
 def _passthrough(spec: object, argv: list[str]) -> int:
+    """Run the provider's own CLI in this terminal, with the environment its backend would get."""
     from acp_agent.provider import ProviderSpec
 
     assert isinstance(spec, ProviderSpec)
@@ -172,19 +206,70 @@ def _passthrough(spec: object, argv: list[str]) -> int:
         detail = spec.check_backend().detail if find is not None else "it has no command of its own"
         print(f"acp-agent: cannot pass through to the {spec.title} CLI: {detail}", file=sys.stderr)
         return 2
+    environ = _vendor_environ(spec)
+    import shutil
+
+    resolved = program if os.sep in program else shutil.which(program, path=environ.get("PATH", os.defpath))
+    if resolved is None:
+        print(f"acp-agent: cannot pass through to the {spec.title} CLI: no `{program}` on PATH", file=sys.stderr)
+        return 127
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name == "posix":
+        # Become the CLI: it owns the terminal and its signals (Ctrl-C), and its exit status is ours.
+        try:
+            os.execve(resolved, [resolved, *argv], environ)
+        except OSError as exc:
+            print(f"acp-agent: cannot run the {spec.title} CLI at {resolved}: {exc.strerror}", file=sys.stderr)
+            return 126
     import subprocess
 
-    return subprocess.call([program, *argv])
+    code = subprocess.call([resolved, *argv], env=environ)
+    return code if code >= 0 else 128 - code
+
+
+def _vendor_environ(spec: object) -> dict[str, str]:
+    """This environment plus a keyring key, exactly as the agent hands it to the backend."""
+    from acp_agent.auth import KeyringStore, resolve_credentials, with_keyring_credential
+    from acp_agent.provider import ProviderSpec
+
+    assert isinstance(spec, ProviderSpec)
+    state = resolve_credentials(spec.name, spec.credentials, os.environ, KeyringStore())
+    return with_keyring_credential(os.environ, state, spec.credentials)
 
 
 def _subcommand(args: argparse.Namespace) -> int:
     command = args.command
-    if command == ["providers"]:
+    if command == "providers":
         return _providers()
-    if command and command[0] == "auth" and len(command) == 2 and command[1] in ("set", "status", "clear"):
-        return _auth(command[1], args.provider, read_stdin=args.stdin)
-    print(f"acp-agent: unknown command {' '.join(command)!r}; try `acp-agent --help`.", file=sys.stderr)
-    return 2
+    if command == "login":
+        return _login(args.provider, args.method)
+    if args.auth_action is None:  # `acp-agent auth` alone: its usage, not an error about a command
+        args.auth_parser.print_help(sys.stderr)
+        return 2
+    return _auth(args.auth_action, args.provider, read_stdin=args.stdin)
+
+
+def _login(provider: str | None, method: str | None) -> int:
+    from acp_agent.terminal_auth import vendor_logins
+
+    registry = _registry()
+    loaded = registry.get(provider) if provider else None
+    if loaded is None:
+        return _unknown_provider(provider, registry)
+    spec = loaded.spec
+    offered = vendor_logins(spec, os.environ)
+    if not offered:
+        print(f"acp-agent: {spec.title} has no sign-in of its own; store a key with "
+              f"`acp-agent auth set --provider {spec.name}`.", file=sys.stderr)
+        return 2
+    chosen = offered[0] if method is None else next((login for login in offered if login.id == method), None)
+    if chosen is None:
+        ids = ", ".join(login.id for login in offered)
+        print(f"acp-agent: unknown sign-in {method!r} for {spec.title} on this machine; choose one of: {ids}.",
+              file=sys.stderr)
+        return 2
+    return _passthrough(spec, list(chosen.args))
 
 
 def _providers() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Literal, Protocol
 
 from attrs import field, frozen
 
@@ -51,6 +51,23 @@ class BackendStatus:
 
 
 @frozen
+class TerminalLogin:
+    """A sign-in the vendor's own CLI runs in a terminal: `acp-agent --provider X --cli *args`.
+
+    Offered as a `terminal` auth method to clients that can open a terminal; `id` is the method
+    id, `label` the terminal's title. `where` says which machines it suits: `local` needs a
+    browser on this machine, `remote` works without one (SSH, `NO_BROWSER`), `any` both.
+    """
+
+    id: str
+    name: str
+    description: str
+    args: tuple[str, ...]
+    label: str
+    where: Literal["any", "local", "remote"] = "any"
+
+
+@frozen
 class CredentialSpec:
     """Where a provider's credentials can come from, in the order the core checks them.
 
@@ -69,6 +86,11 @@ class CredentialSpec:
     never at start-up."""
     logout_args: tuple[str, ...] = ()
     """Arguments for the vendor CLI that `logout` runs too (e.g. `("logout",)`); empty: nothing."""
+    terminal_logins: tuple[TerminalLogin, ...] = ()
+    """The vendor CLI's own sign-ins, offered to clients that run terminal auth methods."""
+    status_args: tuple[str, ...] = ()
+    """Arguments for the vendor CLI that exit 0 when signed in (e.g. `("auth", "status")`);
+    `authenticate` runs them after a terminal sign-in. Empty: the credential evidence decides."""
     client_env_vars: tuple[str, ...] = ()
     """Further variables a client may hand over with a session's credentials (e.g. a gateway URL)."""
     per_session: bool = True

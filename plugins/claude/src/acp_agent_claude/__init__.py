@@ -12,32 +12,22 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from acp_agent import hookimpl
-from acp_agent.provider import BackendStatus, CredentialSpec, ProviderSpec, RuntimeCapabilities
+from acp_agent.provider import (
+    BackendStatus,
+    CredentialSpec,
+    ProviderSpec,
+    RuntimeCapabilities,
+    TerminalLogin,
+)
+from acp_agent_claude.cli_path import CLI_ENV, find_cli
 
 if TYPE_CHECKING:
     from acp_agent.events import HistoryFailure
     from acp_agent.failures import FailureKind, FailureObservation
     from acp_agent.provider import ProviderRuntime, RuntimeContext
 
-CLI_ENV = "ACP_AGENT_CLAUDE_CLI"
-
-
-def cli_path(environ: Mapping[str, str] | None = None) -> str | None:
-    """The CLI to run: ACP_AGENT_CLAUDE_CLI, else the SDK's bundled binary (None: let the SDK search)."""
-    environ = os.environ if environ is None else environ
-    if environ.get(CLI_ENV):
-        return environ[CLI_ENV]
-    import importlib.util
-
-    spec = importlib.util.find_spec("claude_agent_sdk")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    bundled = os.path.join(next(iter(spec.submodule_search_locations)), "_bundled", "claude")
-    return bundled if os.path.exists(bundled) else None
-
-
 def check_backend() -> BackendStatus:
-    path = cli_path()
+    path = find_cli()
     if path and os.access(path, os.X_OK):
         return BackendStatus(True, f"Claude Code CLI at {path}")
     if path:
@@ -56,7 +46,7 @@ def check_cli(environ: Mapping[str, str]) -> None:
 
     Without a path (nothing bundled, no variable) the SDK searches its own places and reports itself.
     """
-    path = cli_path(environ)
+    path = find_cli(environ)
     if not path:
         return
     from acp_agent.executables import executable_problem
@@ -78,12 +68,25 @@ async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime
 
     # The task group runs the CLIs' connects and the stops of failed attempts; leaving it waits for them.
     async with anyio.create_task_group() as task_group:
-        runtime = ClaudeRuntime(context, cli_path(context.environ), task_group)
+        runtime = ClaudeRuntime(context, find_cli(context.environ), task_group)
         try:
             yield runtime
         finally:
             with anyio.CancelScope(shield=True):
                 await runtime.aclose()
+
+
+# claude-agent-acp's sign-ins. Without a local browser (SSH, NO_BROWSER) `auth login` would fall
+# back to a paste-the-code flow; the interactive CLI's own /login handles that machine better.
+TERMINAL_LOGINS = (
+    TerminalLogin(id="claude-ai-login", name="Claude Subscription", description="Use Claude subscription",
+                  args=("auth", "login", "--claudeai"), label="Claude Login", where="local"),
+    TerminalLogin(id="console-login", name="Anthropic Console",
+                  description="Use Anthropic Console (API usage billing)",
+                  args=("auth", "login", "--console"), label="Anthropic Console Login", where="local"),
+    TerminalLogin(id="claude-login", name="Log in with Claude", description="Run `claude /login` in the terminal",
+                  args=(), label="Claude Login", where="remote"),
+)
 
 
 def provider_spec() -> ProviderSpec:
@@ -95,8 +98,13 @@ def provider_spec() -> ProviderSpec:
             env_vars=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
             keyring_env_var="ANTHROPIC_API_KEY",
             stored_files=stored_credentials,
-            login_hint="set ANTHROPIC_API_KEY, run `acp-agent auth set --provider claude`, or sign in with `claude /login`",
+            login_hint="set ANTHROPIC_API_KEY, run `acp-agent auth set --provider claude`, or sign in with "
+                       "`acp-agent login --provider claude`",
             client_env_vars=("ANTHROPIC_BASE_URL",),
+            vendor_cli=find_cli,
+            logout_args=("auth", "logout"),
+            status_args=("auth", "status"),
+            terminal_logins=TERMINAL_LOGINS,
         ),
         check_backend=check_backend,
         capabilities=RuntimeCapabilities(load_session=True, list_sessions=True, resume_session=True,

@@ -22,6 +22,7 @@ from acp_agent.provider import (
     ProviderSpec,
     RuntimeCapabilities,
     RuntimeContext,
+    TerminalLogin,
 )
 
 BIN_VAR = "ACP_AGENT_CODEX_BIN"
@@ -73,6 +74,17 @@ async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime
         yield runtime
 
 
+# `codex login` opens a browser on this machine; without one (SSH, NO_BROWSER) the device-code
+# sign-in shows a URL and a code to enter anywhere.
+TERMINAL_LOGINS = (
+    TerminalLogin(id="chatgpt-login", name="ChatGPT", description="Sign in with your ChatGPT account",
+                  args=("login",), label="ChatGPT Login", where="local"),
+    TerminalLogin(id="chatgpt-device-login", name="ChatGPT (device code)",
+                  description="Sign in to ChatGPT by opening a verification page and entering a one-time code",
+                  args=("login", "--device-auth"), label="ChatGPT Login", where="remote"),
+)
+
+
 @hookimpl
 def acp_agent_providers() -> list[ProviderSpec]:
     return [
@@ -84,8 +96,12 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 env_vars=("OPENAI_API_KEY", "CODEX_API_KEY"),
                 keyring_env_var="OPENAI_API_KEY",
                 stored_files=_stored_files,
-                login_hint="run `acp-agent auth set --provider codex` or `acp-agent --provider codex --cli login`",
+                login_hint="run `acp-agent auth set --provider codex` or sign in with "
+                           "`acp-agent login --provider codex`",
                 vendor_cli=find_codex,
+                logout_args=("logout",),
+                status_args=("login", "status"),
+                terminal_logins=TERMINAL_LOGINS,
                 per_session=False,  # one app-server per agent process serves every session
             ),
             check_backend=check_backend,

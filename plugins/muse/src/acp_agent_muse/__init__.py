@@ -23,6 +23,7 @@ from acp_agent.provider import (
     ProviderSpec,
     RuntimeCapabilities,
     RuntimeContext,
+    TerminalLogin,
 )
 
 EXECUTABLE_VAR = "MUSE_CODE_EXECUTABLE"
@@ -86,9 +87,13 @@ def provider_spec() -> ProviderSpec:
             stored_files=stored_credentials,
             stored_min_bytes=2,
             login_hint="set META_API_KEY, run `acp-agent auth set --provider muse`, or sign in with "
-                       "`acp-agent --provider muse --cli login`",
+                       "`acp-agent login --provider muse`",
             vendor_cli=find_muse,
             logout_args=("logout",),
+            # Muse has no status command: after `muse login` its auth.json is the evidence.
+            terminal_logins=(TerminalLogin(id="muse-login", name="Muse Code sign-in",
+                                           description="Run `muse login` in the terminal",
+                                           args=("login",), label="Muse Code Login"),),
         ),
         check_backend=check_backend,
         capabilities=RuntimeCapabilities(
