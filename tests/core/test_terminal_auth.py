@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +20,7 @@ from acp_agent.testing import run_in_process
 from acp_agent.wire import UNSET
 from acp_agent_scripted import make_spec
 from tests.core.test_auth import MemoryKeyring
+from tests.fakes.vendor_cli import write_executable
 
 CWD = tempfile.gettempdir()
 LOGINS = (
@@ -112,3 +114,32 @@ async def test_a_sign_in_without_a_status_command_is_judged_by_the_credential_ev
     assert before.value.message.startswith("Not signed in to Scripted: the sign-in (Browser) did not complete")
     assert after["_meta"]["scripted/authStatus"]["source"] == "stored"
     assert remote_only.value.code == -32602  # not offered on this machine
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_a_vendor_cli_that_never_answers_cannot_hold_logout_or_authenticate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import acp_agent.agent
+    import acp_agent.terminal_auth
+
+    monkeypatch.setattr(acp_agent.agent, "LOGOUT_COMMAND_BUDGET_S", 0.5)
+    monkeypatch.setattr(acp_agent.terminal_auth, "STATUS_BUDGET_S", 0.5)
+    program = write_executable(tmp_path / "vendor")
+    pids = tmp_path / "pids"
+    environ = {"STANDIN_HANG": "1", "STANDIN_PID_FILE": str(pids), "STANDIN_CLI_LOG": str(tmp_path / "log"),
+               "STANDIN_CREDENTIALS": str(tmp_path / "auth.json"), "PATH": os.environ.get("PATH", "")}
+    spec = spec_with_logins(vendor_cli=lambda environ: str(program), logout_args=("logout",),
+                            status_args=("auth", "status"))
+    async with run_in_process(spec, environ=environ) as client:
+        await client.initialize(terminal_auth=True)
+        with pytest.raises(RpcError) as unanswered:
+            await client.request("authenticate", {"methodId": "browser"})
+        status_pid = int(pids.read_text())
+        await client.request("logout", {})
+        logout_pid = int(pids.read_text())
+    assert unanswered.value.code == -32000  # no answer and no evidence: not signed in
+    assert status_pid != logout_pid
+    for pid in (status_pid, logout_pid):  # killed and reaped, not left behind
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

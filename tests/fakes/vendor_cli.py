@@ -4,7 +4,8 @@ Every run appends `{"argv": [...], "env": {name: present?}}` to `$STANDIN_CLI_LO
 (`login`, `auth login ...`, or no arguments: the interactive CLI) writes `$STANDIN_CREDENTIALS`
 unless `STANDIN_LOGIN_FAIL=1`, then it exits 1 having stored nothing; a sign-out (`logout`,
 `auth logout`) deletes it; a status check (`auth status`, `login status`) exits 0 only while it
-exists. `--version` prints `STANDIN_VERSION`. Anything else exits 3.
+exists. `--version` prints `STANDIN_VERSION`. Anything else exits 3. `STANDIN_HANG=1`: write the
+PID to `$STANDIN_PID_FILE` and never answer (what a deadline must bound).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 WATCHED = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "META_API_KEY", "STANDIN_MARKER")
@@ -20,6 +22,9 @@ WATCHED = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "META_API_KEY", "STANDIN_MARKE
 def main(argv: list[str]) -> int:
     with open(os.environ["STANDIN_CLI_LOG"], "a") as log:
         log.write(json.dumps({"argv": argv, "env": {name: name in os.environ for name in WATCHED}}) + "\n")
+    if os.environ.get("STANDIN_HANG") == "1":
+        Path(os.environ["STANDIN_PID_FILE"]).write_text(str(os.getpid()))
+        threading.Event().wait()
     credentials = Path(os.environ["STANDIN_CREDENTIALS"])
     words = [arg for arg in argv if not arg.startswith("-")]
     if argv == ["--version"]:
