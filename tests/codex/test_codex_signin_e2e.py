@@ -17,7 +17,7 @@ import pytest
 from acp import schema
 
 from tests.codex.e2e_support import codex_env, text, workspace, write_codex_home
-from tests.e2e.harness import spawn_agent
+from tests.e2e.harness import agent_executable, spawn_agent
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -60,3 +60,41 @@ async def test_a_key_stored_through_the_terminal_method_reaches_the_next_session
     assert [request.headers.get("authorization") for request in api.turn_requests] == [f"Bearer {secret}"]
     assert secret not in frames
     assert secret not in agent.log_text()
+
+
+async def test_sign_in_status_and_logout_with_the_real_codex(tmp_path: Path) -> None:
+    """codex's own API-key sign-in (local only: no network) through `--cli`, then the ChatGPT
+    method's check (`codex login status`) and ACP `logout` (`codex logout`) on the real binary."""
+    secret = "sk-codex-own-sign-in-0123456789"
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (tmp_path / "home").mkdir()
+    env = {"CODEX_HOME": str(home), "HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "", "CODEX_API_KEY": "",
+           "ACP_AGENT_CODEX_BIN": "", "XDG_DATA_HOME": str(tmp_path / "data"), "NO_BROWSER": "", "SSH_CONNECTION": "",
+           "SSH_CLIENT": "", "SSH_TTY": "", "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring"}
+    terminal_env = {key: value for key, value in {**os.environ, **env}.items()
+                    if value != "" and not key.startswith("ACP_AGENT_")}
+    signed_in = subprocess.run([agent_executable(), "--provider", "codex", "--cli", "login", "--with-api-key"],
+                               input=secret + "\n", env=terminal_env, text=True, capture_output=True, timeout=60,
+                               check=False)
+    assert signed_in.returncode == 0, signed_in.stderr
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        capabilities = schema.ClientCapabilities(auth=schema.AuthCapabilities(terminal=True),
+                                                 field_meta={"codex/authStatus": 1})
+        await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities)
+        before = agent.frames.incoming[0]["result"]["_meta"]["codex/authStatus"]
+        accepted = await agent.conn.authenticate(method_id="chatgpt-login")
+        logged_out = await agent.conn._conn.send_request("logout", {})
+        with pytest.raises(acp.RequestError) as refused:
+            await agent.conn.authenticate(method_id="chatgpt-login")
+        problems = agent.frames.problems
+        frames = agent.frames.text()
+    assert problems == []
+    assert (before["configured"], before["source"]) == (True, "stored")
+    assert accepted.field_meta["codex/authStatus"]["source"] == "stored"
+    assert not (home / "auth.json").exists()
+    assert logged_out["_meta"]["codex/authStatus"] == {"configured": False, "source": "none",
+                                                       "verification": "unknown", "identity": "unknown"}
+    assert refused.value.code == -32000
+    assert str(refused.value).startswith("Not signed in to Codex: the sign-in (ChatGPT) did not complete.")
+    assert secret not in frames + signed_in.stdout + signed_in.stderr
