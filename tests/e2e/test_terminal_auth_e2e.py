@@ -85,6 +85,10 @@ def environment(tmp_path: Path, provider: str, *, stand_in: bool = True, **extra
     return env
 
 
+def label_of_key(provider: str) -> str:
+    return f"{VENDORS[provider].title} API key"
+
+
 def subprocess_env(env: dict[str, str]) -> dict[str, str]:
     merged = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
     merged.update(env)
@@ -144,15 +148,15 @@ async def test_initialize_offers_the_vendor_sign_ins_to_clients_that_run_termina
     key_method, vendor_methods = methods[1], methods[2:]
     assert (key_method["type"], key_method["args"]) == ("terminal", ["auth", "set", "--provider", provider])
     for method, (_, args, label) in zip(vendor_methods, logins, strict=True):
-        assert (method["type"], method["args"]) == ("terminal", ["--cli", *args])
+        assert (method["type"], method["args"]) == ("terminal", ["--provider", provider, "--cli", *args])
         if flags.get("meta_terminal"):
             assert method["_meta"]["terminal-auth"] == {
                 "command": agent_executable(), "args": ["--provider", provider, "--cli", *args], "label": label}
         else:
             assert "_meta" not in method
     if flags.get("meta_terminal"):
-        assert key_method["_meta"]["terminal-auth"]["args"] == ["--provider", provider, "auth", "set",
-                                                                "--provider", provider]
+        assert key_method["_meta"]["terminal-auth"] == {
+            "command": agent_executable(), "args": ["auth", "set", "--provider", provider], "label": label_of_key(provider)}
 
 
 @pytest.mark.parametrize("provider", sorted(VENDORS))

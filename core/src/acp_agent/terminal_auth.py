@@ -84,8 +84,7 @@ def auth_methods(provider: ProviderSpec, capabilities: acp.ClientCapabilities, e
     def meta(args: Sequence[str], label: str) -> dict[str, Any] | Unset:
         if not with_meta:
             return UNSET
-        return {META_KEY: {"command": command[0], "args": [*command[1:], "--provider", provider.name, *args],
-                           "label": label}}
+        return {META_KEY: {"command": command[0], "args": [*command[1:], *args], "label": label}}
 
     key_args = ["auth", "set", "--provider", provider.name]
     methods.append(acp.AuthMethod(
@@ -93,7 +92,9 @@ def auth_methods(provider: ProviderSpec, capabilities: acp.ClientCapabilities, e
         description="Runs `acp-agent auth set` in a terminal.", type="terminal", args=key_args,
         meta=meta(key_args, f"{provider.title} API key")))
     for login in vendor_logins(provider, environ):
-        args = ["--cli", *login.args]
+        # `--provider` too: whether a client appends `args` to its configured ones or runs the agent
+        # with `args` alone, the command names the provider (a repeated option takes the last value).
+        args = ["--provider", provider.name, "--cli", *login.args]
         methods.append(acp.AuthMethod(id=login.id, name=login.name, description=login.description,
                                       type="terminal", args=args, meta=meta(args, login.label)))
     return methods
