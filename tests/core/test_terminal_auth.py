@@ -143,3 +143,31 @@ async def test_a_vendor_cli_that_never_answers_cannot_hold_logout_or_authenticat
     for pid in (status_pid, logout_pid):  # killed and reaped, not left behind
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_a_sign_in_while_a_session_is_open_reaches_the_first_session_after_it_closed() -> None:
+    """The open session keeps its backend; once no session uses it, the next one gets a new one."""
+    memory = MemoryKeyring()
+    seen: list[str | None] = []
+    spec = make_spec({"turns": [[{"text": "ok"}], [{"text": "ok"}], [{"text": "ok"}]]})
+    original = spec.open_runtime
+
+    def spying_open_runtime(context: Any) -> Any:
+        seen.append(context.environ.get("SCRIPTED_API_KEY"))
+        return original(context)
+
+    spec = attrs.evolve(spec, open_runtime=spying_open_runtime)
+    async with run_in_process(spec, keyring=memory) as client:
+        await client.initialize(terminal_auth=True)
+        first = await client.new_session(CWD)
+        memory.set_password("acp-agent", "scripted", "sk-stored-while-open-0123456789")
+        await client.request("authenticate", {"methodId": "scripted-terminal"})
+        await client.prompt(first, "still on the first backend")
+        await client.request("session/close", {"sessionId": first})
+        second = await client.new_session(CWD)
+        await client.prompt(second, "on the new backend")
+        third = await client.new_session(CWD)  # shares the new backend: no further restart
+        await client.prompt(third, "same backend")
+    assert seen == [None, "sk-stored-while-open-0123456789"]

@@ -2,10 +2,11 @@
 
 Every run appends `{"argv": [...], "env": {name: present?}}` to `$STANDIN_CLI_LOG`. A sign-in
 (`login`, `auth login ...`, or no arguments: the interactive CLI) writes `$STANDIN_CREDENTIALS`
-unless `STANDIN_LOGIN_FAIL=1`, then it exits 1 having stored nothing; a sign-out (`logout`,
-`auth logout`) deletes it; a status check (`auth status`, `login status`) exits 0 only while it
-exists. `--version` prints `STANDIN_VERSION`. Anything else exits 3. `STANDIN_HANG=1`: write the
-PID to `$STANDIN_PID_FILE` and never answer (what a deadline must bound).
+(with `$STANDIN_CREDENTIALS_JSON` when set: the real CLI's own format) unless
+`STANDIN_LOGIN_FAIL=1`, then it exits 1 having stored nothing; a sign-out (`logout`, `auth
+logout`) deletes it; a status check (`auth status`, `login status`) exits 0 only while it exists.
+`--version` prints `STANDIN_VERSION`. Anything else exits 3. `STANDIN_HANG=1`: write the PID to
+`$STANDIN_PID_FILE` and never answer (what a deadline must bound).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def main(argv: list[str]) -> int:
             print("Sign-in was cancelled.", file=sys.stderr)
             return 1
         credentials.parent.mkdir(parents=True, exist_ok=True)
-        credentials.write_text(json.dumps({"token": "stand-in-signed-in-0123456789"}))
+        credentials.write_text(os.environ.get("STANDIN_CREDENTIALS_JSON")
+                               or json.dumps({"token": "stand-in-signed-in-0123456789"}))
         print("Signed in.")
         return 0
     if words in (["logout"], ["auth", "logout"]):

@@ -120,6 +120,8 @@ class Agent:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._host: _RuntimeHost | None = None
         self._host_lock = anyio.Lock()
+        self._backend_outdated = False
+        """A sign-in happened while sessions were open: replace the backend once none is."""
         self.input_ended = False
 
     # -- wiring ------------------------------------------------------------------------------
@@ -205,6 +207,10 @@ class Agent:
     async def runtime(self) -> ProviderRuntime:
         async with self._host_lock:
             host = self._host
+            if host is not None and self._backend_outdated and not self.sessions:
+                self._backend_outdated = False
+                await self._close_runtime()
+                host = None
             if host is None or host.done.is_set():
                 host = _RuntimeHost()
                 self._host = host
@@ -382,9 +388,16 @@ class Agent:
         """Let the next session start a backend that sees what the sign-in stored.
 
         A running backend keeps the environment (and, for some vendors, the sign-in) it started
-        with; with no session open it is closed, so the next `session/new` starts a fresh one.
+        with; it is replaced as soon as no session uses it, so the next `session/new` starts a
+        fresh one (an open session keeps its backend: ending it under the client is worse).
         """
-        if self._host is not None and not self.sessions:
+        if self._host is None:
+            return
+        if self.sessions:
+            self._backend_outdated = True
+            return
+        async with self._host_lock:
+            self._backend_outdated = False
             await self._close_runtime()
 
     async def logout(self, params: Any) -> Any:
