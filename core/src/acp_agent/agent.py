@@ -208,10 +208,10 @@ class Agent:
         async with self._host_lock:
             host = self._host
             if host is not None and self._backend_outdated and not self.sessions:
-                self._backend_outdated = False
                 await self._close_runtime()
                 host = None
             if host is None or host.done.is_set():
+                self._backend_outdated = False  # a new backend starts with what is configured now
                 host = _RuntimeHost()
                 self._host = host
                 assert self._task_group is not None
@@ -375,8 +375,9 @@ class Agent:
         """After a terminal sign-in: ask the vendor CLI's status command, else the credential evidence."""
         spec = self.provider.credentials
         program = spec.vendor_cli(self.settings.environ) if spec.vendor_cli and spec.status_args else None
-        signed_in = await terminal_auth.vendor_status(program, spec.status_args, self._backend_environ()) \
-            if program else None
+        signed_in = None
+        if program:
+            signed_in = await terminal_auth.vendor_status(program, spec.status_args, self._backend_environ())
         if signed_in is None:
             signed_in = self.credentials().configured
         if not signed_in:
