@@ -268,3 +268,15 @@ def test_login_runs_the_vendor_sign_in_that_suits_the_machine(tmp_path: Path, pr
     expected = (vendor.remote if remote else vendor.local)[0][1]
     assert cli_runs(tmp_path) == [list(expected)]
     assert (tmp_path / vendor.stored).exists()
+
+
+def test_login_method_picks_one_sign_in_and_names_the_choices_for_an_unknown_one(tmp_path: Path) -> None:
+    env = subprocess_env(environment(tmp_path, "claude"))
+    console = subprocess.run([agent_executable(), "login", "--provider", "claude", "--method", "console-login"],
+                             env=env, text=True, capture_output=True, timeout=60, check=False)
+    remote_only = subprocess.run([agent_executable(), "login", "--provider", "claude", "--method", "claude-login"],
+                                 env=env, text=True, capture_output=True, timeout=60, check=False)
+    assert console.returncode == 0, console.stderr
+    assert cli_runs(tmp_path) == [["auth", "login", "--console"]]
+    assert remote_only.returncode == 2
+    assert "choose one of: claude-ai-login, console-login" in remote_only.stderr
