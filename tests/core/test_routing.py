@@ -181,3 +181,23 @@ async def test_a_process_wide_notice_goes_into_a_running_turn_else_waits_for_the
     sink = Sink()
     await router.open("b", sink.take)
     assert titles(sink.events) == ["kept", "no queue item type"]
+
+
+async def test_an_opening_cut_off_keeps_what_it_did_not_write_for_the_next_one() -> None:
+    router = SessionRouter()
+    for index in range(3):
+        await router.emit("s", Notice(f"kept {index}"))
+    stalled = anyio.Event()
+
+    async def stalls(event: Event) -> None:
+        stalled.set()
+        await anyio.sleep_forever()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(router.open, "s", stalls)
+        await stalled.wait()
+        group.cancel_scope.cancel()
+    await router.emit("s", Notice("later"))
+    sink = Sink()
+    await router.open("s", sink.take)
+    assert titles(sink.events) == ["kept 0", "kept 1", "kept 2", "later"]

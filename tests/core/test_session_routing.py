@@ -70,3 +70,19 @@ async def test_a_legacy_client_gets_between_turn_events_without_the_extension() 
     texts = [u["content"]["text"] for u in client.session_updates(session_id)
              if u.get("sessionUpdate") == "agent_message_chunk"]
     assert texts == ["ok", "again"]
+
+
+async def test_what_was_kept_comes_after_a_loaded_history_and_before_the_answer() -> None:
+    """A process-wide notice kept while the backend started, and an event the runtime emits by id
+    before replaying, follow the replayed history (the answer to session/load) and precede the
+    answer."""
+    script = {"history": {"stored-1": [{"user": "earlier question"}, {"agent": "earlier answer"}]},
+              "load_emits": ["while loading"], "startup_notices": ["found at startup"]}
+    async with run_in_process(make_spec(script)) as client:
+        await client.initialize(capable=True)
+        await client.request("session/load", {"sessionId": "stored-1", "cwd": CWD, "mcpServers": []})
+    answer = max(i for i, f in enumerate(client.frames) if "result" in f)
+    before = [f["params"]["update"] for f in client.frames[:answer] if f.get("method") == "session/update"]
+    assert [u["sessionUpdate"] for u in before] == ["user_message_chunk", "agent_message_chunk",
+                                                    "session_info_update", "session_info_update"]
+    assert [r["title"] for r in client.failure_records("stored-1")] == ["found at startup", "while loading"]

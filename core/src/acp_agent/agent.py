@@ -62,7 +62,7 @@ from acp_agent.rpc import (
     RpcError,
 )
 from acp_agent.scrub import ScrubbingSendStream
-from acp_agent.turn import PERMISSION_TIMEOUT_S, Outbox, PendingSession, Session, Turn, baseline_error
+from acp_agent.turn import PERMISSION_TIMEOUT_S, LoadingSession, Outbox, PendingSession, Session, Turn, baseline_error
 from acp_agent.wire import UNSET, Unset, clip, describe_error
 
 log = logging.getLogger(__name__)
@@ -495,14 +495,16 @@ class Agent:
         if credentials:
             session.credentials = credentials
         self.sessions[session.session_id] = session
+        self.router.expect(session.session_id)
+        channel = LoadingSession(session)
         try:
-            # History streams to the client as the provider replays it; what was kept for the
-            # session (process notices included) goes before the answer.
-            await session.open()
             async with self._provider_call("session/load" if replay else "session/resume"):
                 runtime = await self.runtime()
-                start = await runtime.load_session(request.session_id, request.cwd, request.mcp_servers, session,
+                start = await runtime.load_session(request.session_id, request.cwd, request.mcp_servers, channel,
                                                    replay=replay)
+            # After the history, before the answer: what was kept for the session (process notices
+            # included); from now on its events go straight to it.
+            channel.loaded = True
             await session.open()
         except BaseException:
             if existing is None:

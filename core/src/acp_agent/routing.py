@@ -160,12 +160,16 @@ class SessionRouter:
         self._closed.discard(key)
         route = self._route(key)
         async with route.lock:
-            route.sink = sink
-            pending = list(heapq.merge(self._notices, route.backlog, key=lambda entry: entry[0]))
+            route.backlog = list(heapq.merge(self._notices, route.backlog, key=lambda entry: entry[0]))
             self._notices.clear()
-            route.backlog.clear()
-            for _, event in pending:
-                await sink(event)
+            while route.backlog:  # one at a time: what a cancelled flush did not write stays kept
+                await sink(route.backlog[0][1])
+                route.backlog.pop(0)
+            route.sink = sink
+
+    def expect(self, key: str) -> None:
+        """A session of this id is being loaded (a closed one again, maybe): its events wait for it."""
+        self._closed.discard(key)
 
     def close(self, key: str) -> None:
         """The session is gone: its backlog is dropped and later events of it too."""

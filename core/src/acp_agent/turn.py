@@ -337,6 +337,34 @@ class Session:
 
 
 @define(eq=False)
+class LoadingSession:
+    """Channel for a session being loaded or resumed: the history it replays is the answer to the
+    request and is written as it comes; what the router keeps for the session follows, before the
+    answer. A provider that keeps this channel reaches the session through the router afterwards.
+    """
+
+    session: Session
+    loaded: bool = False
+    session_id: str = field(init=False)
+    credentials: dict[str, str] = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.session_id = self.session.session_id
+        self.credentials = self.session.credentials
+
+    async def emit(self, event: Event) -> None:
+        if self.loaded:
+            await self.session.emit(event)
+        else:
+            await self.session.deliver(event)
+
+    async def request_permission(
+        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+    ) -> str | None:
+        return await self.session.request_permission(tool_call, options)
+
+
+@define(eq=False)
 class PendingSession:
     """Channel for a session the provider is still creating, whose id is not known yet: its events
     wait in the router under a provisional key, which becomes the session's once it exists.
@@ -376,4 +404,4 @@ class PendingSession:
         return None
 
 
-__all__ = ["PERMISSION_TIMEOUT_S", "Outbox", "PendingSession", "Session", "Turn", "baseline_error"]
+__all__ = ["PERMISSION_TIMEOUT_S", "LoadingSession", "Outbox", "PendingSession", "Session", "Turn", "baseline_error"]

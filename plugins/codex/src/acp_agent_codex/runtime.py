@@ -43,7 +43,7 @@ from acp_agent.acp import (
     SessionMode,
     SessionModeState,
 )
-from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureObservation
@@ -278,7 +278,7 @@ class CodexRuntime(ProviderRuntime):
             self._server = server
         if replaced:
             for thread in list(self._threads.values()):
-                await self._to_thread(thread, RuntimeReplaced())
+                await self._router.emit(thread.thread_id, RuntimeReplaced())
         return server
 
     async def _start(self, generation: int) -> AppServer:
@@ -398,7 +398,8 @@ class CodexRuntime(ProviderRuntime):
         if method in _GLOBAL_NOTICES or (method == "warning" and not isinstance(thread_id, str)):
             notice = notice_for(method, params)
             if notice is not None:
-                await self._global_notice(notice)
+                # Into a running prompt if there is one, else kept for the next session.
+                await self._router.notice(notice, lambda event: notice)
             return
         thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
         if thread is None:
@@ -415,10 +416,6 @@ class CodexRuntime(ProviderRuntime):
             # app-server instead of growing our memory), else outside any prompt, in order.
             await self._router.deliver(thread.thread_id, (method, params))
 
-    async def _global_notice(self, notice: Notice) -> None:
-        """A process-wide notice: into a running prompt if there is one, else kept for the next session."""
-        await self._router.notice(notice, lambda event: notice)
-
     async def _outside(self, thread_id: str, item: Any) -> None:
         """An item no running prompt takes (anymore)."""
         thread = self._threads.get(thread_id)
@@ -427,7 +424,7 @@ class CodexRuntime(ProviderRuntime):
         elif thread is None:
             return
         elif isinstance(item, Notice):
-            await self._to_thread(thread, item)
+            await self._router.emit(thread.thread_id, item)
         else:
             await self._outside_turn(thread, *item)
 
@@ -445,16 +442,13 @@ class CodexRuntime(ProviderRuntime):
             result = classify_error(params)
             if isinstance(result, FailureObservation):
                 result = self.context.hooks.classify_failure(PROVIDER, params) or result
-                await self._to_thread(thread, SessionFailure(result))
+                await self._router.emit(thread.thread_id, SessionFailure(result))
         elif method == "warning":
             notice = notice_for(method, params)
             if notice is not None:
-                await self._to_thread(thread, notice)
+                await self._router.emit(thread.thread_id, notice)
         else:
             log.debug("dropped %s outside a prompt of thread %s", method, thread.thread_id)
-
-    async def _to_thread(self, thread: ThreadState, event: Event) -> None:
-        await self._router.emit(thread.thread_id, event)
 
     # -- sessions -----------------------------------------------------------------------------------
 

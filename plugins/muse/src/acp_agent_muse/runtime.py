@@ -251,12 +251,11 @@ class MuseRuntime(ProviderRuntime):
         await self._router.deliver(state.session_id, (method, params))
 
     async def _outside(self, session_id: str, item: Any) -> None:
+        """A host's frame no running prompt takes (the router calls it in order)."""
         state = self._sessions.get(session_id)
-        if state is not None:
-            self._outside_turn(state, *item)
-
-    @staticmethod
-    def _outside_turn(state: MuseSession, method: str, params: Mapping[str, Any]) -> None:
+        method, params = item
+        if state is None:
+            return
         if method == "session/closed":
             log.info("session %s was unloaded by its host (%s)", state.session_id, params.get("reason"))
             state.needs_resume = True

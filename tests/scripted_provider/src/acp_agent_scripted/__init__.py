@@ -79,6 +79,8 @@ SIGNALS: dict[str, type[AttemptBoundary | RuntimeReplaced | AuthConfirmed]] = {
 class ScriptedRuntime(ProviderRuntime):
     def __init__(self, script: dict[str, Any], context: RuntimeContext, readers: anyio.abc.TaskGroup) -> None:
         self.readers = readers
+        for title in script.get("startup_notices", []):  # found while the backend started
+            context.router.keep_notice(Notice(title))
         """Where the runtime's "backend reader" tasks run (they emit between turns)."""
         self.after_prompt: list[tuple[str, list[dict[str, Any]]]] = []
         self.turns: list[list[dict[str, Any]]] = list(script.get("turns", []))
@@ -161,6 +163,8 @@ class ScriptedRuntime(ProviderRuntime):
         if history is None:
             raise SessionNotFound(session_id)
         self.sessions[session_id] = cwd
+        for title in self.script.get("load_emits", []):
+            await self.context.router.emit(session_id, Notice(title))  # by id, before the history
         if replay:
             for entry in history:
                 if "user" in entry:
