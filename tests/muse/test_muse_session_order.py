@@ -2,7 +2,7 @@
 
 In process with the runtime and the fake Muse host. The host is killed between turns: the runtime
 reports the loss to the session. A notice emitted to the session once the runtime has handled the
-loss must come after that failure. Before the core's router the failure was emitted with
+loss must come after that failure. Before the router the failure was emitted with
 `start_soon` (a task of its own), so whatever the session got next could overtake it. The channel
 here writes like the core's: each emit yields while it writes, and a failure takes two writes (its
 record and its update), a notice one.
@@ -85,6 +85,7 @@ async def test_a_host_loss_failure_is_emitted_before_what_follows_it(tmp_path: P
         runtime._host_lost = lost  # type: ignore[method-assign]
         start = await runtime.new_session(str(tmp_path), [], channel)
         channel.session_id = start.session_id
+        await context.router.open(start.session_id, channel.emit)  # as the core does once announced
         end = await runtime.prompt(start.session_id, [TextContent("one")], channel)
         assert end == TurnEnd("end_turn")
         channel.events.clear()

@@ -53,6 +53,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.redaction import Redactor, mcp_secret_values
+from acp_agent.routing import SessionRouter
 from acp_agent.rpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -62,7 +63,7 @@ from acp_agent.rpc import (
     RpcError,
 )
 from acp_agent.scrub import ScrubbingSendStream
-from acp_agent.turn import PERMISSION_TIMEOUT_S, Outbox, PendingSession, Session, Turn, baseline_error
+from acp_agent.turn import PERMISSION_TIMEOUT_S, LoadingSession, Outbox, PendingSession, Session, Turn, baseline_error
 from acp_agent.wire import UNSET, Unset, clip, describe_error
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,8 @@ class Agent:
         self.provider = settings.provider
         self.converter = acp.make_acp_converter()
         self.sessions: dict[str, Session] = {}
+        self.router = SessionRouter()
+        """The one place the runtime's events go, to a running turn or a session (and its backlog)."""
         self.outbox = Outbox(self.converter, settings.redact, self.provider.name, self.credentials,
                              self.provider.credentials.env_vars)
         self.client_capabilities = acp.ClientCapabilities()
@@ -196,6 +199,7 @@ class Agent:
             client_fs_write=self.client_capabilities.fs.write_text_file,
             client_terminal=self.client_capabilities.terminal,
             hooks=self.settings.hooks,
+            router=self.router,
         )
 
     def _backend_environ(self) -> dict[str, str]:
@@ -440,9 +444,8 @@ class Agent:
             "config_options": list(start.config_options) if start.config_options is not None else UNSET,
         }
 
-    def _new_session_state(self, session_id: str, cwd: str, *, announced: bool,
-                           credentials: dict[str, str] | None = None) -> Session:
-        return Session(self.outbox, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), announced=announced,
+    def _new_session_state(self, session_id: str, cwd: str, credentials: dict[str, str] | None = None) -> Session:
+        return Session(self.outbox, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), self.router,
                        credentials=dict(credentials or {}))
 
     def _client_credentials(self, meta: Any) -> dict[str, str]:
@@ -491,10 +494,14 @@ class Agent:
                               start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]]) -> Reply:
         """A session the provider creates (new or fork): its events wait until the response is written."""
         self._check_cwd(cwd)
-        pending = PendingSession(credentials=self._client_credentials(meta))
-        async with self._provider_call(what):
-            started = await start(await self.runtime(), pending)
-        session = self._new_session_state(started.session_id, cwd, announced=False, credentials=pending.credentials)
+        pending = PendingSession(self.router, credentials=self._client_credentials(meta))
+        try:
+            async with self._provider_call(what):
+                started = await start(await self.runtime(), pending)
+        except BaseException:
+            pending.abandon()
+            raise
+        session = self._new_session_state(started.session_id, cwd, credentials=pending.credentials)
         session.advertise(started)
         pending.bind(session)
         self.sessions[session.session_id] = session
@@ -504,7 +511,9 @@ class Agent:
     def _announce(self, session: Session, written: bool) -> None:
         if not written or self._task_group is None:
             return
-        self._task_group.start_soon(session.flush_backlog)
+        # What the provider emitted meanwhile, in order, once the client knows the session (a
+        # prompt that comes first opens it itself, before its own events).
+        self._task_group.start_soon(session.open)
 
     async def _open_existing(self, params: Any, *, replay: bool) -> Any:
         self._hold_mcp_secrets(params)
@@ -514,18 +523,25 @@ class Agent:
         if existing is not None and existing.turn is not None:
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
         credentials = self._client_credentials(request.meta)
-        session = existing or self._new_session_state(request.session_id, request.cwd, announced=True)
+        session = existing or self._new_session_state(request.session_id, request.cwd)
         if credentials:
             session.credentials = credentials
         self.sessions[session.session_id] = session
+        self.router.expect(session.session_id)
+        channel = LoadingSession(session)
         try:
             async with self._provider_call("session/load" if replay else "session/resume"):
                 runtime = await self.runtime()
-                start = await runtime.load_session(request.session_id, request.cwd, request.mcp_servers, session,
+                start = await runtime.load_session(request.session_id, request.cwd, request.mcp_servers, channel,
                                                    replay=replay)
+            # After the history, before the answer: what was kept for the session (process notices
+            # included); from now on its events go straight to it.
+            channel.loaded = True
+            await session.open()
         except BaseException:
             if existing is None:
                 self.sessions.pop(session.session_id, None)
+                self.router.forget(session.session_id)
             raise
         session.advertise(start)
         return self._dump(acp.SessionSetup(**self._setup_fields(start)))
@@ -554,6 +570,7 @@ class Agent:
 
     async def _end_session(self, session: Session) -> None:
         self.sessions.pop(session.session_id, None)
+        self.router.close(session.session_id)
         if session.turn is not None:
             await self._cancel_turn(session.turn)
         host = self._host
@@ -603,6 +620,8 @@ class Agent:
         turn = session.start_turn(str(uuid.uuid4()))
         stop_reason: acp.StopReason = "end_turn"
         try:
+            # What was kept for the session (or for whichever session came next) goes first.
+            await session.open()
             async with anyio.create_task_group() as watch:
                 watch.start_soon(self._stop_backend_if_abandoned, turn)
                 stop_reason = await self._run_provider_turn(session, turn, request.prompt)

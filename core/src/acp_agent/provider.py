@@ -28,6 +28,7 @@ from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import PhaseClock
 from acp_agent.redaction import Redactor
+from acp_agent.routing import SessionRouter
 
 
 class NotSupported(Exception):
@@ -124,6 +125,9 @@ class RuntimeContext:
     client_fs_write: bool = False
     client_terminal: bool = False
     hooks: FailureHooks = field(factory=FailureHooks.installed)
+    router: SessionRouter = field(factory=SessionRouter)
+    """Where a runtime sends what its backend reader reads, keyed by session id (the core's own,
+    shared with the sessions it opens): see `acp_agent.routing`."""
 
 
 @frozen

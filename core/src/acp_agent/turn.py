@@ -46,6 +46,7 @@ from acp_agent.failures import (
 )
 from acp_agent.provider import SessionStart
 from acp_agent.redaction import Redactor
+from acp_agent.routing import SessionRouter
 from acp_agent.rpc import Connection, ConnectionClosed, Reply, RpcError
 
 log = logging.getLogger(__name__)
@@ -227,10 +228,10 @@ class Session:
     session_id: str
     cwd: str
     incidents: IncidentRegistry
+    router: SessionRouter
+    """The agent's one router: what the session gets between turns passes it (and its backlog)."""
     auth: AuthObservation = field(factory=AuthObservation)
     turn: Turn | None = None
-    announced: bool = True
-    backlog: list[Event] = field(factory=list)
     credentials: dict[str, str] = field(factory=dict)
     modes: acp.SessionModeState | None = None
     """What the session advertised: `session/set_mode` and `session/set_config_option` are checked
@@ -252,9 +253,11 @@ class Session:
         return turn
 
     async def emit(self, event: Event) -> None:
-        if not self.announced:
-            self.backlog.append(event)
-            return
+        """Through the router: in order with what the runtime emits for this session by its id."""
+        await self.router.emit(self.session_id, event)
+
+    async def deliver(self, event: Event) -> None:
+        """The router's sink for this session: into the running turn, if any."""
         await self.take(event, self.turn)
 
     async def request_permission(
@@ -265,12 +268,9 @@ class Session:
     async def send_update(self, update: Any) -> None:
         await self.outbox.send_update(self.session_id, update)
 
-    async def flush_backlog(self) -> None:
-        """Once the client knows the session: what the provider emitted meanwhile, in order."""
-        while self.backlog:
-            event = self.backlog.pop(0)
-            await self.take(event, self.turn)
-        self.announced = True
+    async def open(self) -> None:
+        """Once the client knows the session: what was kept for it, in order, then the rest live."""
+        await self.router.open(self.session_id, self.deliver)
 
     async def take(self, event: Event, turn: Turn | None) -> None:
         """Fold one neutral event into ACP updates and failure records (`turn`: the running one)."""
@@ -337,28 +337,64 @@ class Session:
 
 
 @define(eq=False)
+class LoadingSession:
+    """Channel for a session being loaded or resumed: the history it replays is the answer to the
+    request and is written as it comes; what the router keeps for the session follows, before the
+    answer. A provider that keeps this channel reaches the session through the router afterwards.
+    """
+
+    session: Session
+    loaded: bool = False
+    session_id: str = field(init=False)
+    credentials: dict[str, str] = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.session_id = self.session.session_id
+        self.credentials = self.session.credentials
+
+    async def emit(self, event: Event) -> None:
+        if self.loaded:
+            await self.session.emit(event)
+        else:
+            await self.session.deliver(event)
+
+    async def request_permission(
+        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+    ) -> str | None:
+        return await self.session.request_permission(tool_call, options)
+
+
+@define(eq=False)
 class PendingSession:
-    """Channel for a session the provider is still creating: events wait until it is announced.
+    """Channel for a session the provider is still creating, whose id is not known yet: its events
+    wait in the router under a provisional key, which becomes the session's once it exists.
 
     Once the session exists, a provider that kept this channel reaches the session through it.
     """
 
-    backlog: list[Event] = field(factory=list)
-    session_id: str = ""
+    router: SessionRouter
     credentials: dict[str, str] = field(factory=dict)
+    session_id: str = ""
     target: Session | None = None
+    key: str = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.key = self.router.provisional_key()
 
     def bind(self, session: Session) -> None:
-        session.backlog.extend(self.backlog)
-        self.backlog.clear()
+        self.router.rekey(self.key, session.session_id)
         self.session_id = session.session_id
         self.target = session
+
+    def abandon(self) -> None:
+        """The provider did not create the session: what it emitted is dropped."""
+        self.router.forget(self.key)
 
     async def emit(self, event: Event) -> None:
         if self.target is not None:
             await self.target.emit(event)
         else:
-            self.backlog.append(event)
+            await self.router.emit(self.key, event)
 
     async def request_permission(
         self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
@@ -368,4 +404,4 @@ class PendingSession:
         return None
 
 
-__all__ = ["PERMISSION_TIMEOUT_S", "Outbox", "PendingSession", "Session", "Turn", "baseline_error"]
+__all__ = ["PERMISSION_TIMEOUT_S", "LoadingSession", "Outbox", "PendingSession", "Session", "Turn", "baseline_error"]

@@ -43,7 +43,7 @@ from acp_agent.acp import (
     SessionMode,
     SessionModeState,
 )
-from acp_agent.events import Event, Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureObservation
@@ -59,7 +59,6 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
-from acp_agent.routing import SessionRouter
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent_codex import codex_home, find_codex, items
@@ -260,7 +259,8 @@ class CodexRuntime(ProviderRuntime):
         self._server_lock = anyio.Lock()
         self._generation = 0
         self._threads: dict[str, ThreadState] = {}
-        self._router = SessionRouter[str, QueueItem](self._outside)
+        self._router = context.router
+        self._router.serve(self._outside)
         self._opening = 0
         self._default_policy = not user_config_sets_policy(context.environ)
 
@@ -278,7 +278,7 @@ class CodexRuntime(ProviderRuntime):
             self._server = server
         if replaced:
             for thread in list(self._threads.values()):
-                await self._to_thread(thread, RuntimeReplaced())
+                await self._router.emit(thread.thread_id, RuntimeReplaced())
         return server
 
     async def _start(self, generation: int) -> AppServer:
@@ -398,7 +398,8 @@ class CodexRuntime(ProviderRuntime):
         if method in _GLOBAL_NOTICES or (method == "warning" and not isinstance(thread_id, str)):
             notice = notice_for(method, params)
             if notice is not None:
-                await self._global_notice(notice)
+                # Into a running prompt if there is one, else kept for the next session.
+                await self._router.notice(notice, lambda event: notice)
             return
         thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
         if thread is None:
@@ -408,18 +409,14 @@ class CodexRuntime(ProviderRuntime):
                     self._router.keep_notice(notice)  # a thread being created right now
             return
         active = thread.active
-        if active is not None and active.generation == server.generation:
-            # Into the prompt's queue (the reader waits while it is full: a stalled client stalls
-            # app-server instead of growing our memory), else outside any prompt.
-            await self._router.deliver(thread.thread_id, (method, params))
+        if active is not None and active.generation != server.generation:
+            await self._outside_turn(thread, method, params)  # a prompt of an app-server now gone
         else:
-            await self._outside_turn(thread, method, params)
+            # Into the prompt's queue (the reader waits while it is full: a stalled client stalls
+            # app-server instead of growing our memory), else outside any prompt, in order.
+            await self._router.deliver(thread.thread_id, (method, params))
 
-    async def _global_notice(self, notice: Notice) -> None:
-        """A process-wide notice: into a running prompt if there is one, else kept for the next session."""
-        await self._router.notice(notice, lambda event: notice)
-
-    async def _outside(self, thread_id: str, item: QueueItem) -> None:
+    async def _outside(self, thread_id: str, item: Any) -> None:
         """An item no running prompt takes (anymore)."""
         thread = self._threads.get(thread_id)
         if isinstance(item, _Barrier):
@@ -427,7 +424,7 @@ class CodexRuntime(ProviderRuntime):
         elif thread is None:
             return
         elif isinstance(item, Notice):
-            await self._to_thread(thread, item)
+            await self._router.emit(thread.thread_id, item)
         else:
             await self._outside_turn(thread, *item)
 
@@ -445,16 +442,13 @@ class CodexRuntime(ProviderRuntime):
             result = classify_error(params)
             if isinstance(result, FailureObservation):
                 result = self.context.hooks.classify_failure(PROVIDER, params) or result
-                await self._to_thread(thread, SessionFailure(result))
+                await self._router.emit(thread.thread_id, SessionFailure(result))
         elif method == "warning":
             notice = notice_for(method, params)
             if notice is not None:
-                await self._to_thread(thread, notice)
+                await self._router.emit(thread.thread_id, notice)
         else:
             log.debug("dropped %s outside a prompt of thread %s", method, thread.thread_id)
-
-    async def _to_thread(self, thread: ThreadState, event: Event) -> None:
-        await self._router.emit(thread.thread_id, event)
 
     # -- sessions -----------------------------------------------------------------------------------
 
@@ -521,8 +515,6 @@ class CodexRuntime(ProviderRuntime):
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
                              model if isinstance(model, str) else None)
         self._threads[thread_id] = thread
-        # The core delivers through the channel once the session/new response is out.
-        await self._router.flush(thread_id, channel)
         return self._setup(server, thread)
 
     async def _prepare_call(self, server: AppServer, method: str, params: Any) -> Any:
@@ -587,7 +579,6 @@ class CodexRuntime(ProviderRuntime):
                     # A thread this app-server holds that never ran a turn has no rollout to resume: it
                     # is reopened as it is (the cwd and MCP servers it was started with stay its own).
                     log.info("thread %s has no rollout yet; reopening it as it is", session_id)
-                    await self._router.flush(session_id, channel)
                     return self._setup(server, previous)
                 turns = await self._turns(server, session_id) if replay else []
                 await self._models(server)
@@ -600,7 +591,6 @@ class CodexRuntime(ProviderRuntime):
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
             await channel.emit(event)
-        await self._router.flush(session_id, channel)
         return self._setup(server, thread)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
@@ -624,7 +614,6 @@ class CodexRuntime(ProviderRuntime):
 
     async def close_session(self, session_id: str) -> None:
         thread = self._threads.pop(session_id, None)
-        self._router.detach(session_id)
         server = self._server
         if thread is None or server is None or not server.alive or server.generation != thread.generation:
             return
@@ -649,7 +638,6 @@ class CodexRuntime(ProviderRuntime):
 
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
         thread = self._thread(session_id)
-        await self._router.flush(thread.thread_id, turn, attach=False)
         server = await self._ready()
         if thread.generation != server.generation:
             async with self.clock.phase(Phase.PREPARING, label="thread/resume"):

@@ -48,7 +48,6 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
-from acp_agent.routing import SessionRouter
 from acp_agent.rpc import ConnectionClosed, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent_muse import find_muse, items
@@ -188,7 +187,8 @@ class MuseRuntime(ProviderRuntime):
         self._idle_s = idle_release_s(context.environ)
         self._version = _version()
         self._fingerprint_noticed = False
-        self._router = SessionRouter[str, QueueItem](self._outside)
+        self._router = context.router
+        self._router.serve(self._outside)
 
     # -- phases ------------------------------------------------------------------------------------------
 
@@ -246,21 +246,16 @@ class MuseRuntime(ProviderRuntime):
         state = self._sessions.get(host.session_id) if host.session_id else None
         if state is None or state.host is not host:
             return
-        active = state.active
-        if active is not None and active.host is host:
-            # Into the prompt's queue (the host's reader waits while it is full, so a stalled
-            # client stalls the host instead of growing the agent's memory), else outside it.
-            await self._router.deliver(state.session_id, (method, params))
-        else:
-            self._outside_turn(state, method, params)
+        # Into the prompt's queue (the host's reader waits while it is full, so a stalled client
+        # stalls the host instead of growing the agent's memory), else outside it, in order.
+        await self._router.deliver(state.session_id, (method, params))
 
-    async def _outside(self, session_id: str, item: QueueItem) -> None:
+    async def _outside(self, session_id: str, item: Any) -> None:
+        """A host's frame no running prompt takes (the router calls it in order)."""
         state = self._sessions.get(session_id)
-        if state is not None:
-            self._outside_turn(state, *item)
-
-    @staticmethod
-    def _outside_turn(state: MuseSession, method: str, params: Mapping[str, Any]) -> None:
+        method, params = item
+        if state is None:
+            return
         if method == "session/closed":
             log.info("session %s was unloaded by its host (%s)", state.session_id, params.get("reason"))
             state.needs_resume = True
@@ -305,7 +300,7 @@ class MuseRuntime(ProviderRuntime):
                 raise SessionNotFound(missing) from None
             raise PhaseFailed(request_error_observation(exc.code, exc.message, exc.data, phase.value)) from None
 
-    def _config(self, host: MuseHost, state: MuseSession) -> dict[str, Any]:
+    async def _config(self, host: MuseHost, state: MuseSession) -> dict[str, Any]:
         if not state.mcp:
             return {}
         if "sessionMcp" in host.granted:
@@ -313,14 +308,14 @@ class MuseRuntime(ProviderRuntime):
         if not state.mcp_noticed:
             state.mcp_noticed = True
             log.warning("the Muse Code host did not grant sessionMcp; MCP servers were not passed to it")
-            self._router.keep(state.session_id, Notice(
+            await self._router.emit(state.session_id, Notice(
                 f"{HOST_TITLE} did not accept the editor's MCP servers (no sessionMcp grant); "
                 "the session runs without them."))
         return {}
 
     async def _open(self, host: MuseHost, state: MuseSession, *, restart: bool) -> Mapping[str, Any]:
         """`session/resume` of the session id; `session/start` when the host does not know it."""
-        config = self._config(host, state)
+        config = await self._config(host, state)
         try:
             result = await self._ask(host, "session/resume",
                                      {"sessionId": state.session_id, "excludeItems": True, **config},
@@ -332,7 +327,7 @@ class MuseRuntime(ProviderRuntime):
                 params["modelId"] = state.model
             result = await self._ask(host, "session/start", params, Phase.PREPARING, command=True)
             if restart:
-                self._router.keep(state.session_id, Notice(
+                await self._router.emit(state.session_id, Notice(
                     f"{HOST_TITLE} no longer had this session's history; it continues as a "
                     "new session with the same id."))
         return _mapping(result.get("session"))
@@ -432,8 +427,6 @@ class MuseRuntime(ProviderRuntime):
                 await host.stop()
                 raise
             self._adopt(state, host)
-            # The core holds these until the session/new response is written.
-            await self._router.flush(state.session_id, channel, attach=False)
             return self._setup(state)
         finally:
             state.busy -= 1
@@ -449,7 +442,7 @@ class MuseRuntime(ProviderRuntime):
             try:
                 async with self._phase(Phase.READING, "session/resume"):
                     params: dict[str, Any] = {"sessionId": session_id, "excludeItems": not replay,
-                                              **self._config(host, state)}
+                                              **await self._config(host, state)}
                     if replay:
                         params["history"] = "inline"
                     try:
@@ -493,7 +486,6 @@ class MuseRuntime(ProviderRuntime):
                 recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
                 for event in items.history_events(result, self.context.redact, recogniser):
                     await channel.emit(event)
-            await self._router.flush(state.session_id, channel)
             return self._setup(state)
         finally:
             state.busy -= 1
@@ -541,7 +533,6 @@ class MuseRuntime(ProviderRuntime):
             await host.stop()
             raise
         self._adopt(state, host)
-        await self._router.flush(state.session_id, channel, attach=False)
         self._arm_idle(state)
         return self._setup(state)
 
@@ -565,7 +556,6 @@ class MuseRuntime(ProviderRuntime):
         finally:
             if self._sessions.get(session_id) is state:
                 del self._sessions[session_id]
-                self._router.detach(session_id)
 
     # -- settings ---------------------------------------------------------------------------------------------
 
@@ -655,7 +645,7 @@ class MuseRuntime(ProviderRuntime):
             self._adopt(state, host)
             if state.lost:
                 state.lost = False
-                self._router.keep(state.session_id, RuntimeReplaced())
+                await self._router.emit(state.session_id, RuntimeReplaced())
             return host
 
     # -- turns -------------------------------------------------------------------------------------------------
@@ -665,9 +655,7 @@ class MuseRuntime(ProviderRuntime):
         state.busy += 1
         self._disarm_idle(state)
         try:
-            await self._router.flush(session_id, turn)
             host = await self._ensure_host(state)
-            await self._router.flush(session_id, turn)
             active = ActiveTurn(turn, host, TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
             state.active = active
             self._router.start_turn(session_id, active.queue)

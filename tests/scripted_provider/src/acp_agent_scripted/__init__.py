@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from acp_agent import hookimpl
 from acp_agent.acp import (
@@ -76,7 +77,12 @@ SIGNALS: dict[str, type[AttemptBoundary | RuntimeReplaced | AuthConfirmed]] = {
 
 
 class ScriptedRuntime(ProviderRuntime):
-    def __init__(self, script: dict[str, Any], context: RuntimeContext) -> None:
+    def __init__(self, script: dict[str, Any], context: RuntimeContext, readers: anyio.abc.TaskGroup) -> None:
+        self.readers = readers
+        for title in script.get("startup_notices", []):  # found while the backend started
+            context.router.keep_notice(Notice(title))
+        """Where the runtime's "backend reader" tasks run (they emit between turns)."""
+        self.after_prompt: list[tuple[str, list[dict[str, Any]]]] = []
         self.turns: list[list[dict[str, Any]]] = list(script.get("turns", []))
         self.script = script
         self.context = context
@@ -134,6 +140,13 @@ class ScriptedRuntime(ProviderRuntime):
         self.creation_channels.append(channel)
         for notice in self.script.get("session_notices", []):
             await channel.emit(Notice(notice["title"], notice.get("details"), notice.get("legacy")))
+        for index, title in enumerate(self.script.get("creation_burst", [])):
+            # Alternately on the creation channel and by id through the router, as a backend
+            # reader does for a session it already knows the id of.
+            if index % 2:
+                await self.context.router.emit(session_id, Notice(title))
+            else:
+                await channel.emit(Notice(title))
         return self._setup(session_id)
 
     async def load_session(
@@ -150,6 +163,8 @@ class ScriptedRuntime(ProviderRuntime):
         if history is None:
             raise SessionNotFound(session_id)
         self.sessions[session_id] = cwd
+        for title in self.script.get("load_emits", []):
+            await self.context.router.emit(session_id, Notice(title))  # by id, before the history
         if replay:
             for entry in history:
                 if "user" in entry:
@@ -221,6 +236,16 @@ class ScriptedRuntime(ProviderRuntime):
         finally:
             self.prompt_ends.append(outcome)
             self.prompt_ended.set()
+            for later in self.after_prompt:
+                self.readers.start_soon(self._read_between_turns, *later)
+            self.after_prompt.clear()
+
+    async def _read_between_turns(self, session_id: str, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            if "session_failure" in event:
+                await self.context.router.emit(session_id, SessionFailure(observation(event["session_failure"])))
+            else:
+                await self.context.router.emit(session_id, Notice(event["notice"]))
 
     async def _play_step(
         self, session_id: str, step: dict[str, Any], turn: TurnChannel
@@ -229,7 +254,8 @@ class ScriptedRuntime(ProviderRuntime):
         fail (observation), record_fail (observation, then keep going), session_failure (observation),
         offer_models (new values of the "model" option, announced with config_option_update),
         stop (stop reason), wait_cancel, permission (title), tool (title), hang_submit, crash,
-        signal (attempt_boundary, runtime_replaced or auth_confirmed: recovery evidence)."""
+        signal (attempt_boundary, runtime_replaced or auth_confirmed: recovery evidence),
+        between_turns (events a reader task emits through the router once the prompt returned)."""
         if "text" in step:
             await turn.emit(AgentMessageChunk(TextContent(step["text"])))
         elif "thought" in step:
@@ -272,6 +298,9 @@ class ScriptedRuntime(ProviderRuntime):
                 ToolCallUpdate("tool-1", title=step["permission"]), options
             )
             await turn.emit(AgentMessageChunk(TextContent(f"permission: {choice}")))
+        elif "between_turns" in step:
+            # A reader's events after this prompt: awaited one by one through the router, by id.
+            self.after_prompt.append((session_id, step["between_turns"]))
         elif "late_notice" in step:
             await self.creation_channels[0].emit(Notice(step["late_notice"]))
         elif "offer_models" in step:
@@ -306,7 +335,9 @@ def make_spec(script: dict[str, Any] | None = None) -> ProviderSpec:
 
     @asynccontextmanager
     async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
-        yield ScriptedRuntime(script if script is not None else load_script(), context)
+        async with anyio.create_task_group() as readers:
+            yield ScriptedRuntime(script if script is not None else load_script(), context, readers)
+            readers.cancel_scope.cancel()
 
     return ProviderSpec(
         name="scripted",
