@@ -37,13 +37,13 @@ from acp_agent.acp import (
     thought_text,
     user_text,
 )
-from acp_agent.events import Event, HistoryFailure
+from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle
 from acp_agent.failure_hooks import redact_legacy
 from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]
-COMPACTED_TEXT: Final = "\n\n_Context compacted_\n\n"
+MAX_TITLE_LENGTH: Final = 256
 _SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash"})
 _STATUS: Final[Mapping[str, ToolStatus]] = {
     "inProgress": "in_progress",
@@ -237,6 +237,15 @@ def command_output(item_id: str, output: str) -> ToolCallUpdate:
     return ToolCallUpdate(tool_call_id=item_id, content=_output_content(output))
 
 
+def session_title(params: JsonObject) -> SessionTitle:
+    """`thread/name/updated`: the thread's name on one line (None: the name was cleared)."""
+    name = params.get("threadName")
+    title = " ".join(name.split()) if isinstance(name, str) else ""
+    if len(title) > MAX_TITLE_LENGTH:
+        title = title[:MAX_TITLE_LENGTH - 1].rstrip() + "\u2026"
+    return SessionTitle(title or None)
+
+
 # --- plan and usage ------------------------------------------------------------------------------------
 
 
@@ -355,7 +364,8 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
                 if summary:
                     events.append(thought_text("\n\n".join(summary)))
             elif kind == "contextCompaction":
-                events.append(agent_text(COMPACTED_TEXT))
+                events.append(Compaction(_text(item.get("id")) or f"{_text(turn.get('id'))}:compaction",
+                                         "completed"))
             else:
                 call = tool_call(item, final=True)
                 if call is not None:

@@ -107,7 +107,7 @@ _THREAD_METHODS: Final = frozenset({
     "error", "warning", "turn/started", "turn/completed", "item/started", "item/completed",
     "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded",
     "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated",
-    "thread/tokenUsage/updated", "thread/compacted",
+    "thread/tokenUsage/updated", "thread/compacted", "thread/name/updated",
 })
 _GLOBAL_NOTICES: Final = frozenset({"configWarning", "deprecationNotice"})
 
@@ -450,6 +450,8 @@ class CodexRuntime(ProviderRuntime):
             notice = notice_for(method, params)
             if notice is not None:
                 await self._to_thread(thread, notice)
+        elif method == "thread/name/updated":
+            await self._to_thread(thread, items.session_title(params))
         else:
             log.debug("dropped %s outside a prompt of thread %s", method, thread.thread_id)
 

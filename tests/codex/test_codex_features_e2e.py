@@ -1,0 +1,126 @@
+"""Terminals, compaction, titles and questions through `acp-agent --provider codex` (issue 12).
+
+The backend is the real `codex app-server` against the loopback fake Responses API, scripted to
+call codex's own tools. Each feature runs for a client that opts in and for one that does not;
+every frame the agent writes is validated against the ACP SDK's models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.codex.e2e_support import codex_agent, text, workspace, write_codex_home
+from tests.fakes.responses_api import FakeResponsesAPI
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(90)]
+
+TERMINAL_CLIENTS = [pytest.param({"terminal_output_delta": True}, id="terminal_output_delta"),
+                    pytest.param({"terminal_output": True}, id="terminal_output"),
+                    pytest.param({}, id="no-terminal")]
+
+
+def tool_updates(updates: list[dict[str, Any]], tool_call_id: str) -> list[dict[str, Any]]:
+    return [u for u in updates if u.get("toolCallId") == tool_call_id]
+
+
+def chunk_of(update: dict[str, Any]) -> dict[str, Any] | None:
+    meta = update.get("_meta") or {}
+    return meta.get("terminal_output_delta") or meta.get("terminal_output")
+
+
+@pytest.mark.parametrize("meta", TERMINAL_CLIENTS)
+async def test_a_slow_shell_command_streams_into_a_terminal(tmp_path: Path, meta: dict[str, Any]) -> None:
+    """The command prints `tick` until a file exists that the test creates only once it saw a tick
+    on the wire: the output reached the client while the command still ran. (It keeps printing
+    because codex 0.163 sometimes leaves output written right at the start out of its deltas; the
+    final `aggregatedOutput` has it all.)"""
+    work = Path(workspace(tmp_path))
+    gate = work / "go"
+    script = f"while [ ! -f {gate} ]; do echo tick; sleep 0.1; done; echo second"
+    with FakeResponsesAPI([{"shell": ["bash", "-lc", script]}, {"reply": "all done"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, meta=meta) as agent:
+            session = await agent.conn.new_session(cwd=str(work))
+            sid = session.session_id
+
+            def shows_first(frame: dict[str, Any]) -> bool:
+                update = (frame.get("params") or {}).get("update") or {}
+                if frame.get("method") != "session/update" or update.get("sessionUpdate") != "tool_call_update":
+                    return False
+                chunk = chunk_of(update)
+                if chunk is not None:
+                    return "tick" in chunk["data"]
+                return any("tick" in (c.get("content") or {}).get("text", "") for c in update.get("content") or [])
+
+            async def open_the_gate() -> None:
+                await agent.watched.wait_for(shows_first, timeout_s=60)
+                gate.write_text("")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(open_the_gate)
+                outcome = await agent.conn.prompt(session_id=sid, prompt=text("run it"))
+    assert outcome.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    updates = agent.frames.updates(sid)
+    call = next(u for u in updates if u["sessionUpdate"] == "tool_call")
+    call_id = call["toolCallId"]
+    later = tool_updates(updates, call_id)[1:]
+    final = later[-1]
+    assert final["status"] == "completed"
+    if meta:
+        assert call["content"] == [{"type": "terminal", "terminalId": call_id}]
+        assert call["_meta"]["terminal_info"]["terminal_id"] == call_id
+        assert call["_meta"]["terminal_info"]["cwd"] == str(work)
+        key = next(iter(meta))
+        chunks = [u["_meta"][key] for u in later if key in (u.get("_meta") or {})]
+        assert all(chunk["terminal_id"] == call_id for chunk in chunks)
+        streamed = "".join(chunk["data"] for chunk in chunks)
+        assert "tick\n" in streamed and streamed.endswith("tick\nsecond\n")
+        assert len(chunks) >= 2  # a tick went out before "second" existed
+        assert final["_meta"]["terminal_exit"] == {"terminal_id": call_id, "exit_code": 0, "signal": None}
+        assert final["content"] == [{"type": "terminal", "terminalId": call_id}]
+        assert "rawOutput" not in final
+    else:  # today's rendering: the output so far as text, the exit code in rawOutput
+        assert "content" not in call or call["content"] == []
+        assert not any("terminal" in key for u in tool_updates(updates, call_id) for key in (u.get("_meta") or {}))
+        texts = [u["content"][0]["content"]["text"] for u in later if u.get("content")]
+        assert "second" not in texts[0] and texts[-1].endswith("tick\nsecond\n")
+        assert final["rawOutput"]["exitCode"] == 0 and final["rawOutput"]["output"] == texts[-1]
+
+
+# --- compaction ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("capable", [pytest.param(True, id="capable"), pytest.param(False, id="legacy")])
+async def test_automatic_compaction_is_a_compact_conversation_tool_call(tmp_path: Path, capable: bool) -> None:
+    """A low auto-compact limit makes codex compact before the second turn's sampling request."""
+    with FakeResponsesAPI([{"reply": "first answer"}, {"reply": "second answer"}]) as api:
+        home = write_codex_home(api, tmp_path, top="model_auto_compact_token_limit = 2000\n")
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            sid = session.session_id
+            await agent.conn.prompt(session_id=sid, prompt=text("first"))
+            before = len(agent.frames.updates(sid))
+            outcome = await agent.conn.prompt(session_id=sid, prompt=text("second"))
+    assert outcome.stop_reason == "end_turn"
+    assert [r.request_kind for r in api.side_requests] == ["compaction"]
+    assert agent.frames.problems == []
+    updates = agent.frames.updates(sid)[before:]
+    start = next(u for u in updates if u["sessionUpdate"] == "tool_call")
+    assert (start["title"], start["kind"], start["status"]) == ("Compact conversation", "think", "in_progress")
+    done = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == start["toolCallId"]]
+    assert [u["status"] for u in done] == ["completed"]
+    for report in (start, *done):
+        if capable:
+            assert report["_meta"]["jetbrains"]["air"]["contextCompaction"] == {"version": 1}
+        else:
+            assert "_meta" not in report
+    texts = "".join(u["content"]["text"] for u in agent.frames.updates(sid) if u["sessionUpdate"] == "agent_message_chunk")
+    assert "compacted" not in texts.lower()  # no longer the italic line
+    assert "second answer" in texts
+    if not capable:
+        assert "sessionFailure" not in agent.frames.text()
