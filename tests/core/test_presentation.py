@@ -83,5 +83,9 @@ def test_a_title_carries_updated_at() -> None:
     update, = wire(Presenter().render(SessionTitle("Fix the build"), NONE, capable=False))
     assert update["title"] == "Fix the build"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", str(update["updatedAt"]))
+    one_line, = wire(Presenter().render(SessionTitle(" Fix  the\nbuild "), NONE, capable=False))
+    assert one_line["title"] == "Fix the build"
+    long, = wire(Presenter().render(SessionTitle("x" * 300), NONE, capable=False))
+    assert long["title"] == "x" * 255 + "\u2026"
     cleared, = wire(Presenter().render(SessionTitle(None, "2026-01-01T00:00:00Z"), NONE, capable=False))
     assert cleared == {"title": None, "updatedAt": "2026-01-01T00:00:00Z", "sessionUpdate": "session_info_update"}

@@ -25,7 +25,18 @@ from acp_agent.acp import (
     UserMessageChunk,
     parse_mcp_servers,
 )
-from acp_agent.events import AttemptBoundary, AuthConfirmed, HistoryFailure, RetryProgress, TurnEnd
+from acp_agent.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    Compaction,
+    HistoryFailure,
+    RetryProgress,
+    SessionTitle,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TurnEnd,
+)
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_muse import items
 from acp_agent_muse.ids import UuidV7Minter, is_uuid7
@@ -119,9 +130,10 @@ def test_stale_revisions_are_ignored_and_statuses_map() -> None:
     tool = f.item("t", "toolCall", tool="shell", args=json.dumps({"command": ["ls", "-l"]}), revision=3)
     translator.feed(*f.started(tool))
     assert translator.feed(*f.updated({**tool, "revision": 2})) == []
-    [update] = translator.feed(*f.completed({**tool, "revision": 4, "status": "rejected",
+    [exited] = translator.feed(*f.completed({**tool, "revision": 4, "status": "rejected",
                                              "failureReason": "Denied by policy."}))
-    assert isinstance(update, ToolCallUpdate)
+    assert isinstance(exited, TerminalExited) and exited.legacy  # a shell command: a terminal
+    update = exited.update
     assert (update.status, update.title) == ("failed", "shell: ls -l")
     assert update.content == [ToolContent(TextContent("Denied by policy."))]
 
@@ -241,3 +253,39 @@ def test_command_ids_are_uuid7_and_increase() -> None:
     assert ids == sorted(ids) and len(set(ids)) == 5
     assert uuid.UUID(ids[0]).version == 7
     assert not is_uuid7(str(uuid.uuid4()))
+
+
+# --- terminals, compaction, titles (issue 12) ------------------------------------------------------------
+
+
+def test_a_shell_tool_is_a_terminal_carrying_todays_updates() -> None:
+    translator = TurnTranslator(f.TURN)
+    tool = f.item("s", "toolCall", tool="shell", args=json.dumps({"command": ["make"]}))
+    [started] = translator.feed(*f.started(tool))
+    assert started == TerminalStarted(items.tool_call(tool))
+    [output] = translator.feed(*f.delta("s", "ok\n", "visibleOutput"))
+    assert output == TerminalOutput("s", "ok\n", legacy=items.tool_output_update("s", "ok\n"))
+    [relabel] = translator.feed(*f.updated({**tool, "revision": 2, "label": "make all"}))
+    assert isinstance(relabel, TerminalOutput) and relabel.data == ""
+    done = {**tool, "revision": 3, "status": "completed", "visibleOutput": "ok\n", "exitCode": 2}
+    [exited] = translator.feed(*f.completed(done))
+    assert exited == TerminalExited("s", items.tool_call_update(done, "ok\n"), 2, "ok\n")
+
+
+def test_a_shell_tool_first_seen_finished_is_one_legacy_tool_call() -> None:
+    done = f.item("s", "userShell", "completed", commandText="ls", visibleOutput="a\n", exitCode=0)
+    started, exited = TurnTranslator(f.TURN).feed(*f.completed(done))
+    assert started == TerminalStarted(items.tool_call(done))
+    assert isinstance(exited, TerminalExited) and not exited.legacy and exited.output == "a\n"
+
+
+def test_compaction_items_and_the_hosts_naming() -> None:
+    translator = TurnTranslator(f.TURN)
+    running = f.item("k", "compaction", trigger="manual", tokensBefore=9000)
+    assert translator.feed(*f.started(running)) == [Compaction("k", "in_progress", trigger="manual",
+                                                                tokens_before=9000)]
+    failed = {**running, "status": "completed", "revision": 2, "outcome": "failed", "failureReason": "too big"}
+    assert translator.feed(*f.completed(failed)) == [
+        Compaction("k", "failed", trigger="manual", tokens_before=9000, error="too big")]
+    named = {**f.view(), "name": "Fix  the\nbuild", "nameOrigin": "automatic"}
+    assert translator.feed("session/nameChanged", named) == [SessionTitle("Fix  the\nbuild")]

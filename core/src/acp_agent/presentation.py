@@ -24,6 +24,7 @@ from acp_agent.events import Compaction, Presented, SessionTitle, TerminalExited
 from acp_agent.wire import UNSET
 
 COMPACTION_TITLE = "Compact conversation"
+MAX_TITLE_LENGTH = 256
 CONTEXT_COMPACTION_META_VERSION = 1
 
 
@@ -53,6 +54,14 @@ class ClientFeatures:
                    elicitation_url=isinstance(elicitation.get("url"), Mapping))
 
 
+def session_title(name: str | None) -> str | None:
+    """A backend's session name as a thread-list title: one line, at most 256 characters."""
+    title = " ".join((name or "").split())
+    if len(title) > MAX_TITLE_LENGTH:
+        title = title[:MAX_TITLE_LENGTH - 1].rstrip() + "\u2026"
+    return title or None
+
+
 def now_iso() -> str:
     """The current time as ISO 8601 UTC with milliseconds (`updatedAt`)."""
     now = time.time()
@@ -68,7 +77,7 @@ class Presenter:
 
     def render(self, event: Presented, features: ClientFeatures, capable: bool) -> list[acp.SessionUpdate]:
         if isinstance(event, SessionTitle):
-            return [acp.SessionInfoUpdate(title=event.title, updated_at=event.updated_at or now_iso())]
+            return [acp.SessionInfoUpdate(title=session_title(event.title), updated_at=event.updated_at or now_iso())]
         if isinstance(event, Compaction):
             return [self._compaction(event, capable)]
         if not features.terminals:
@@ -131,4 +140,4 @@ def _chunk(terminal_id: str, data: str, features: ClientFeatures) -> acp.ToolCal
     return acp.ToolCallUpdate(tool_call_id=terminal_id, meta={key: {"terminal_id": terminal_id, "data": data}})
 
 
-__all__ = ["COMPACTION_TITLE", "ClientFeatures", "Presenter", "now_iso"]
+__all__ = ["COMPACTION_TITLE", "ClientFeatures", "Presenter", "now_iso", "session_title"]

@@ -43,7 +43,6 @@ from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]
-MAX_TITLE_LENGTH: Final = 256
 _SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash"})
 _STATUS: Final[Mapping[str, ToolStatus]] = {
     "inProgress": "in_progress",
@@ -238,12 +237,9 @@ def command_output(item_id: str, output: str) -> ToolCallUpdate:
 
 
 def session_title(params: JsonObject) -> SessionTitle:
-    """`thread/name/updated`: the thread's name on one line (None: the name was cleared)."""
+    """`thread/name/updated`: the thread's name (None: cleared); the core makes it one line."""
     name = params.get("threadName")
-    title = " ".join(name.split()) if isinstance(name, str) else ""
-    if len(title) > MAX_TITLE_LENGTH:
-        title = title[:MAX_TITLE_LENGTH - 1].rstrip() + "\u2026"
-    return SessionTitle(title or None)
+    return SessionTitle(name if isinstance(name, str) else None)
 
 
 # --- plan and usage ------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from acp_agent.acp import (
     thought_text,
     user_text,
 )
-from acp_agent.events import Event, HistoryFailure
+from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle
 from acp_agent.failure_hooks import redact_legacy
 from acp_agent.failures import FailureObservation
 from acp_agent.prompt import TextStyle, prompt_parts
@@ -286,6 +286,40 @@ def tool_call_update(item: JsonObject, streamed: str = "") -> ToolCallUpdate:
     )
 
 
+def is_terminal(item: JsonObject) -> bool:
+    """A shell command (a `userShell`, or a tool call of an execute kind): shown as a terminal to
+    clients that render terminals."""
+    return item.get("kind") in ("userShell", "toolCall") and item_tool_kind(item) == "execute"
+
+
+def exit_code(item: JsonObject) -> int | None:
+    code = item.get("exitCode")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+_COMPACTION_STATUS: Final[Mapping[str, Literal["completed", "failed"]]] = {
+    "compacted": "completed", "noop": "completed", "failed": "failed", "cancelled": "failed",
+}
+
+
+def compaction(item: JsonObject) -> Compaction:
+    """A `compaction` item: running until the host settles its `outcome`."""
+    outcome = _text(item.get("outcome"))
+    done = item.get("status") not in ("inProgress", None) or bool(outcome)
+    status = _COMPACTION_STATUS.get(outcome, "completed") if done else "in_progress"
+    tokens = {key: value for key in ("tokensBefore", "tokensAfter")
+              if isinstance(value := item.get(key), int) and not isinstance(value, bool)}
+    error = _text(item.get("failureReason")) or _text(item.get("message")) if status == "failed" else ""
+    return Compaction(_text(item.get("itemId")), status, trigger=_text(item.get("trigger")) or None,
+                      tokens_before=tokens.get("tokensBefore"), tokens_after=tokens.get("tokensAfter"),
+                      error=error or None)
+
+
+def session_title(params: JsonObject) -> SessionTitle:
+    """`session/nameChanged`: the session's name (first naming or a rename) as its title."""
+    return SessionTitle(_text(params.get("name")) or None)
+
+
 def tool_output_update(item_id: str, output: str) -> ToolCallUpdate:
     """Streamed output of a running tool so far."""
     return ToolCallUpdate(tool_call_id=item_id, content=_content(output))
@@ -521,6 +555,8 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
             text = message_text(item)
             if text:
                 events.append(message_chunk(item, text))
+        elif kind == "compaction":
+            events.append(compaction(item))
         else:
             events.append(tool_call(item))
     last = result.get("lastTurn")

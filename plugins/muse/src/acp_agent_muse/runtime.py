@@ -252,18 +252,19 @@ class MuseRuntime(ProviderRuntime):
             # client stalls the host instead of growing the agent's memory), else outside it.
             await self._router.deliver(state.session_id, (method, params))
         else:
-            self._outside_turn(state, method, params)
+            await self._outside_turn(state, method, params)
 
     async def _outside(self, session_id: str, item: QueueItem) -> None:
         state = self._sessions.get(session_id)
         if state is not None:
-            self._outside_turn(state, *item)
+            await self._outside_turn(state, *item)
 
-    @staticmethod
-    def _outside_turn(state: MuseSession, method: str, params: Mapping[str, Any]) -> None:
+    async def _outside_turn(self, state: MuseSession, method: str, params: Mapping[str, Any]) -> None:
         if method == "session/closed":
             log.info("session %s was unloaded by its host (%s)", state.session_id, params.get("reason"))
             state.needs_resume = True
+        elif method == "session/nameChanged":  # a rename between turns
+            await self._router.emit(state.session_id, items.session_title(params))
         else:
             log.debug("dropped %s outside a prompt of session %s", method, state.session_id)
 
