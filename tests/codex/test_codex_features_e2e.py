@@ -7,11 +7,13 @@ every frame the agent writes is validated against the ACP SDK's models.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from acp import schema
 
 from tests.codex.e2e_support import codex_agent, text, workspace, write_codex_home
 from tests.fakes.responses_api import FakeResponsesAPI
@@ -124,3 +126,96 @@ async def test_automatic_compaction_is_a_compact_conversation_tool_call(tmp_path
     assert "second answer" in texts
     if not capable:
         assert "sessionFailure" not in agent.frames.text()
+
+
+# --- questions -----------------------------------------------------------------------------------------------
+
+ASK = {"function_call": {"name": "request_user_input", "arguments": {"questions": [
+    {"id": "color", "header": "Color", "question": "Which color?",
+     "options": [{"label": "Blue", "description": "cool"}, {"label": "Red", "description": "warm"}]}]}}}
+FORM = schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
+
+
+def answer_codex_got(api: FakeResponsesAPI) -> Any:
+    """What the model read back as the request_user_input tool's output."""
+    body = api.turn_requests[1].body or {}
+    [output] = [item["output"] for item in body["input"] if item.get("type") == "function_call_output"]
+    return json.loads(output)
+
+
+async def ask_once(tmp_path: Path, **client: Any) -> tuple[Any, FakeResponsesAPI, Any]:
+    """One turn in which the model asks a question (codex offers request_user_input outside plan
+    mode only with `features.default_mode_request_user_input`)."""
+    with FakeResponsesAPI([ASK, {"reply": "noted"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        config = home / "config.toml"
+        config.write_text(config.read_text().replace("[features]\n", "[features]\ndefault_mode_request_user_input = true\n"))
+        answer = client.pop("answer")
+        async with codex_agent(home, tmp_path, capable=False, **client) as agent:
+            if client.get("elicitation") is not None:
+                agent.client.elicitation = answer
+            else:
+                agent.client.permission = answer
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask me"))
+    assert outcome.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    return agent, api, session.session_id
+
+
+@pytest.mark.parametrize(("response", "expected"), [
+    (schema.AcceptElicitationResponse(action="accept", content={"color": "Red"}), {"color": {"answers": ["Red"]}}),
+    (schema.DeclineElicitationResponse(action="decline"), {}),
+    (schema.CancelElicitationResponse(action="cancel"), {}),
+], ids=["accept", "decline", "cancel"])
+async def test_a_question_is_an_elicitation_for_a_client_that_offers_it(tmp_path: Path, response: Any,
+                                                                          expected: Any) -> None:
+    agent, api, _ = await ask_once(tmp_path, elicitation=FORM, answer=lambda message, mode: response)
+    [(message, mode)] = agent.client.elicitations
+    assert message == "Which color?"
+    field = mode.requested_schema.model_dump(by_alias=True, exclude_none=True)["properties"]["color"]
+    assert field["title"] == "Color" and field["type"] == "string"
+    assert [(o["const"], o.get("description")) for o in field["oneOf"]] == [("Blue", "cool"), ("Red", "warm")]
+    assert agent.client.permission_requests == []
+    assert answer_codex_got(api) == {"answers": expected}
+
+
+@pytest.mark.parametrize(("choose", "expected"), [
+    (lambda options: options[0].option_id, {"color": {"answers": ["Blue"]}}),
+    (lambda options: "decline", {}),
+    (lambda options: None, {}),
+], ids=["answer", "decline", "dismiss"])
+async def test_a_question_is_a_permission_whose_options_are_the_answers_otherwise(tmp_path: Path, choose: Any,
+                                                                                    expected: Any) -> None:
+    agent, api, sid = await ask_once(tmp_path, answer=choose)
+    [(tool_call, options)] = agent.client.permission_requests
+    assert tool_call.title == "Which color?"
+    assert [(o.option_id, o.name, o.kind) for o in options] == [
+        ("choice-0", "Blue", "allow_once"), ("choice-1", "Red", "allow_once"), ("decline", "Decline", "reject_once")]
+    assert agent.client.elicitations == []
+    assert answer_codex_got(api) == {"answers": expected}
+    reports = [u for u in agent.frames.updates(sid) if u.get("toolCallId") == tool_call.tool_call_id]
+    assert reports[0]["sessionUpdate"] == "tool_call" and reports[0]["status"] == "pending"
+    assert reports[-1]["status"] == ("completed" if expected else "failed")
+
+
+async def test_cancel_while_a_question_is_open_declines_it_and_ends_the_turn(tmp_path: Path) -> None:
+    with FakeResponsesAPI([ASK, {"reply": "noted"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        config = home / "config.toml"
+        config.write_text(config.read_text().replace("[features]\n", "[features]\ndefault_mode_request_user_input = true\n"))
+        async with codex_agent(home, tmp_path, capable=False, elicitation=FORM) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            prompt_done = anyio.Event()
+
+            async def cancel_instead(message: str, mode: Any) -> Any:
+                await agent.conn.cancel(session_id=session.session_id)
+                await prompt_done.wait()  # the agent stopped waiting for this answer by itself
+                return schema.AcceptElicitationResponse(action="accept", content={"color": "Blue"})
+
+            agent.client.elicitation = cancel_instead
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask me"))
+            prompt_done.set()
+    assert outcome.stop_reason == "cancelled"
+    assert len(agent.client.elicitations) == 1
+    assert agent.frames.problems == []

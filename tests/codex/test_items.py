@@ -347,3 +347,24 @@ def test_thread_list_entries_become_session_infos() -> None:
     assert info is not None
     assert (info.session_id, info.cwd, info.title) == (listed["id"], "<CWD>", "first prompt")
     assert isinstance(info.updated_at, str) and info.updated_at.endswith("Z")
+
+
+def test_questions_map_to_forms_and_answers_back() -> None:
+    from acp_agent.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+    params = {"threadId": "t", "turnId": "u", "itemId": "call_1", "isBlocking": False, "questions": [
+        {"id": "q1", "header": "Color", "question": "Which color?", "isOther": True,
+         "options": [{"label": "Blue", "description": "cool"}, {"label": "Red", "description": ""}]}]}
+    assert items.user_input_question(params) == Question("Which color?", (
+        QuestionField("q1", "Which color?", "Color", (Choice("Blue", "cool"), Choice("Red"))),))
+    assert items.user_input_result(Answer("accept", {"q1": ("Red",)})) == {"answers": {"q1": {"answers": ["Red"]}}}
+    assert items.user_input_result(Answer("cancel")) == {"answers": {}}
+    form = {"threadId": "t", "serverName": "db", "mode": "form", "message": "Log in",
+            "requestedSchema": {"type": "object", "properties": {"user": {"type": "string"}}}}
+    assert items.elicitation_question(form) == Question("Log in", schema=form["requestedSchema"])
+    url = {"threadId": "t", "serverName": "db", "mode": "url", "message": "Authorize", "url": "https://x.test/a",
+           "elicitationId": "e1"}
+    assert items.elicitation_question(url) == UrlQuestion("Authorize", "https://x.test/a", "e1")
+    assert items.elicitation_question({**form, "mode": "openai/form"}) is None
+    assert items.elicitation_result(Answer("accept", content={"user": "me"})) == {
+        "action": "accept", "content": {"user": "me"}, "_meta": None}
+    assert items.elicitation_result(Answer("decline")) == {"action": "decline", "content": None, "_meta": None}

@@ -47,6 +47,7 @@ from acp_agent.failures import (
 )
 from acp_agent.presentation import ClientFeatures, Presenter
 from acp_agent.provider import SessionStart
+from acp_agent.questions import Answer, Question, UrlQuestion, ask
 from acp_agent.redaction import Redactor
 from acp_agent.rpc import Connection, ConnectionClosed, Reply, RpcError
 
@@ -190,6 +191,9 @@ class Turn:
         self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
     ) -> str | None:
         return await self.session.outbox.request_permission(self.session_id, tool_call, options, self)
+
+    async def ask(self, question: Question | UrlQuestion) -> Answer:
+        return await ask(self.session.outbox, self.session_id, question, self)
 
     def end(self) -> None:
         """The provider's turn is over: the session takes the next prompt."""

@@ -40,6 +40,7 @@ from acp_agent.acp import (
 from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle
 from acp_agent.failure_hooks import redact_legacy
 from acp_agent.prompt import TextStyle, prompt_parts
+from acp_agent.questions import Answer, Choice, Question, QuestionField, UrlQuestion
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]
@@ -285,6 +286,50 @@ def approval_request(method: str, params: JsonObject, item: JsonObject | None
     return ToolCallUpdate(tool_call_id=item_id, title=_file_change_title(changes), kind="edit", status="pending",
                           content=file_diffs(changes), locations=_locations(changes),
                           raw_input={"reason": reason}), FILE_CHANGE_OPTIONS
+
+
+# --- questions -------------------------------------------------------------------------------------------
+
+USER_INPUT_MESSAGE: Final = "Codex needs your input to continue."
+QUESTION_REQUESTS: Final = ("item/tool/requestUserInput", "mcpServer/elicitation/request")
+
+
+def user_input_question(params: JsonObject) -> Question:
+    """`item/tool/requestUserInput` (the model's request_user_input tool) as a form."""
+    fields = []
+    for entry in params.get("questions") or []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
+            continue
+        choices = tuple(Choice(_text(o.get("label")), _text(o.get("description")) or None)
+                        for o in entry.get("options") or [] if isinstance(o, Mapping) and _text(o.get("label")))
+        fields.append(QuestionField(entry["id"], _text(entry.get("question")), _text(entry.get("header")), choices))
+    message = fields[0].question if len(fields) == 1 and fields[0].question else USER_INPUT_MESSAGE
+    return Question(message, tuple(fields))
+
+
+def user_input_result(answer: Answer) -> dict[str, Any]:
+    """The answers app-server takes back; a declined or cancelled question answers nothing."""
+    if answer.action != "accept":
+        return {"answers": {}}
+    return {"answers": {field_id: {"answers": list(values)} for field_id, values in answer.values.items()}}
+
+
+def elicitation_question(params: JsonObject) -> Question | UrlQuestion | None:
+    """`mcpServer/elicitation/request`: an MCP server's form (its schema handed on as it is) or URL;
+    None for a mode ACP cannot carry (OpenAI's own forms)."""
+    message = _text(params.get("message"))
+    mode = params.get("mode")
+    if mode == "url" and _text(params.get("url")):
+        return UrlQuestion(message, _text(params.get("url")), _text(params.get("elicitationId")) or _text(params.get("url")))
+    if mode == "form":
+        schema = params.get("requestedSchema")
+        return Question(message, schema=schema if isinstance(schema, Mapping) else None)
+    return None
+
+
+def elicitation_result(answer: Answer) -> dict[str, Any]:
+    content = dict(answer.content) if answer.action == "accept" else None
+    return {"action": answer.action, "content": content, "_meta": None}
 
 
 # --- prompts ----------------------------------------------------------------------------------------------
