@@ -15,7 +15,8 @@ import anyio
 import pytest
 from acp import schema
 
-from tests.codex.e2e_support import codex_agent, text, workspace, write_codex_home
+from tests.codex.e2e_support import codex_agent, stand_in_env, text, workspace, write_codex_home
+from tests.e2e.harness import spawn_agent
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(90)]
@@ -219,3 +220,37 @@ async def test_cancel_while_a_question_is_open_declines_it_and_ends_the_turn(tmp
     assert outcome.stop_reason == "cancelled"
     assert len(agent.client.elicitations) == 1
     assert agent.frames.problems == []
+
+
+# --- titles ----------------------------------------------------------------------------------------------------
+
+
+def note(method: str, **params: Any) -> dict[str, Any]:
+    return {"method": method, "params": {"threadId": "$THREAD", **params}}
+
+
+NAMED_TURN = {"turn/start": {"after": [
+    note("turn/started", turn={"id": "turn-1", "status": "inProgress"}),
+    note("thread/name/updated", threadName="Fix the\nlogin  test"),
+    note("turn/completed", turn={"id": "turn-1", "status": "completed", "error": None}),
+    note("thread/name/updated", threadName="Login test, renamed"),
+]}}
+
+
+@pytest.mark.parametrize("capable", [pytest.param(True, id="capable"), pytest.param(False, id="legacy")])
+async def test_thread_names_become_session_titles_in_and_between_turns(tmp_path: Path, capable: bool) -> None:
+    """codex 0.163 names a thread only on `thread/name/set`, which the agent never sends, so a
+    stand-in app-server plays the notifications here (the real binary's tests above cover the rest)."""
+    env = stand_in_env(tmp_path, STAND_IN_SCRIPT=json.dumps(NAMED_TURN))
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        await agent.initialize(capable=capable)
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("go"))
+        await agent.conn.list_sessions()  # answered after the agent handled what app-server sent before it
+    assert outcome.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    titles = [u for u in agent.frames.updates(session.session_id) if u["sessionUpdate"] == "session_info_update"]
+    assert [u["title"] for u in titles] == ["Fix the login test", "Login test, renamed"]
+    assert all(isinstance(u["updatedAt"], str) for u in titles)
+    if not capable:
+        assert "sessionFailure" not in agent.frames.text()
