@@ -254,3 +254,29 @@ async def test_thread_names_become_session_titles_in_and_between_turns(tmp_path:
     assert all(isinstance(u["updatedAt"], str) for u in titles)
     if not capable:
         assert "sessionFailure" not in agent.frames.text()
+
+
+@pytest.mark.parametrize("meta", TERMINAL_CLIENTS)
+async def test_a_loaded_thread_replays_its_commands_as_finished_terminals(tmp_path: Path, meta: dict[str, Any]) -> None:
+    with FakeResponsesAPI([{"shell": ["bash", "-lc", "echo stored; exit 3"]}, {"reply": "it failed"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, log_name="first") as first:
+            session = await first.conn.new_session(cwd=cwd)
+            await first.conn.prompt(session_id=session.session_id, prompt=text("run it"))
+        async with codex_agent(home, tmp_path, capable=False, meta=meta, log_name="second") as second:
+            await second.conn.load_session(cwd=cwd, session_id=session.session_id)
+    assert second.frames.problems == []
+    replay = [u for u in second.frames.updates(session.session_id) if "toolCallId" in u]
+    call = replay[0]
+    assert (call["sessionUpdate"], call["status"], call["kind"]) == ("tool_call", "failed", "execute")  # exit 3
+    call_id = call["toolCallId"]
+    if meta:
+        key = next(iter(meta))
+        assert call["content"] == [{"type": "terminal", "terminalId": call_id}]
+        [data] = [u["_meta"][key]["data"] for u in replay[1:] if key in u.get("_meta", {})]
+        assert data.endswith("stored\n")  # (a login shell may print its own warnings first)
+        assert replay[-1]["_meta"]["terminal_exit"] == {"terminal_id": call_id, "exit_code": 3, "signal": None}
+    else:  # as before: the one finished tool call with its output
+        assert replay == [call]
+        assert call["content"][0]["content"]["text"].endswith("stored\n")

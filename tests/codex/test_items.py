@@ -259,7 +259,11 @@ STORED_TURNS = response("thread_list_and_resume", "thread/turns/list", process=1
 
 
 def test_history_replay_of_a_stored_thread() -> None:
-    events = items.history_events(STORED_TURNS, lambda text: text)
+    replayed = items.history_events(STORED_TURNS, lambda text: text)
+    # a command is a finished terminal (its legacy form: the one finished tool call, as before)
+    [exited] = [e for e in replayed if isinstance(e, TerminalExited)]
+    assert (exited.tool_call_id, exited.exit_code, exited.legacy) == ("call_0000008afake", 0, False)
+    events = [e.call if isinstance(e, TerminalStarted) else e for e in replayed if not isinstance(e, TerminalExited)]
     shown = [(type(e).__name__, getattr(getattr(e, "content", None), "text", None)) for e in events]
     assert shown[:3] == [("UserMessageChunk", "first prompt"), ("AgentThoughtChunk", "Consider greeting"),
                          ("AgentMessageChunk", "Hello from turn one")]

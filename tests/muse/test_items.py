@@ -235,9 +235,11 @@ def test_history_replays_items_and_the_failed_last_turn() -> None:
     ]}, "lastTurn": {"turnId": f.TURN, "terminal": "failed", "error": f.turn_error("modelError", "key sk-1234 bad")}}
     events = items.history_events(result, lambda text: text.replace("sk-1234", "[REDACTED]"))
     assert events[:2] == [UserMessageChunk(TextContent("clean up")), thought("First\n\nthen")]
-    assert isinstance(events[2], ToolCall) and events[2].status == "completed"
-    assert events[3] == chunk("Done")
-    failure = events[4]
+    started, exited = events[2:4]  # a shell command: a finished terminal, one tool call for other clients
+    assert isinstance(started, TerminalStarted) and started.call.status == "completed"
+    assert isinstance(exited, TerminalExited) and not exited.legacy and exited.output == "ok"
+    assert events[4] == chunk("Done")
+    failure = events[5]
     assert isinstance(failure, HistoryFailure)
     assert (failure.message_id, failure.user_message_id, failure.active) == (f.TURN, "u1", True)
     assert failure.legacy_updates == (chunk("key [REDACTED] bad"),)

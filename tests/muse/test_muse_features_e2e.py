@@ -93,3 +93,26 @@ async def test_the_hosts_first_naming_becomes_the_session_title(tmp_path: Path, 
     assert [s.title for s in listed.sessions if s.session_id == sid] == [title["title"]]  # what session/list says
     if not capable:
         assert_legacy_clean(agent)
+
+
+@pytest.mark.parametrize("meta", TERMINAL_CLIENTS)
+async def test_a_loaded_session_replays_shell_commands_as_finished_terminals(tmp_path: Path,
+                                                                             meta: dict[str, Any]) -> None:
+    async with muse_agent(tmp_path, capable=False, turn="shell") as agent:
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        await agent.conn.prompt(session_id=session.session_id, prompt=text("run the tests"))
+    async with muse_agent(tmp_path, capable=False, meta=meta) as agent:
+        await agent.conn.load_session(session_id=session.session_id, cwd=str(tmp_path))
+    assert agent.frames.problems == []
+    replay = [u for u in agent.frames.updates(session.session_id) if "toolCallId" in u]
+    call = replay[0]
+    assert (call["sessionUpdate"], call["status"]) == ("tool_call", "completed")
+    if meta:
+        key = next(iter(meta))
+        assert call["content"] == [{"type": "terminal", "terminalId": call["toolCallId"]}]
+        assert [u["_meta"][key]["data"] for u in replay[1:] if key in u.get("_meta", {})] == [
+            "compiling\ntesting\n3 passed\n"]
+        assert replay[-1]["_meta"]["terminal_exit"]["exit_code"] == 0
+    else:  # as before: one finished tool call with its output
+        assert replay == [call]
+        assert call["content"][0]["content"]["text"] == "compiling\ntesting\n3 passed\n"

@@ -37,7 +37,7 @@ from acp_agent.acp import (
     thought_text,
     user_text,
 )
-from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle
+from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
 from acp_agent.failure_hooks import redact_legacy
 from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent.questions import Answer, Choice, Question, QuestionField, UrlQuestion
@@ -237,6 +237,19 @@ def command_output(item_id: str, output: str) -> ToolCallUpdate:
     return ToolCallUpdate(tool_call_id=item_id, content=_output_content(output))
 
 
+def replayed_command(item: JsonObject) -> list[Event]:
+    """A stored command: one finished tool call for clients without terminals (as before), a
+    terminal with its output and exit code for the others."""
+    call = tool_call(item, final=True)
+    if call is None:
+        return []
+    update = tool_call_update(item) or ToolCallUpdate(tool_call_id=call.tool_call_id)
+    code = item.get("exitCode")
+    return [TerminalStarted(call, _text(item.get("cwd")) or None),
+            TerminalExited(call.tool_call_id, update, code if isinstance(code, int) else None,
+                           output=_text(item.get("aggregatedOutput")), legacy=False)]
+
+
 def session_title(params: JsonObject) -> SessionTitle:
     """`thread/name/updated`: the thread's name (None: cleared); the core makes it one line."""
     name = params.get("threadName")
@@ -407,6 +420,8 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
             elif kind == "contextCompaction":
                 events.append(Compaction(_text(item.get("id")) or f"{_text(turn.get('id'))}:compaction",
                                          "completed"))
+            elif kind == "commandExecution":
+                events.extend(replayed_command(item))
             else:
                 call = tool_call(item, final=True)
                 if call is not None:

@@ -43,7 +43,7 @@ from acp_agent.acp import (
     thought_text,
     user_text,
 )
-from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle
+from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
 from acp_agent.failure_hooks import redact_legacy
 from acp_agent.failures import FailureObservation
 from acp_agent.prompt import TextStyle, prompt_parts
@@ -557,6 +557,12 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
                 events.append(message_chunk(item, text))
         elif kind == "compaction":
             events.append(compaction(item))
+        elif is_terminal(item):  # as before for clients without terminals; a finished terminal otherwise
+            call = tool_call(item)
+            events.append(TerminalStarted(call))
+            if call.status != "in_progress":
+                events.append(TerminalExited(call.tool_call_id, tool_call_update(item), exit_code(item),
+                                             output=tool_output(item), legacy=False))
         else:
             events.append(tool_call(item))
     last = result.get("lastTurn")
