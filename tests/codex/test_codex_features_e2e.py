@@ -280,3 +280,36 @@ async def test_a_loaded_thread_replays_its_commands_as_finished_terminals(tmp_pa
     else:  # as before: the one finished tool call with its output
         assert replay == [call]
         assert call["content"][0]["content"]["text"].endswith("stored\n")
+
+
+@pytest.mark.parametrize("meta", TERMINAL_CLIENTS)
+async def test_cancel_during_a_command_ends_its_terminal(tmp_path: Path, meta: dict[str, Any]) -> None:
+    """codex abandons a command it interrupts without `item/completed`; a terminal client still
+    sees its terminal end (failed, exit code unknown); other clients see what they saw before."""
+    work = Path(workspace(tmp_path))
+    script = f"while [ ! -f {work / 'never'} ]; do echo tick; sleep 0.1; done"
+    with FakeResponsesAPI([{"shell": ["bash", "-lc", script]}]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, meta=meta) as agent:
+            session = await agent.conn.new_session(cwd=str(work))
+            sid = session.session_id
+
+            async def cancel_once_running() -> None:
+                await agent.watched.wait_for(lambda f: ((f.get("params") or {}).get("update") or {}).get(
+                    "sessionUpdate") == "tool_call", timeout_s=60)
+                await agent.conn.cancel(session_id=sid)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(cancel_once_running)
+                outcome = await agent.conn.prompt(session_id=sid, prompt=text("run forever"))
+    assert outcome.stop_reason == "cancelled"
+    assert agent.frames.problems == []
+    updates = agent.frames.updates(sid)
+    call = next(u for u in updates if u["sessionUpdate"] == "tool_call")
+    reports = [u for u in updates if u.get("toolCallId") == call["toolCallId"]]
+    if meta:
+        assert reports[-1]["status"] == "failed"
+        assert reports[-1]["_meta"]["terminal_exit"] == {"terminal_id": call["toolCallId"], "exit_code": None,
+                                                         "signal": None}
+    else:
+        assert not any(u.get("status") in ("completed", "failed") for u in reports)

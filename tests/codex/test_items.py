@@ -372,3 +372,20 @@ def test_questions_map_to_forms_and_answers_back() -> None:
     assert items.elicitation_result(Answer("accept", content={"user": "me"})) == {
         "action": "accept", "content": {"user": "me"}, "_meta": None}
     assert items.elicitation_result(Answer("decline")) == {"action": "decline", "content": None, "_meta": None}
+
+
+def test_an_interrupted_turn_ends_the_terminals_of_its_abandoned_commands() -> None:
+    translator = TurnTranslator()
+    translator.feed("item/started", {"item": {"type": "commandExecution", "id": "c1", "command": "sleep 9",
+                                              "status": "inProgress"}})
+    translator.feed("item/started", {"item": {"type": "commandExecution", "id": "c2", "command": "true",
+                                              "status": "inProgress"}})
+    translator.feed("item/completed", {"item": {"type": "commandExecution", "id": "c2", "command": "true",
+                                                "status": "completed", "exitCode": 0, "aggregatedOutput": ""}})
+    steps = translator.feed("turn/completed", {"turn": {"id": "u", "status": "interrupted"}})
+    assert steps[0] == TerminalExited("c1", ToolCallUpdate(tool_call_id="c1", status="failed"), None, legacy=False)
+    assert len(steps) == 2 and steps[1].end == TurnEnd("cancelled")  # type: ignore[union-attr]
+    running = TurnTranslator()
+    running.feed("item/started", {"item": {"type": "commandExecution", "id": "c3", "status": "inProgress"}})
+    assert [type(s).__name__ for s in running.feed("turn/completed", {"turn": {"id": "u", "status": "completed"}})] == [
+        "AuthConfirmed", "TurnDone"]  # still running in the background after a normal end

@@ -13,7 +13,7 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from acp_agent.acp import agent_text, thought_text
+from acp_agent.acp import ToolCallUpdate, agent_text, thought_text
 from acp_agent.events import (
     AttemptBoundary,
     AuthConfirmed,
@@ -182,17 +182,25 @@ class TurnTranslator:
                 steps.append(update)
         return steps
 
+    def _unfinished_terminals(self) -> list[Step]:
+        """Commands an interrupted or failed turn left without `item/completed`: their terminals
+        end, failed, with an unknown exit code. Clients without terminals see nothing new."""
+        return [TerminalExited(item_id, ToolCallUpdate(tool_call_id=item_id, status="failed"), None, legacy=False)
+                for item_id, item in self.items.items()
+                if item.get("type") == "commandExecution" and item.get("status") == "inProgress"]
+
     def _finished(self, params: Mapping[str, Any]) -> list[Step]:
         turn = params.get("turn")
         status = turn.get("status") if isinstance(turn, Mapping) else None
         if status == "interrupted":
-            return [TurnDone(TurnEnd("cancelled"))]
+            return [*self._unfinished_terminals(), TurnDone(TurnEnd("cancelled"))]
         if status == "failed":
             if self.failure is None:
                 error = turn.get("error") if isinstance(turn, Mapping) else None
                 fallback = turn_error_observation(error if isinstance(error, Mapping) else {})
                 self.failure = self.classify(params) or fallback
-            return [TurnDone(self.failure)]
+            return [*self._unfinished_terminals(), TurnDone(self.failure)]
+        # A command still running at a normal end keeps running in the background (unified exec).
         return [AuthConfirmed(), TurnDone(TurnEnd("end_turn"))]
 
 
