@@ -22,6 +22,9 @@ Environment:
 - With the scenario directive `names`, a session's first turn names it: `session/nameChanged`
   (`nameOrigin: automatic`, the first prompt's first 40 characters) before that turn's
   `turn/completed`, as the host's first naming does.
+- The `question` turn asks one single-choice question (`Which file?`, option `a.py`) and answers
+  `You chose <label>.` after `userInput/answer`, `Continuing without an answer.` after
+  `userInput/cancel`.
 - A `turn/start` while a turn of that session runs is queued (MSP's default `ifBusy: queue`:
   disposition `queued`, `startedNewTurn: false`) and starts when the running turn completes.
 - `MUSE_FAKE_ERROR_MESSAGE`: the host's message for `fail:` turns.
@@ -260,6 +263,7 @@ class Host:
             "turn/cancel": lambda: self.turn_cancel(params),
             "approval/decide": lambda: self.decide(params),
             "userInput/cancel": lambda: self.user_input_cancel(params),
+            "userInput/answer": lambda: self.user_input_answer(params),
         }
         if method in commands:
             return self.command(method, params, commands[method])
@@ -441,6 +445,18 @@ class Host:
             waiter.put({"questionCancelled": params})
         return {"commandId": params["commandId"], "status": "accepted", "userInputId": question}
 
+    def user_input_answer(self, params: dict[str, Any]) -> dict[str, Any]:
+        question = params.get("userInputId", "")
+        waiter = self.waiters.get(question.split("/", 1)[0])
+        answers = params.get("answers")
+        if waiter is None:
+            raise MspError(-32056, "userInputNotFound", f"no open user input {question}")
+        if not isinstance(answers, list) or [a.get("questionId") for a in answers] != ["q1"] or not any(
+                key in answers[0] for key in ("selectedLabel", "selectedLabels", "freeText")):
+            raise MspError(-32057, "userInputAnswerInvalid", "answer every question")
+        waiter.put({"answered": params})
+        return {"commandId": params["commandId"], "status": "accepted", "userInputId": question}
+
     # -- the turn's events ------------------------------------------------------------------------------------
 
     def item(self, session_id: str, method: str, item: dict[str, Any]) -> None:
@@ -534,8 +550,10 @@ class Host:
             self.server_request("userInput/request", question)
             answer = waiter.get()
             LOG.write("question-settled", answer=answer)
+            answered = (answer.get("answered") or {}).get("answers") or []
+            picked = answered[0].get("selectedLabel") or answered[0].get("freeText") if answered else None
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage",
-                                      ["Continuing without an answer."]))
+                                      [f"You chose {picked}." if picked else "Continuing without an answer."]))
         elif name == "closed":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Done."]))
         elif name.startswith("many:"):  # a long answer: `many:<n>` streams n chunks "w<i> ....."

@@ -291,3 +291,22 @@ def test_compaction_items_and_the_hosts_naming() -> None:
         Compaction("k", "failed", trigger="manual", tokens_before=9000, error="too big")]
     named = {**f.view(), "name": "Fix  the\nbuild", "nameOrigin": "automatic"}
     assert translator.feed("session/nameChanged", named) == [SessionTitle("Fix  the\nbuild")]
+
+
+def test_user_input_questions_and_answers() -> None:
+    from acp_agent.questions import Answer, Choice, Question, QuestionField
+    params = {"userInputId": "t/q1", "questions": [
+        {"header": "Pick", "id": "q1", "question": "Which file?", "options": [{"label": "a.py"}],
+         "selection": {"mode": "single"}},
+        {"header": "Tags", "id": "q2", "question": "Which tags?", "options": [{"label": "x", "description": "ex"}],
+         "selection": {"mode": "multiple", "minSelections": 1}}]}
+    question = items.user_input_question(params)
+    assert question == Question(items.USER_INPUT_MESSAGE, (
+        QuestionField("q1", "Which file?", "Pick", (Choice("a.py"),)),
+        QuestionField("q2", "Which tags?", "Tags", (Choice("x", "ex"),), multiple=True)))
+    assert items.user_input_answers(question, Answer("accept", {"q1": ("a.py",), "q2": ("x",)})) == [
+        {"questionId": "q1", "selectedLabel": "a.py"}, {"questionId": "q2", "selectedLabels": ["x"]}]
+    assert items.user_input_answers(question, Answer("accept", {"q1": ("b.py",), "q2": ("x",)}))[0] == {
+        "questionId": "q1", "freeText": "b.py"}  # type: ignore[index]
+    assert items.user_input_answers(question, Answer("accept", {"q1": ("a.py",)})) is None  # all or nothing
+    assert items.user_input_answers(question, Answer("decline")) is None

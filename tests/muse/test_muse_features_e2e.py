@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import schema
 
-from tests.muse.e2e_support import assert_legacy_clean, muse_agent, text
+from tests.muse.e2e_support import agent_texts, assert_legacy_clean, muse_agent, received, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -116,3 +117,49 @@ async def test_a_loaded_session_replays_shell_commands_as_finished_terminals(tmp
     else:  # as before: one finished tool call with its output
         assert replay == [call]
         assert call["content"][0]["content"]["text"] == "compiling\ntesting\n3 passed\n"
+
+
+# --- questions -------------------------------------------------------------------------------------------
+
+
+def answered(tmp_path: Path) -> list[dict[str, Any]]:
+    return [frame["params"] for frame in received(tmp_path, "userInput/answer")]
+
+
+@pytest.mark.parametrize(("response", "reply"), [
+    (schema.AcceptElicitationResponse(action="accept", content={"q1": "a.py"}), "You chose a.py."),
+    (schema.DeclineElicitationResponse(action="decline"), "Continuing without an answer."),
+], ids=["accept", "decline"])
+async def test_a_hosts_question_is_an_elicitation_for_a_client_that_offers_it(tmp_path: Path, response: Any,
+                                                                              reply: str) -> None:
+    form = schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
+    async with muse_agent(tmp_path, capable=False, elicitation=form, turn="question") as agent:
+        agent.client.elicitation = lambda message, mode: response
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        result = await agent.conn.prompt(session_id=session.session_id, prompt=text("go"))
+    assert result.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    [(message, mode)] = agent.client.elicitations
+    assert message == "Which file?"
+    prop = mode.requested_schema.model_dump(by_alias=True, exclude_none=True)["properties"]["q1"]
+    assert (prop["title"], [o["const"] for o in prop["oneOf"]]) == ("Pick", ["a.py"])
+    assert agent_texts(agent, session.session_id) == [reply]
+    if response.action == "accept":
+        assert [a["answers"] for a in answered(tmp_path)] == [[{"questionId": "q1", "selectedLabel": "a.py"}]]
+        assert received(tmp_path, "userInput/cancel") == []
+    else:
+        assert answered(tmp_path) == [] and len(received(tmp_path, "userInput/cancel")) == 1
+
+
+async def test_a_hosts_question_is_a_permission_whose_options_are_the_answers_otherwise(tmp_path: Path) -> None:
+    async with muse_agent(tmp_path, capable=False, turn="question") as agent:
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        result = await agent.conn.prompt(session_id=session.session_id, prompt=text("go"))
+    assert result.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    [(tool_call, options)] = agent.client.permission_requests
+    assert tool_call.title == "Which file?"
+    assert [(o.name, o.kind) for o in options] == [("a.py", "allow_once"), ("Decline", "reject_once")]
+    assert agent_texts(agent, session.session_id) == ["You chose a.py."]
+    assert [a["answers"] for a in answered(tmp_path)] == [[{"questionId": "q1", "selectedLabel": "a.py"}]]
+    assert_legacy_clean(agent)

@@ -47,6 +47,7 @@ from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle, Te
 from acp_agent.failure_hooks import redact_legacy
 from acp_agent.failures import FailureObservation
 from acp_agent.prompt import TextStyle, prompt_parts
+from acp_agent.questions import Answer, Choice, Question, QuestionField
 from acp_agent.wire import UNSET
 from acp_agent_muse.classify import classify_terminal
 
@@ -318,6 +319,44 @@ def compaction(item: JsonObject) -> Compaction:
 def session_title(params: JsonObject) -> SessionTitle:
     """`session/nameChanged`: the session's name (first naming or a rename) as its title."""
     return SessionTitle(_text(params.get("name")) or None)
+
+
+USER_INPUT_MESSAGE: Final = "Muse Code needs your input to continue."
+
+
+def user_input_question(params: JsonObject) -> Question:
+    """A `userInput` prompt's questions as a form (one field per question)."""
+    fields = []
+    for entry in params.get("questions") or []:
+        if not isinstance(entry, Mapping) or not _text(entry.get("id")):
+            continue
+        choices = tuple(Choice(_text(o.get("label")), _text(o.get("description")) or None)
+                        for o in entry.get("options") or [] if isinstance(o, Mapping) and _text(o.get("label")))
+        selection = entry.get("selection")
+        multiple = isinstance(selection, Mapping) and selection.get("mode") == "multiple"
+        fields.append(QuestionField(_text(entry["id"]), _text(entry.get("question")), _text(entry.get("header")),
+                                    choices, multiple))
+    message = fields[0].question if len(fields) == 1 and fields[0].question else USER_INPUT_MESSAGE
+    return Question(message, tuple(fields))
+
+
+def user_input_answers(question: Question, answer: Answer) -> list[dict[str, Any]] | None:
+    """`userInput/answer`'s answers (every question must be answered), or None: decline it."""
+    if answer.action != "accept":
+        return None
+    answers: list[dict[str, Any]] = []
+    for entry in question.fields:
+        values = answer.values.get(entry.id)
+        if not values:
+            return None
+        labels = {choice.label for choice in entry.choices}
+        if entry.multiple:
+            answers.append({"questionId": entry.id, "selectedLabels": list(values)})
+        elif values[0] in labels:
+            answers.append({"questionId": entry.id, "selectedLabel": values[0]})
+        else:
+            answers.append({"questionId": entry.id, "freeText": values[0][:500]})
+    return answers
 
 
 def tool_output_update(item_id: str, output: str) -> ToolCallUpdate:
