@@ -26,7 +26,19 @@ from acp_agent.acp import (
     UserMessageChunk,
     parse_mcp_servers,
 )
-from acp_agent.events import AttemptBoundary, AuthConfirmed, HistoryFailure, Notice, RetryProgress, TurnEnd
+from acp_agent.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    Compaction,
+    HistoryFailure,
+    Notice,
+    RetryProgress,
+    SessionTitle,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TurnEnd,
+)
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.testing import HistoryContract
 from acp_agent_codex import items, runtime
@@ -101,20 +113,32 @@ def test_plan_updates_become_acp_plans() -> None:
                             PlanEntry("Write the fix", status="in_progress"), PlanEntry("Run tests", status="pending")]
 
 
-def test_command_execution_is_an_execute_tool_call_with_its_output() -> None:
+def test_command_execution_is_a_terminal_whose_legacy_form_is_an_execute_tool_call_with_output() -> None:
     steps = fold_turn(turn("approval_command_accept"))
-    call = next(step for step in steps if isinstance(step, ToolCall))
+    started = next(step for step in steps if isinstance(step, TerminalStarted))
+    call = started.call
     assert (call.tool_call_id, call.title, call.kind, call.status) == (
         "call_0000004dfake", "echo hi > /tmp/acp_fixture_outside.txt; echo done", "execute", "in_progress")
-    update = next(step for step in steps if isinstance(step, ToolCallUpdate))
-    assert (update.tool_call_id, update.status) == ("call_0000004dfake", "completed")
+    assert started.cwd == "<CWD>"
+    exited = next(step for step in steps if isinstance(step, TerminalExited))
+    assert (exited.tool_call_id, exited.exit_code, exited.output) == ("call_0000004dfake", 0, "done\n")
+    update = exited.update
+    assert update is not None and (update.tool_call_id, update.status) == ("call_0000004dfake", "completed")
     assert update.content == [ToolContent(TextContent("done\n"))]
     assert update.raw_output == {"exitCode": 0, "output": "done\n"}
 
 
+def test_command_output_deltas_carry_the_new_data_and_the_legacy_accumulated_text() -> None:
+    translator = TurnTranslator()
+    first = translator.feed("item/commandExecution/outputDelta", {"itemId": "c1", "delta": "one\n"})
+    second = translator.feed("item/commandExecution/outputDelta", {"itemId": "c1", "delta": "two\n"})
+    assert first == [TerminalOutput("c1", "one\n", legacy=items.command_output("c1", "one\n"))]
+    assert second == [TerminalOutput("c1", "two\n", legacy=items.command_output("c1", "one\ntwo\n"))]
+
+
 def test_declined_command_fails_its_tool_call() -> None:
-    update = next(step for step in fold_turn(turn("approval_command_decline")) if isinstance(step, ToolCallUpdate))
-    assert update.status == "failed"
+    exited = next(step for step in fold_turn(turn("approval_command_decline")) if isinstance(step, TerminalExited))
+    assert exited.update is not None and exited.update.status == "failed"
 
 
 def test_file_change_is_an_edit_tool_call_with_its_diff() -> None:
@@ -127,16 +151,26 @@ def test_file_change_is_an_edit_tool_call_with_its_diff() -> None:
     assert next(step for step in declined if isinstance(step, ToolCallUpdate)).status == "failed"
 
 
-def test_compaction_shows_the_italic_line_and_the_heads_up_warning() -> None:
+def test_compaction_is_a_typed_event_and_the_heads_up_warning_stays() -> None:
     steps = fold_turn(turn("thread_compacted", 1))
-    assert AgentMessageChunk(TextContent(items.COMPACTED_TEXT)) in steps
+    item_id = "01a228f7-c20f-7271-b6a7-6cc00ff5f213"
+    assert [step for step in steps if isinstance(step, Compaction)] == [
+        Compaction(item_id, "in_progress"), Compaction(item_id, "completed")]
+    assert not any(isinstance(step, AgentMessageChunk) and "ompact" in step.content.text for step in steps)
     notice = next(step for step in steps if isinstance(step, Notice))
     assert notice.title.startswith("Heads up: Long threads")
     assert notice.legacy_text == f"Warning: {notice.title}\n\n"
     translator = TurnTranslator()
     assert translator.feed("thread/compacted", {"threadId": "t", "turnId": "u"}) == [
-        AgentMessageChunk(TextContent(items.COMPACTED_TEXT))]
+        Compaction("u:compaction", "completed")]
     assert translator.feed("thread/compacted", {"threadId": "t", "turnId": "u"}) == []
+
+
+def test_thread_name_becomes_the_session_title() -> None:
+    translator = TurnTranslator()
+    assert translator.feed("thread/name/updated", {"threadId": "t", "threadName": "Fix the build"}) == [
+        SessionTitle("Fix the build")]
+    assert translator.feed("thread/name/updated", {"threadId": "t", "threadName": None}) == [SessionTitle(None)]
 
 
 def test_a_message_without_deltas_is_sent_whole_once() -> None:
@@ -145,13 +179,6 @@ def test_a_message_without_deltas_is_sent_whole_once() -> None:
     assert translator.feed("item/completed", {"item": item}) == [AgentMessageChunk(TextContent("all at once"))]
     translator.feed("item/agentMessage/delta", {"itemId": "m2", "delta": "streamed"})
     assert translator.feed("item/completed", {"item": {**item, "id": "m2", "text": "streamed"}}) == []
-
-
-def test_command_output_deltas_accumulate() -> None:
-    translator = TurnTranslator()
-    translator.feed("item/commandExecution/outputDelta", {"itemId": "c1", "delta": "one\n"})
-    assert translator.feed("item/commandExecution/outputDelta", {"itemId": "c1", "delta": "two\n"}) == [
-        ToolCallUpdate(tool_call_id="c1", content=[ToolContent(TextContent("one\ntwo\n"))])]
 
 
 def test_turn_ids() -> None:
@@ -232,7 +259,11 @@ STORED_TURNS = response("thread_list_and_resume", "thread/turns/list", process=1
 
 
 def test_history_replay_of_a_stored_thread() -> None:
-    events = items.history_events(STORED_TURNS, lambda text: text)
+    replayed = items.history_events(STORED_TURNS, lambda text: text)
+    # a command is a finished terminal (its legacy form: the one finished tool call, as before)
+    [exited] = [e for e in replayed if isinstance(e, TerminalExited)]
+    assert (exited.tool_call_id, exited.exit_code, exited.legacy) == ("call_0000008afake", 0, False)
+    events = [e.call if isinstance(e, TerminalStarted) else e for e in replayed if not isinstance(e, TerminalExited)]
     shown = [(type(e).__name__, getattr(getattr(e, "content", None), "text", None)) for e in events]
     assert shown[:3] == [("UserMessageChunk", "first prompt"), ("AgentThoughtChunk", "Consider greeting"),
                          ("AgentMessageChunk", "Hello from turn one")]
@@ -320,3 +351,41 @@ def test_thread_list_entries_become_session_infos() -> None:
     assert info is not None
     assert (info.session_id, info.cwd, info.title) == (listed["id"], "<CWD>", "first prompt")
     assert isinstance(info.updated_at, str) and info.updated_at.endswith("Z")
+
+
+def test_questions_map_to_forms_and_answers_back() -> None:
+    from acp_agent.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+    params = {"threadId": "t", "turnId": "u", "itemId": "call_1", "isBlocking": False, "questions": [
+        {"id": "q1", "header": "Color", "question": "Which color?", "isOther": True,
+         "options": [{"label": "Blue", "description": "cool"}, {"label": "Red", "description": ""}]}]}
+    assert items.user_input_question(params) == Question("Which color?", (
+        QuestionField("q1", "Which color?", "Color", (Choice("Blue", "cool"), Choice("Red"))),))
+    assert items.user_input_result(Answer("accept", {"q1": ("Red",)})) == {"answers": {"q1": {"answers": ["Red"]}}}
+    assert items.user_input_result(Answer("cancel")) == {"answers": {}}
+    form = {"threadId": "t", "serverName": "db", "mode": "form", "message": "Log in",
+            "requestedSchema": {"type": "object", "properties": {"user": {"type": "string"}}}}
+    assert items.elicitation_question(form) == Question("Log in", schema=form["requestedSchema"])
+    url = {"threadId": "t", "serverName": "db", "mode": "url", "message": "Authorize", "url": "https://x.test/a",
+           "elicitationId": "e1"}
+    assert items.elicitation_question(url) == UrlQuestion("Authorize", "https://x.test/a", "e1")
+    assert items.elicitation_question({**form, "mode": "openai/form"}) is None
+    assert items.elicitation_result(Answer("accept", content={"user": "me"})) == {
+        "action": "accept", "content": {"user": "me"}, "_meta": None}
+    assert items.elicitation_result(Answer("decline")) == {"action": "decline", "content": None, "_meta": None}
+
+
+def test_an_interrupted_turn_ends_the_terminals_of_its_abandoned_commands() -> None:
+    translator = TurnTranslator()
+    translator.feed("item/started", {"item": {"type": "commandExecution", "id": "c1", "command": "sleep 9",
+                                              "status": "inProgress"}})
+    translator.feed("item/started", {"item": {"type": "commandExecution", "id": "c2", "command": "true",
+                                              "status": "inProgress"}})
+    translator.feed("item/completed", {"item": {"type": "commandExecution", "id": "c2", "command": "true",
+                                                "status": "completed", "exitCode": 0, "aggregatedOutput": ""}})
+    steps = translator.feed("turn/completed", {"turn": {"id": "u", "status": "interrupted"}})
+    assert steps[0] == TerminalExited("c1", ToolCallUpdate(tool_call_id="c1", status="failed"), None, legacy=False)
+    assert len(steps) == 2 and steps[1].end == TurnEnd("cancelled")  # type: ignore[union-attr]
+    running = TurnTranslator()
+    running.feed("item/started", {"item": {"type": "commandExecution", "id": "c3", "status": "inProgress"}})
+    assert [type(s).__name__ for s in running.feed("turn/completed", {"turn": {"id": "u", "status": "completed"}})] == [
+        "AuthConfirmed", "TurnDone"]  # still running in the background after a normal end

@@ -7,6 +7,7 @@ would salvage or drop counts as a problem).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from typing import Any
 import acp
 from acp import schema
 from acp.connection import StreamDirection, StreamEvent
+from pydantic import TypeAdapter
 
 CAPABLE_META: dict[str, Any] = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}
 
@@ -38,9 +40,20 @@ if hasattr(schema, "LogoutResponse"):
     RESPONSE_MODELS["logout"] = schema.LogoutResponse
 if hasattr(schema, "ForkSessionResponse"):  # unstable in ACP, but validated like the rest
     RESPONSE_MODELS["session/fork"] = schema.ForkSessionResponse
+class CreateElicitationRequestModel:
+    """`elicitation/create` params are a union in the SDK: validated through a TypeAdapter."""
+
+    adapter: TypeAdapter[Any] = TypeAdapter(schema.CreateElicitationRequest)
+
+    @classmethod
+    def model_validate(cls, payload: Any) -> Any:
+        return cls.adapter.validate_python(payload)
+
+
 REQUEST_MODELS: dict[str, type[Any]] = {
     "session/update": schema.SessionNotification,
     "session/request_permission": schema.RequestPermissionRequest,
+    "elicitation/create": CreateElicitationRequestModel,
 }
 
 
@@ -138,6 +151,10 @@ class RecordingClient:
 
     def __init__(self) -> None:
         self.permission: Callable[[Any], str | None] = lambda options: options[0].option_id
+        self.elicitation: Callable[[str, Any], Any] = lambda message, mode: schema.DeclineElicitationResponse(
+            action="decline")
+        """Answers `elicitation/create` (given the message and the SDK's mode record)."""
+        self.elicitations: list[tuple[str, Any]] = []
         self.permission_hook: Callable[[list[Any], Any], Awaitable[Any]] | None = None
         self.update_hook: Callable[[str, Any], None] | None = None
         self.permission_requests: list[Any] = []
@@ -150,6 +167,11 @@ class RecordingClient:
         if choice is None:
             return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
         return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(outcome="selected", option_id=choice))
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.elicitations.append((message, mode))
+        answer = self.elicitation(message, mode)
+        return await answer if inspect.isawaitable(answer) else answer
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         if self.update_hook is not None:
@@ -193,18 +215,19 @@ class AgentProcess:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    async def initialize(self, *, capable: bool, meta: Mapping[str, Any] | None = None) -> Any:
+    async def initialize(self, *, capable: bool, meta: Mapping[str, Any] | None = None,
+                         elicitation: schema.ElicitationCapabilities | None = None) -> Any:
         client_meta = dict(meta or {})
         if capable:
             client_meta.update(CAPABLE_META)
-        capabilities = schema.ClientCapabilities(field_meta=client_meta or None)
+        capabilities = schema.ClientCapabilities(field_meta=client_meta or None, elicitation=elicitation)
         return await self.conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities,
                                           client_info=schema.Implementation(name="e2e", version="1"))
 
 
 @asynccontextmanager
 async def spawn_agent(provider: str, tmp_path: Path, env: Mapping[str, str] | None = None,
-                      args: tuple[str, ...] = ()) -> AsyncIterator[AgentProcess]:
+                      args: tuple[str, ...] = (), *, unstable: bool = False) -> AsyncIterator[AgentProcess]:
     """Start `acp-agent --provider NAME` with logs at debug level in tmp_path; stop it on exit."""
     frames = FrameLog()
     client = RecordingClient()
@@ -217,6 +240,6 @@ async def spawn_agent(provider: str, tmp_path: Path, env: Mapping[str, str] | No
         async with acp.spawn_agent_process(
             client, agent_executable(), "--provider", provider, "--log-file", str(log_path), "--log-level", "debug",
             *args, env=full_env, cwd=str(tmp_path), transport_kwargs={"stderr": stderr, "shutdown_timeout": 5.0},
-            observers=[frames],
+            observers=[frames], use_unstable_protocol=unstable,  # unstable: answer elicitation/create
         ) as (conn, process):
             yield AgentProcess(conn, process, frames, client, log_path)

@@ -16,14 +16,22 @@ Environment:
   word) overrides it for that turn. Names: `text`, `stream`, `approval`, `fail:<errorKind>`,
   `steplimit`, `retry`, `retry-fail`, `exit`, `wait`, `question`, `closed`, `echo` (answers
   `echo: <the turn's input text>`, so a test sees which turn an answer belongs to), `many:<n>` (an
-  answer streamed in n chunks `w<i> ` plus 100 dots).
+  answer streamed in n chunks `w<i> ` plus 100 dots), `shell` (a `shell` tool call whose output
+  streams as `visibleOutput` deltas, exit code 0), `compact` (an automatic `compaction` item,
+  then an answer).
+- With the scenario directive `names`, a session's first turn names it: `session/nameChanged`
+  (`nameOrigin: automatic`, the first prompt's first 40 characters) before that turn's
+  `turn/completed`, as the host's first naming does.
+- The `question` turn asks one single-choice question (`Which file?`, option `a.py`) and answers
+  `You chose <label>.` after `userInput/answer`, `Continuing without an answer.` after
+  `userInput/cancel`.
 - A `turn/start` while a turn of that session runs is queued (MSP's default `ifBusy: queue`:
   disposition `queued`, `startedNewTurn: false`) and starts when the running turn completes.
 - `MUSE_FAKE_ERROR_MESSAGE`: the host's message for `fail:` turns.
 - `MUSE_FAKE_SCENARIO`: comma-separated host behaviours: `hang=<method>` (never answer it, keep
   reading), `exit=<method>` (exit instead of answering), `overloaded-once=<method>`,
   `backpressured-once=<method>`, `reject=<method>` (-32030), `fingerprint=<value>`,
-  `models=error|hang`, `settings-ignored`, `no-mcp-grant`, `ephemeral`.
+  `models=error|hang`, `settings-ignored`, `no-mcp-grant`, `ephemeral`, `names`.
 """
 
 from __future__ import annotations
@@ -255,6 +263,7 @@ class Host:
             "turn/cancel": lambda: self.turn_cancel(params),
             "approval/decide": lambda: self.decide(params),
             "userInput/cancel": lambda: self.user_input_cancel(params),
+            "userInput/answer": lambda: self.user_input_answer(params),
         }
         if method in commands:
             return self.command(method, params, commands[method])
@@ -436,6 +445,18 @@ class Host:
             waiter.put({"questionCancelled": params})
         return {"commandId": params["commandId"], "status": "accepted", "userInputId": question}
 
+    def user_input_answer(self, params: dict[str, Any]) -> dict[str, Any]:
+        question = params.get("userInputId", "")
+        waiter = self.waiters.get(question.split("/", 1)[0])
+        answers = params.get("answers")
+        if waiter is None:
+            raise MspError(-32056, "userInputNotFound", f"no open user input {question}")
+        if not isinstance(answers, list) or [a.get("questionId") for a in answers] != ["q1"] or not any(
+                key in answers[0] for key in ("selectedLabel", "selectedLabels", "freeText")):
+            raise MspError(-32057, "userInputAnswerInvalid", "answer every question")
+        waiter.put({"answered": params})
+        return {"commandId": params["commandId"], "status": "accepted", "userInputId": question}
+
     # -- the turn's events ------------------------------------------------------------------------------------
 
     def item(self, session_id: str, method: str, item: dict[str, Any]) -> None:
@@ -529,8 +550,10 @@ class Host:
             self.server_request("userInput/request", question)
             answer = waiter.get()
             LOG.write("question-settled", answer=answer)
+            answered = (answer.get("answered") or {}).get("answers") or []
+            picked = answered[0].get("selectedLabel") or answered[0].get("freeText") if answered else None
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage",
-                                      ["Continuing without an answer."]))
+                                      [f"You chose {picked}." if picked else "Continuing without an answer."]))
         elif name == "closed":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Done."]))
         elif name.startswith("many:"):  # a long answer: `many:<n>` streams n chunks "w<i> ....."
@@ -538,10 +561,47 @@ class Host:
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", chunks))
         elif name == "echo":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", [f"echo: {text}"]))
+        elif name == "shell":
+            self.shell(session_id, turn_id, items)
+        elif name == "compact":
+            compaction = {"itemId": f"{turn_id}-compact", "kind": "compaction", "revision": 1, "status": "inProgress",
+                          "turnId": turn_id, "trigger": "auto", "tokensBefore": 150000}
+            self.item(session_id, "item/started", compaction)
+            done = {**compaction, "revision": 2, "status": "completed", "outcome": "compacted", "tokensAfter": 20000}
+            self.item(session_id, "item/completed", done)
+            items.append(done)
+            items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Compacted."]))
+        self.name_once(session_id, text)
         self.finish(session_id, turn_id, items, terminal)
         if name == "closed":
             self.loaded.discard(session_id)
             self.notify("session/closed", {"reason": "idle", "sessionId": session_id, "viewCursor": self.head()})
+
+    def name_once(self, session_id: str, text: str) -> None:
+        """The host's first naming of a session (automatic, from the first prompt)."""
+        if "names" not in self.directives:
+            return
+        with self.state_lock:
+            record = self.store.get(session_id)
+            if record is None or record["session"].get("name"):
+                return
+            name = " ".join(text.split())[:40] or "New session"
+            record["session"]["name"] = name
+            self.store.put(record)
+        self.notify("session/nameChanged", {**self.view(session_id), "name": name, "nameOrigin": "automatic"})
+
+    def shell(self, session_id: str, turn_id: str, items: list[dict[str, Any]]) -> None:
+        tool = {"itemId": f"{turn_id}-shell", "kind": "toolCall", "revision": 1, "status": "inProgress",
+                "turnId": turn_id, "tool": "shell", "callId": "call-sh",
+                "args": json.dumps({"command": ["bash", "-lc", "make test"]})}
+        self.item(session_id, "item/started", tool)
+        for line in ("compiling\n", "testing\n", "3 passed\n"):
+            self.delta(session_id, tool["itemId"], line, "visibleOutput")
+        done = {**tool, "revision": 2, "status": "completed", "visibleOutput": "compiling\ntesting\n3 passed\n",
+                "exitCode": 0, "durationMs": 40}
+        self.item(session_id, "item/completed", done)
+        items.append(done)
+        items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Tests pass."]))
 
     def stream(self, session_id: str, turn_id: str, items: list[dict[str, Any]]) -> None:
         self.notify("session/todoListChanged", {**self.view(session_id), "revision": 1, "sourceTool": "todo_write",

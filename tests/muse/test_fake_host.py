@@ -112,3 +112,23 @@ async def test_the_official_client_refuses_another_fingerprint_and_errors_carry_
     finally:
         await client.close()
     assert (missing.value.code, missing.value.kind) == (-32020, "sessionNotFound")
+
+
+async def test_the_official_client_folds_shell_output_compaction_and_the_first_naming(tmp_path: Path) -> None:
+    client = await MuseClient.spawn(spawn_options(tmp_path, scenario="names"))
+    try:
+        session = await client.start_session(StartSessionOptions(workspace_root=str(tmp_path),
+                                                                 approval_mode="promptUnmatched"))
+        for prompt in ("turn:shell run the tests", "turn:compact go on"):
+            turn = await session.send_user_turn(SendUserTurnOptions(input=[{"type": "text", "text": prompt}]))
+            outcome = await asyncio.wait_for(turn.completed, 20)
+            assert outcome.kind == "completed"
+        folded = {item["itemId"]: item for item in session.fold.items.list()}
+        shell = next(item for item in folded.values() if item.get("tool") == "shell")
+        assert shell["visibleOutput"] == "compiling\ntesting\n3 passed\n" and shell["exitCode"] == 0
+        compaction = next(item for item in folded.values() if item["kind"] == "compaction")
+        assert (compaction["outcome"], compaction["trigger"]) == ("compacted", "auto")
+        named = session.fold.session_state.get("session/nameChanged")
+        assert named is not None and named["name"] == "turn:shell run the tests"
+    finally:
+        await client.close()

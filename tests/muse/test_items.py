@@ -25,7 +25,18 @@ from acp_agent.acp import (
     UserMessageChunk,
     parse_mcp_servers,
 )
-from acp_agent.events import AttemptBoundary, AuthConfirmed, HistoryFailure, RetryProgress, TurnEnd
+from acp_agent.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    Compaction,
+    HistoryFailure,
+    RetryProgress,
+    SessionTitle,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TurnEnd,
+)
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_muse import items
 from acp_agent_muse.ids import UuidV7Minter, is_uuid7
@@ -119,9 +130,10 @@ def test_stale_revisions_are_ignored_and_statuses_map() -> None:
     tool = f.item("t", "toolCall", tool="shell", args=json.dumps({"command": ["ls", "-l"]}), revision=3)
     translator.feed(*f.started(tool))
     assert translator.feed(*f.updated({**tool, "revision": 2})) == []
-    [update] = translator.feed(*f.completed({**tool, "revision": 4, "status": "rejected",
+    [exited] = translator.feed(*f.completed({**tool, "revision": 4, "status": "rejected",
                                              "failureReason": "Denied by policy."}))
-    assert isinstance(update, ToolCallUpdate)
+    assert isinstance(exited, TerminalExited) and exited.legacy  # a shell command: a terminal
+    update = exited.update
     assert (update.status, update.title) == ("failed", "shell: ls -l")
     assert update.content == [ToolContent(TextContent("Denied by policy."))]
 
@@ -223,9 +235,11 @@ def test_history_replays_items_and_the_failed_last_turn() -> None:
     ]}, "lastTurn": {"turnId": f.TURN, "terminal": "failed", "error": f.turn_error("modelError", "key sk-1234 bad")}}
     events = items.history_events(result, lambda text: text.replace("sk-1234", "[REDACTED]"))
     assert events[:2] == [UserMessageChunk(TextContent("clean up")), thought("First\n\nthen")]
-    assert isinstance(events[2], ToolCall) and events[2].status == "completed"
-    assert events[3] == chunk("Done")
-    failure = events[4]
+    started, exited = events[2:4]  # a shell command: a finished terminal, one tool call for other clients
+    assert isinstance(started, TerminalStarted) and started.call.status == "completed"
+    assert isinstance(exited, TerminalExited) and not exited.legacy and exited.output == "ok"
+    assert events[4] == chunk("Done")
+    failure = events[5]
     assert isinstance(failure, HistoryFailure)
     assert (failure.message_id, failure.user_message_id, failure.active) == (f.TURN, "u1", True)
     assert failure.legacy_updates == (chunk("key [REDACTED] bad"),)
@@ -241,3 +255,58 @@ def test_command_ids_are_uuid7_and_increase() -> None:
     assert ids == sorted(ids) and len(set(ids)) == 5
     assert uuid.UUID(ids[0]).version == 7
     assert not is_uuid7(str(uuid.uuid4()))
+
+
+# --- terminals, compaction, titles (issue 12) ------------------------------------------------------------
+
+
+def test_a_shell_tool_is_a_terminal_carrying_todays_updates() -> None:
+    translator = TurnTranslator(f.TURN)
+    tool = f.item("s", "toolCall", tool="shell", args=json.dumps({"command": ["make"]}))
+    [started] = translator.feed(*f.started(tool))
+    assert started == TerminalStarted(items.tool_call(tool))
+    [output] = translator.feed(*f.delta("s", "ok\n", "visibleOutput"))
+    assert output == TerminalOutput("s", "ok\n", legacy=items.tool_output_update("s", "ok\n"))
+    [relabel] = translator.feed(*f.updated({**tool, "revision": 2, "label": "make all"}))
+    assert isinstance(relabel, TerminalOutput) and relabel.data == ""
+    done = {**tool, "revision": 3, "status": "completed", "visibleOutput": "ok\n", "exitCode": 2}
+    [exited] = translator.feed(*f.completed(done))
+    assert exited == TerminalExited("s", items.tool_call_update(done, "ok\n"), 2, "ok\n")
+
+
+def test_a_shell_tool_first_seen_finished_is_one_legacy_tool_call() -> None:
+    done = f.item("s", "userShell", "completed", commandText="ls", visibleOutput="a\n", exitCode=0)
+    started, exited = TurnTranslator(f.TURN).feed(*f.completed(done))
+    assert started == TerminalStarted(items.tool_call(done))
+    assert isinstance(exited, TerminalExited) and not exited.legacy and exited.output == "a\n"
+
+
+def test_compaction_items_and_the_hosts_naming() -> None:
+    translator = TurnTranslator(f.TURN)
+    running = f.item("k", "compaction", trigger="manual", tokensBefore=9000)
+    assert translator.feed(*f.started(running)) == [Compaction("k", "in_progress", trigger="manual",
+                                                                tokens_before=9000)]
+    failed = {**running, "status": "completed", "revision": 2, "outcome": "failed", "failureReason": "too big"}
+    assert translator.feed(*f.completed(failed)) == [
+        Compaction("k", "failed", trigger="manual", tokens_before=9000, error="too big")]
+    named = {**f.view(), "name": "Fix  the\nbuild", "nameOrigin": "automatic"}
+    assert translator.feed("session/nameChanged", named) == [SessionTitle("Fix  the\nbuild")]
+
+
+def test_user_input_questions_and_answers() -> None:
+    from acp_agent.questions import Answer, Choice, Question, QuestionField
+    params = {"userInputId": "t/q1", "questions": [
+        {"header": "Pick", "id": "q1", "question": "Which file?", "options": [{"label": "a.py"}],
+         "selection": {"mode": "single"}},
+        {"header": "Tags", "id": "q2", "question": "Which tags?", "options": [{"label": "x", "description": "ex"}],
+         "selection": {"mode": "multiple", "minSelections": 1}}]}
+    question = items.user_input_question(params)
+    assert question == Question(items.USER_INPUT_MESSAGE, (
+        QuestionField("q1", "Which file?", "Pick", (Choice("a.py"),)),
+        QuestionField("q2", "Which tags?", "Tags", (Choice("x", "ex"),), multiple=True)))
+    assert items.user_input_answers(question, Answer("accept", {"q1": ("a.py",), "q2": ("x",)})) == [
+        {"questionId": "q1", "selectedLabel": "a.py"}, {"questionId": "q2", "selectedLabels": ["x"]}]
+    assert items.user_input_answers(question, Answer("accept", {"q1": ("b.py",), "q2": ("x",)}))[0] == {
+        "questionId": "q1", "freeText": "b.py"}  # type: ignore[index]
+    assert items.user_input_answers(question, Answer("accept", {"q1": ("a.py",)})) is None  # all or nothing
+    assert items.user_input_answers(question, Answer("decline")) is None

@@ -334,8 +334,9 @@ async def test_the_host_dying_mid_turn_is_terminal_unknown_and_the_next_prompt_r
     assert_hosts_gone(tmp_path)
 
 
-async def test_a_question_the_editor_cannot_answer_is_declined(tmp_path: Path) -> None:
+async def test_a_question_the_user_declines_is_cancelled(tmp_path: Path) -> None:
     async with muse_agent(tmp_path, capable=True, turn="question") as agent:
+        agent.client.permission = lambda options: "decline"  # the question is asked as a permission now
         session = await agent.conn.new_session(cwd=str(tmp_path))
         result = await agent.conn.prompt(session_id=session.session_id, prompt=text("go"))
     assert result.stop_reason == "end_turn"

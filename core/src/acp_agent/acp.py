@@ -334,6 +334,8 @@ class ClientCapabilities:
     fs: FileSystemCapability = field(factory=FileSystemCapability)
     terminal: bool = False
     auth: ClientAuthCapabilities = field(factory=ClientAuthCapabilities)
+    elicitation: dict[str, Any] | Unset | None = UNSET
+    """ACP's unstable elicitation capabilities (`{"form": {}, "url": {}}`), read as given."""
     meta: Meta | Unset | None = UNSET
 
 

@@ -42,6 +42,7 @@ from acp_agent.failures import (
     negotiated,
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.presentation import ClientFeatures
 from acp_agent.process import parent_death_argv
 from acp_agent.provider import (
     NotSupported,
@@ -323,6 +324,7 @@ class Agent:
         client_meta = request.client_capabilities.meta
         self.outbox.capable = negotiated(client_meta)
         self.outbox.auth_status = auth_status_negotiated(client_meta, self.provider.name)
+        self.outbox.features = ClientFeatures.from_capabilities(client_meta, request.client_capabilities.elicitation)
         caps = self.provider.capabilities
         session_caps = acp.SessionCapabilities(
             list={} if caps.list_sessions else UNSET,

@@ -7,10 +7,11 @@ ACP session updates (`acp_agent.acp`) and pass through unchanged; the rest are d
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from attrs import field, frozen
 
-from acp_agent.acp import SessionUpdate, StopReason
+from acp_agent.acp import SessionUpdate, StopReason, ToolCall, ToolCallUpdate
 from acp_agent.failures import Category, FailureKind, FailureObservation
 
 
@@ -82,8 +83,70 @@ class HistoryFailure:
     typed: bool = True
 
 
+@frozen
+class SessionTitle:
+    """The backend named or renamed the session (`None`: it cleared the name).
+
+    Published as `session_info_update` with the title and `updated_at` (ISO 8601; `None`: now), so
+    an editor's thread list follows without a `session/list`.
+    """
+
+    title: str | None
+    updated_at: str | None = None
+
+
+@frozen
+class TerminalStarted:
+    """A tool call that runs a shell command. `call` is the tool call as clients that render no
+    terminal see it (today's rendering); clients that opt in see a terminal instead."""
+
+    call: ToolCall
+    cwd: str | None = None
+
+
+@frozen
+class TerminalOutput:
+    """Output the command wrote (`data`: only what is new; empty for a change of title or status).
+    `legacy` is the update clients without terminals get for it (None: nothing); terminal clients
+    get its fields other than `content`."""
+
+    tool_call_id: str
+    data: str
+    legacy: ToolCallUpdate | None = None
+
+
+@frozen
+class TerminalExited:
+    """The command ended. `update` finishes the tool call (status, text, raw output) as clients
+    without terminals see it, unless `legacy` is False (they saw the end already); `output` is its
+    whole output, sent to a terminal once if nothing streamed."""
+
+    tool_call_id: str
+    update: ToolCallUpdate
+    exit_code: int | None = None
+    output: str = ""
+    legacy: bool = True
+
+
+@frozen
+class Compaction:
+    """The backend compacts (or compacted) the conversation's context, shown to every client.
+
+    One `compaction_id` per compaction; reports may repeat (the first one opens it).
+    """
+
+    compaction_id: str
+    status: Literal["in_progress", "completed", "failed"]
+    trigger: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    error: str | None = None
+
+
+Presented = SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction
+"""Events whose wire form depends on what the client negotiated (`acp_agent.presentation`)."""
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
-Event = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure
+Event = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
 
 
 MODEL_ANSWER_UPDATES = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call"})

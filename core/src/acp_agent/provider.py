@@ -27,6 +27,7 @@ from acp_agent.events import Event, TurnEnd
 from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import PhaseClock
+from acp_agent.questions import Answer, Question, UrlQuestion
 from acp_agent.redaction import Redactor
 from acp_agent.routing import SessionRouter
 
@@ -177,6 +178,11 @@ class TurnChannel(SessionChannel, Protocol):
 
     def adopt_turn_id(self, backend_turn_id: str) -> bool:
         """Use the backend's own turn id for this turn's incident (only before anything was published)."""
+
+    async def ask(self, question: Question | UrlQuestion) -> Answer:
+        """Ask the user a question (`acp_agent.questions`): an ACP elicitation for a client that
+        offers it, else permission requests whose options are the answers; `cancel` when the user
+        dismissed it or the turn was cancelled."""
 
 
 class SessionNotFound(Exception):

@@ -28,6 +28,7 @@ from acp_agent.events import (
     Event,
     HistoryFailure,
     Notice,
+    Presented,
     RetryProgress,
     RuntimeReplaced,
     SessionFailure,
@@ -44,7 +45,9 @@ from acp_agent.failures import (
     baseline_error_message,
     split_title,
 )
+from acp_agent.presentation import ClientFeatures, Presenter
 from acp_agent.provider import SessionStart
+from acp_agent.questions import Answer, Question, UrlQuestion, ask
 from acp_agent.redaction import Redactor
 from acp_agent.routing import SessionRouter
 from acp_agent.rpc import Connection, ConnectionClosed, Reply, RpcError
@@ -83,6 +86,8 @@ class Outbox:
     connection: Connection | None = None
     capable: bool = False
     auth_status: bool = False
+    features: ClientFeatures = field(factory=ClientFeatures)
+    """Terminals and elicitation as the client declared them (`acp_agent.presentation`)."""
 
     def dump(self, value: Any) -> Any:
         return self.converter.unstructure(value)
@@ -188,6 +193,9 @@ class Turn:
     ) -> str | None:
         return await self.session.outbox.request_permission(self.session_id, tool_call, options, self)
 
+    async def ask(self, question: Question | UrlQuestion) -> Answer:
+        return await ask(self.session.outbox, self.session_id, question, self)
+
     def end(self) -> None:
         """The provider's turn is over: the session takes the next prompt."""
         self.backend_done = True
@@ -237,6 +245,7 @@ class Session:
     """What the session advertised: `session/set_mode` and `session/set_config_option` are checked
     against these, so a runtime only ever sees a mode or value it offered."""
     config_options: Sequence[acp.ConfigOption] = ()
+    presenter: Presenter = field(factory=Presenter)
 
     def advertise(self, start: SessionStart) -> None:
         self.modes = start.modes
@@ -311,6 +320,10 @@ class Session:
             return
         if isinstance(event, HistoryFailure):
             await self._replay_failure(event)
+            return
+        if isinstance(event, Presented):  # rendered for what the client declared, then as updates
+            for update in self.presenter.render(event, outbox.features, outbox.capable):
+                await self.take(update, turn)
             return
         incidents.interrupt_notice_run()
         if turn is not None and is_model_answer(event):

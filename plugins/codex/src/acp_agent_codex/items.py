@@ -37,13 +37,13 @@ from acp_agent.acp import (
     thought_text,
     user_text,
 )
-from acp_agent.events import Event, HistoryFailure
+from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
 from acp_agent.failure_hooks import redact_legacy
 from acp_agent.prompt import TextStyle, prompt_parts
+from acp_agent.questions import Answer, Choice, Question, QuestionField, UrlQuestion
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]
-COMPACTED_TEXT: Final = "\n\n_Context compacted_\n\n"
 _SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash"})
 _STATUS: Final[Mapping[str, ToolStatus]] = {
     "inProgress": "in_progress",
@@ -237,6 +237,25 @@ def command_output(item_id: str, output: str) -> ToolCallUpdate:
     return ToolCallUpdate(tool_call_id=item_id, content=_output_content(output))
 
 
+def replayed_command(item: JsonObject) -> list[Event]:
+    """A stored command: one finished tool call for clients without terminals (as before), a
+    terminal with its output and exit code for the others."""
+    call = tool_call(item, final=True)
+    if call is None:
+        return []
+    update = tool_call_update(item) or ToolCallUpdate(tool_call_id=call.tool_call_id)
+    code = item.get("exitCode")
+    return [TerminalStarted(call, _text(item.get("cwd")) or None),
+            TerminalExited(call.tool_call_id, update, code if isinstance(code, int) else None,
+                           output=_text(item.get("aggregatedOutput")), legacy=False)]
+
+
+def session_title(params: JsonObject) -> SessionTitle:
+    """`thread/name/updated`: the thread's name (None: cleared); the core makes it one line."""
+    name = params.get("threadName")
+    return SessionTitle(name if isinstance(name, str) else None)
+
+
 # --- plan and usage ------------------------------------------------------------------------------------
 
 
@@ -280,6 +299,50 @@ def approval_request(method: str, params: JsonObject, item: JsonObject | None
     return ToolCallUpdate(tool_call_id=item_id, title=_file_change_title(changes), kind="edit", status="pending",
                           content=file_diffs(changes), locations=_locations(changes),
                           raw_input={"reason": reason}), FILE_CHANGE_OPTIONS
+
+
+# --- questions -------------------------------------------------------------------------------------------
+
+USER_INPUT_MESSAGE: Final = "Codex needs your input to continue."
+QUESTION_REQUESTS: Final = ("item/tool/requestUserInput", "mcpServer/elicitation/request")
+
+
+def user_input_question(params: JsonObject) -> Question:
+    """`item/tool/requestUserInput` (the model's request_user_input tool) as a form."""
+    fields = []
+    for entry in params.get("questions") or []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
+            continue
+        choices = tuple(Choice(_text(o.get("label")), _text(o.get("description")) or None)
+                        for o in entry.get("options") or [] if isinstance(o, Mapping) and _text(o.get("label")))
+        fields.append(QuestionField(entry["id"], _text(entry.get("question")), _text(entry.get("header")), choices))
+    message = fields[0].question if len(fields) == 1 and fields[0].question else USER_INPUT_MESSAGE
+    return Question(message, tuple(fields))
+
+
+def user_input_result(answer: Answer) -> dict[str, Any]:
+    """The answers app-server takes back; a declined or cancelled question answers nothing."""
+    if answer.action != "accept":
+        return {"answers": {}}
+    return {"answers": {field_id: {"answers": list(values)} for field_id, values in answer.values.items()}}
+
+
+def elicitation_question(params: JsonObject) -> Question | UrlQuestion | None:
+    """`mcpServer/elicitation/request`: an MCP server's form (its schema handed on as it is) or URL;
+    None for a mode ACP cannot carry (OpenAI's own forms)."""
+    message = _text(params.get("message"))
+    mode = params.get("mode")
+    if mode == "url" and _text(params.get("url")):
+        return UrlQuestion(message, _text(params.get("url")), _text(params.get("elicitationId")) or _text(params.get("url")))
+    if mode == "form":
+        schema = params.get("requestedSchema")
+        return Question(message, schema=schema if isinstance(schema, Mapping) else None)
+    return None
+
+
+def elicitation_result(answer: Answer) -> dict[str, Any]:
+    content = dict(answer.content) if answer.action == "accept" else None
+    return {"action": answer.action, "content": content, "_meta": None}
 
 
 # --- prompts ----------------------------------------------------------------------------------------------
@@ -355,7 +418,10 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
                 if summary:
                     events.append(thought_text("\n\n".join(summary)))
             elif kind == "contextCompaction":
-                events.append(agent_text(COMPACTED_TEXT))
+                events.append(Compaction(_text(item.get("id")) or f"{_text(turn.get('id'))}:compaction",
+                                         "completed"))
+            elif kind == "commandExecution":
+                events.extend(replayed_command(item))
             else:
                 call = tool_call(item, final=True)
                 if call is not None:

@@ -59,6 +59,7 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
+from acp_agent.questions import Answer
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent_codex import codex_home, find_codex, items
@@ -106,7 +107,7 @@ _THREAD_METHODS: Final = frozenset({
     "error", "warning", "turn/started", "turn/completed", "item/started", "item/completed",
     "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded",
     "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated",
-    "thread/tokenUsage/updated", "thread/compacted",
+    "thread/tokenUsage/updated", "thread/compacted", "thread/name/updated",
 })
 _GLOBAL_NOTICES: Final = frozenset({"configWarning", "deprecationNotice"})
 
@@ -369,7 +370,7 @@ class CodexRuntime(ProviderRuntime):
         for method in (*_THREAD_METHODS, *_GLOBAL_NOTICES, "thread/started"):
             notifications[method] = self._notification_handler(server, method)
         requests: dict[str, Callable[[Any], Awaitable[Any]]] = {
-            method: self._approval_handler(server, method) for method in _APPROVALS
+            method: self._approval_handler(server, method) for method in (*_APPROVALS, *items.QUESTION_REQUESTS)
         }
         return Methods(requests=requests, notifications=notifications, ordered=frozenset(notifications))
 
@@ -447,6 +448,8 @@ class CodexRuntime(ProviderRuntime):
             notice = notice_for(method, params)
             if notice is not None:
                 await self._router.emit(thread.thread_id, notice)
+        elif method == "thread/name/updated":
+            await self._router.emit(thread.thread_id, items.session_title(params))
         else:
             log.debug("dropped %s outside a prompt of thread %s", method, thread.thread_id)
 
@@ -769,24 +772,49 @@ class CodexRuntime(ProviderRuntime):
             await self._interrupt(server, thread, active)
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
-        """An approval request: asked through the client; no answer (or a cancelled one) declines."""
+        """An approval request (or a question): asked through the client; no answer (or a cancelled
+        one) declines."""
+        if method in items.QUESTION_REQUESTS:
+            return await self._on_question(server, method, params)
         thread_id = params.get("threadId")
         thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
         active = thread.active if thread is not None else None
         if active is None or active.generation != server.generation:
             return {"decision": "decline"}
-        barrier = _Barrier()
-        try:
-            await active.queue.put(barrier)  # this handler is its own task: it may wait for room
-        except anyio.ClosedResourceError:
+        if not await self._caught_up(active):
             return {"decision": "decline"}
-        await barrier.reached.wait()  # the item's tool call reached the client first
         item_id = params.get("itemId")
         item = active.translator.items.get(item_id) if isinstance(item_id, str) else None
         tool_call, options = items.approval_request(method, params, item)
         choice = await active.channel.request_permission(tool_call, options)
         decision = choice if choice in {option.option_id for option in options} else "decline"
         return {"decision": decision}
+
+    async def _caught_up(self, active: ActiveTurn) -> bool:
+        """Wait until the turn's notifications queued before now reached the client (the item's
+        tool call first); False when the turn is over."""
+        barrier = _Barrier()
+        try:
+            await active.queue.put(barrier)  # this handler is its own task: it may wait for room
+        except anyio.ClosedResourceError:
+            return False
+        await barrier.reached.wait()
+        return True
+
+    async def _on_question(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
+        """A question to the user (request_user_input, an MCP server's elicitation): asked through
+        the core, which elicits or falls back to permission requests; cancel declines."""
+        user_input = method == "item/tool/requestUserInput"
+        question = items.user_input_question(params) if user_input else items.elicitation_question(params)
+        thread_id = params.get("threadId")
+        thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
+        active = thread.active if thread is not None else None
+        if (question is None or active is None or active.generation != server.generation
+                or not await self._caught_up(active)):
+            answer = Answer("cancel")
+        else:
+            answer = await active.channel.ask(question)
+        return items.user_input_result(answer) if user_input else items.elicitation_result(answer)
 
 
 @asynccontextmanager

@@ -13,8 +13,18 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from acp_agent.acp import agent_text, thought_text
-from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
+from acp_agent.acp import ToolCallUpdate, agent_text, thought_text
+from acp_agent.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    Compaction,
+    Event,
+    RetryProgress,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TurnEnd,
+)
 from acp_agent.failures import FailureObservation
 from acp_agent_codex import items
 from acp_agent_codex.classify import classify_error, notice_for, observe_failure, turn_error_observation
@@ -104,17 +114,19 @@ class TurnTranslator:
             if not isinstance(item_id, str) or not isinstance(delta, str):
                 return []
             self.outputs[item_id] = self.outputs.get(item_id, "") + delta
-            return [items.command_output(item_id, self.outputs[item_id])]
+            return [TerminalOutput(item_id, delta, legacy=items.command_output(item_id, self.outputs[item_id]))]
         if method == "turn/plan/updated":
             return [*self._progress(), items.plan(params)]
         if method == "thread/tokenUsage/updated":
             update = items.usage(params)
             return [update] if update is not None else []
-        if method == "thread/compacted":
+        if method == "thread/compacted":  # deprecated: 0.163 reports a `contextCompaction` item
             if self.compaction_shown:
                 return []
             self.compaction_shown = True
-            return [agent_text(items.COMPACTED_TEXT)]
+            return [Compaction(f"{params.get('turnId')}:compaction", "completed")]
+        if method == "thread/name/updated":
+            return [items.session_title(params)]
         if method in ("warning", "configWarning", "deprecationNotice"):
             notice = notice_for(method, params)
             return [notice] if notice is not None else []
@@ -126,9 +138,16 @@ class TurnTranslator:
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             return []
         self.items[item["id"]] = item
-        if item.get("type") == "userMessage":
+        kind = item.get("type")
+        if kind == "userMessage":
             return []
+        if kind == "contextCompaction":
+            self.compaction_shown = True
+            return [*self._progress(), Compaction(item["id"], "in_progress")]
         call = items.tool_call(item)
+        if call is not None and kind == "commandExecution":
+            cwd = item.get("cwd")
+            return [*self._progress(), TerminalStarted(call, cwd if isinstance(cwd, str) else None)]
         return [*self._progress(), *([call] if call is not None else [])]
 
     def _completed(self, item: Any) -> list[Step]:
@@ -149,26 +168,39 @@ class TurnTranslator:
             if item_id not in self.streamed and summary:
                 steps.append(thought_text("\n\n".join(summary)))
         elif kind == "contextCompaction":
-            if not self.compaction_shown:
-                self.compaction_shown = True
-                steps.append(agent_text(items.COMPACTED_TEXT))
+            self.compaction_shown = True
+            steps.append(Compaction(item_id, "completed"))
+        elif kind == "commandExecution":
+            update = items.tool_call_update(item)
+            exit_code = item.get("exitCode")
+            if update is not None:
+                steps.append(TerminalExited(item_id, update, exit_code if isinstance(exit_code, int) else None,
+                                            output=str(item.get("aggregatedOutput") or "")))
         else:
             update = items.tool_call_update(item)
             if update is not None:
                 steps.append(update)
         return steps
 
+    def _unfinished_terminals(self) -> list[Step]:
+        """Commands an interrupted or failed turn left without `item/completed`: their terminals
+        end, failed, with an unknown exit code. Clients without terminals see nothing new."""
+        return [TerminalExited(item_id, ToolCallUpdate(tool_call_id=item_id, status="failed"), None, legacy=False)
+                for item_id, item in self.items.items()
+                if item.get("type") == "commandExecution" and item.get("status") == "inProgress"]
+
     def _finished(self, params: Mapping[str, Any]) -> list[Step]:
         turn = params.get("turn")
         status = turn.get("status") if isinstance(turn, Mapping) else None
         if status == "interrupted":
-            return [TurnDone(TurnEnd("cancelled"))]
+            return [*self._unfinished_terminals(), TurnDone(TurnEnd("cancelled"))]
         if status == "failed":
             if self.failure is None:
                 error = turn.get("error") if isinstance(turn, Mapping) else None
                 fallback = turn_error_observation(error if isinstance(error, Mapping) else {})
                 self.failure = self.classify(params) or fallback
-            return [TurnDone(self.failure)]
+            return [*self._unfinished_terminals(), TurnDone(self.failure)]
+        # A command still running at a normal end keeps running in the background (unified exec).
         return [AuthConfirmed(), TurnDone(TurnEnd("end_turn"))]
 
 

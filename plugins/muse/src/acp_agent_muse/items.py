@@ -43,10 +43,11 @@ from acp_agent.acp import (
     thought_text,
     user_text,
 )
-from acp_agent.events import Event, HistoryFailure
+from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
 from acp_agent.failure_hooks import redact_legacy
 from acp_agent.failures import FailureObservation
 from acp_agent.prompt import TextStyle, prompt_parts
+from acp_agent.questions import Answer, Choice, Question, QuestionField
 from acp_agent.wire import UNSET
 from acp_agent_muse.classify import classify_terminal
 
@@ -286,6 +287,78 @@ def tool_call_update(item: JsonObject, streamed: str = "") -> ToolCallUpdate:
     )
 
 
+def is_terminal(item: JsonObject) -> bool:
+    """A shell command (a `userShell`, or a tool call of an execute kind): shown as a terminal to
+    clients that render terminals."""
+    return item.get("kind") in ("userShell", "toolCall") and item_tool_kind(item) == "execute"
+
+
+def exit_code(item: JsonObject) -> int | None:
+    code = item.get("exitCode")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+_COMPACTION_STATUS: Final[Mapping[str, Literal["completed", "failed"]]] = {
+    "compacted": "completed", "noop": "completed", "failed": "failed", "cancelled": "failed",
+}
+
+
+def compaction(item: JsonObject) -> Compaction:
+    """A `compaction` item: running until the host settles its `outcome`."""
+    outcome = _text(item.get("outcome"))
+    done = item.get("status") not in ("inProgress", None) or bool(outcome)
+    status = _COMPACTION_STATUS.get(outcome, "completed") if done else "in_progress"
+    tokens = {key: value for key in ("tokensBefore", "tokensAfter")
+              if isinstance(value := item.get(key), int) and not isinstance(value, bool)}
+    error = _text(item.get("failureReason")) or _text(item.get("message")) if status == "failed" else ""
+    return Compaction(_text(item.get("itemId")), status, trigger=_text(item.get("trigger")) or None,
+                      tokens_before=tokens.get("tokensBefore"), tokens_after=tokens.get("tokensAfter"),
+                      error=error or None)
+
+
+def session_title(params: JsonObject) -> SessionTitle:
+    """`session/nameChanged`: the session's name (first naming or a rename) as its title."""
+    return SessionTitle(_text(params.get("name")) or None)
+
+
+USER_INPUT_MESSAGE: Final = "Muse Code needs your input to continue."
+
+
+def user_input_question(params: JsonObject) -> Question:
+    """A `userInput` prompt's questions as a form (one field per question)."""
+    fields = []
+    for entry in params.get("questions") or []:
+        if not isinstance(entry, Mapping) or not _text(entry.get("id")):
+            continue
+        choices = tuple(Choice(_text(o.get("label")), _text(o.get("description")) or None)
+                        for o in entry.get("options") or [] if isinstance(o, Mapping) and _text(o.get("label")))
+        selection = entry.get("selection")
+        multiple = isinstance(selection, Mapping) and selection.get("mode") == "multiple"
+        fields.append(QuestionField(_text(entry["id"]), _text(entry.get("question")), _text(entry.get("header")),
+                                    choices, multiple))
+    message = fields[0].question if len(fields) == 1 and fields[0].question else USER_INPUT_MESSAGE
+    return Question(message, tuple(fields))
+
+
+def user_input_answers(question: Question, answer: Answer) -> list[dict[str, Any]] | None:
+    """`userInput/answer`'s answers (every question must be answered), or None: decline it."""
+    if answer.action != "accept":
+        return None
+    answers: list[dict[str, Any]] = []
+    for entry in question.fields:
+        values = answer.values.get(entry.id)
+        if not values:
+            return None
+        labels = {choice.label for choice in entry.choices}
+        if entry.multiple:
+            answers.append({"questionId": entry.id, "selectedLabels": list(values)})
+        elif values[0] in labels:
+            answers.append({"questionId": entry.id, "selectedLabel": values[0]})
+        else:
+            answers.append({"questionId": entry.id, "freeText": values[0][:500]})
+    return answers
+
+
 def tool_output_update(item_id: str, output: str) -> ToolCallUpdate:
     """Streamed output of a running tool so far."""
     return ToolCallUpdate(tool_call_id=item_id, content=_content(output))
@@ -521,6 +594,14 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
             text = message_text(item)
             if text:
                 events.append(message_chunk(item, text))
+        elif kind == "compaction":
+            events.append(compaction(item))
+        elif is_terminal(item):  # as before for clients without terminals; a finished terminal otherwise
+            call = tool_call(item)
+            events.append(TerminalStarted(call))
+            if call.status != "in_progress":
+                events.append(TerminalExited(call.tool_call_id, tool_call_update(item), exit_code(item),
+                                             output=tool_output(item), legacy=False))
         else:
             events.append(tool_call(item))
     last = result.get("lastTurn")

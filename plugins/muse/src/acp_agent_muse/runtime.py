@@ -259,6 +259,8 @@ class MuseRuntime(ProviderRuntime):
         if method == "session/closed":
             log.info("session %s was unloaded by its host (%s)", state.session_id, params.get("reason"))
             state.needs_resume = True
+        elif method == "session/nameChanged":  # a rename between turns
+            await self._router.emit(state.session_id, items.session_title(params))
         else:
             log.debug("dropped %s outside a prompt of session %s", method, state.session_id)
 
@@ -830,21 +832,29 @@ class MuseRuntime(ProviderRuntime):
 
     def _question(self, state: MuseSession, active: ActiveTurn, params: Mapping[str, Any],
                   questions: anyio.abc.TaskGroup) -> None:
-        """A `userInput` question: ACP has no way to ask it, so it is declined and the model goes on."""
+        """A `userInput` question, asked through the core (an elicitation, or permission requests
+        whose options are the answers); a declined, dismissed or cancelled one is cancelled so the
+        model goes on."""
         question_id = params.get("userInputId")
         if not isinstance(question_id, str) or question_id in active.questions:
             return
         active.questions.add(question_id)
 
-        async def decline() -> None:
+        async def settle() -> None:
+            question = items.user_input_question(params)
+            answers = items.user_input_answers(question, await active.channel.ask(question))
             try:
-                await active.host.command("userInput/cancel", {
-                    "sessionId": state.session_id, "userInputId": question_id,
-                    "reason": "The editor cannot answer Muse Code's questions; continue without an answer."})
+                if answers is not None:
+                    await active.host.command("userInput/answer", {
+                        "sessionId": state.session_id, "userInputId": question_id, "answers": answers})
+                else:
+                    await active.host.command("userInput/cancel", {
+                        "sessionId": state.session_id, "userInputId": question_id,
+                        "reason": "The user did not answer; continue without an answer."})
             except (RpcError, ConnectionClosed) as exc:
-                log.info("userInput/cancel failed: %s", type(exc).__name__)
+                log.info("settling user input %s failed: %s", question_id, type(exc).__name__)
 
-        questions.start_soon(decline)
+        questions.start_soon(settle)
 
     # -- shutdown ----------------------------------------------------------------------------------------------
 

@@ -13,7 +13,16 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from acp_agent.events import AttemptBoundary, AuthConfirmed, Event, RetryProgress, TurnEnd
+from acp_agent.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    Event,
+    RetryProgress,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TurnEnd,
+)
 from acp_agent.failures import FailureObservation
 from acp_agent_muse import items
 from acp_agent_muse.classify import classify_terminal, observe_failure, retry_progress
@@ -93,6 +102,8 @@ class TurnTranslator:
             return [retry_progress(method, params)]
         if method == "session/todoListChanged":
             return [items.plan(params)]
+        if method == "session/nameChanged":
+            return [items.session_title(params)]
         if method == "session/contextUsage":
             update = items.usage(params)
             return [update] if update is not None else []
@@ -122,6 +133,10 @@ class TurnTranslator:
             steps.extend(self._replay_held(item_id))
             if method == "item/completed":
                 steps.extend(self._message_rest(item))
+        elif kind == "compaction":
+            steps.append(items.compaction(item))
+        elif items.is_terminal(item):
+            steps.extend(self._terminal(method, item))
         else:
             introduced = item_id in self.introduced
             self.introduced.add(item_id)
@@ -132,6 +147,25 @@ class TurnTranslator:
                 steps.append(items.tool_call_update(item, output))
             steps.extend(self._replay_held(item_id))
         return [*self._progress(), *steps] if steps or method == "item/completed" else steps
+
+    def _terminal(self, method: str, item: Mapping[str, Any]) -> list[Step]:
+        """A shell command: today's tool call and updates for clients without terminals, carried
+        in the terminal events the core renders for clients with them."""
+        item_id = str(item["itemId"])
+        introduced = item_id in self.introduced
+        self.introduced.add(item_id)
+        output = self.outputs.get(item_id, "")
+        steps: list[Step] = []
+        finished = items.tool_status(item) != "in_progress"
+        if not introduced:
+            steps.append(TerminalStarted(items.tool_call(item, output)))
+        if finished and method != "item/started":
+            steps.append(TerminalExited(item_id, items.tool_call_update(item, output), items.exit_code(item),
+                                        output=items.tool_output(item, output), legacy=introduced))
+        elif introduced and method != "item/started":
+            steps.append(TerminalOutput(item_id, "", legacy=items.tool_call_update(item, output)))
+        steps.extend(self._replay_held(item_id))
+        return steps
 
     def _message_rest(self, item: Mapping[str, Any]) -> list[Step]:
         """What the completed message says beyond what was streamed (all of it when nothing was)."""
@@ -169,7 +203,10 @@ class TurnTranslator:
         if path not in ("visibleOutput", "text", "output"):
             return []
         self.outputs[item_id] = self.outputs.get(item_id, "") + delta
-        return [items.tool_output_update(item_id, self.outputs[item_id])]
+        update = items.tool_output_update(item_id, self.outputs[item_id])
+        if items.is_terminal(item):
+            return [TerminalOutput(item_id, delta, legacy=update)]
+        return [update]
 
     def _replay_held(self, item_id: str) -> list[Step]:
         steps: list[Step] = []

@@ -1,0 +1,227 @@
+"""Questions a backend asks the user (Codex's request_user_input and MCP elicitations, Claude's
+AskUserQuestion), asked the way the client can answer them.
+
+A client that advertises ACP elicitation (`clientCapabilities.elicitation.form` / `.url`) gets an
+`elicitation/create` request (a form built from the question's fields, or the backend's own JSON
+schema, or a URL). Every other client gets `session/request_permission` on a tool call of its own,
+whose options are the answers (one request per field, in order), as the reference adapters fall
+back. The user dismissing a question, or `session/cancel`, is a `cancel`; the provider turns that
+into its backend's refusal. Knows nothing of providers.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+from attrs import field, frozen
+
+from acp_agent import acp
+from acp_agent.rpc import ConnectionClosed, RpcError
+from acp_agent.wire import UNSET
+
+if TYPE_CHECKING:
+    from acp_agent.turn import Outbox, Turn
+
+log = logging.getLogger(__name__)
+
+ELICITATION_CREATE = "elicitation/create"
+QUESTION_TIMEOUT_S = 3600.0
+DECLINE_OPTION = "decline"
+Action = Literal["accept", "decline", "cancel"]
+
+
+@frozen
+class Choice:
+    label: str
+    description: str | None = None
+
+
+@frozen
+class QuestionField:
+    """One question of a form. Without choices it takes free text (then a client without
+    elicitation cannot answer it)."""
+
+    id: str
+    question: str
+    header: str = ""
+    choices: tuple[Choice, ...] = ()
+    multiple: bool = False
+
+
+@frozen
+class Question:
+    """A form: `fields`, or the backend's own JSON `schema` handed to the client as it is."""
+
+    message: str
+    fields: tuple[QuestionField, ...] = ()
+    schema: Mapping[str, Any] | None = None
+    tool_call_id: str | None = None
+    """A tool call the client already shows, which the question belongs to."""
+
+
+@frozen
+class UrlQuestion:
+    """The user must visit `url` (an OAuth page, a form the backend serves)."""
+
+    message: str
+    url: str
+    elicitation_id: str
+    tool_call_id: str | None = None
+
+
+@frozen
+class Answer:
+    """`values`: each answered field's chosen labels or text; `content`: the client's accepted form
+    content as it sent it (for a `schema` question)."""
+
+    action: Action
+    values: Mapping[str, tuple[str, ...]] = field(factory=dict)
+    content: Mapping[str, Any] = field(factory=dict)
+
+
+CANCELLED = Answer("cancel")
+
+
+def form_schema(question: Question) -> dict[str, Any]:
+    """The question's form as ACP's elicitation schema: a titled `oneOf` for one choice, an array
+    of a titled `anyOf` for several, a string for free text."""
+    if question.schema is not None:
+        schema = dict(question.schema)
+        schema["type"] = "object"
+        schema.setdefault("properties", {})
+        return schema
+    properties: dict[str, Any] = {}
+    for entry in question.fields:
+        prop: dict[str, Any] = {"type": "string"}
+        if entry.header:
+            prop["title"] = entry.header
+        if entry.question and (len(question.fields) > 1 or entry.question != question.message):
+            prop["description"] = entry.question
+        options = [{"const": c.label, "title": c.label, **({"description": c.description} if c.description else {})}
+                   for c in entry.choices]
+        if options and entry.multiple:
+            prop = {**prop, "type": "array", "items": {"anyOf": options}}
+        elif options:
+            prop["oneOf"] = options
+        properties[entry.id] = prop
+    return {"type": "object", "properties": properties}
+
+
+def _values(question: Question, content: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    values: dict[str, tuple[str, ...]] = {}
+    for entry in question.fields:
+        raw = content.get(entry.id)
+        items = raw if isinstance(raw, list) else [raw]
+        picked = tuple(str(item) for item in items if isinstance(item, str | int | float) and str(item).strip())
+        if picked:
+            values[entry.id] = picked
+    return values
+
+
+async def _client_request(outbox: Outbox, method: str, params: Any, turn: Turn | None) -> Any:
+    """A request to the client that `session/cancel` of the running turn withdraws (None then)."""
+    if outbox.connection is None or (turn is not None and turn.cancel_requested):
+        return None
+    with anyio.CancelScope() as scope:
+        if turn is not None:
+            turn.permission_scopes.add(scope)
+        try:
+            return await outbox.connection.request(method, params, timeout_s=QUESTION_TIMEOUT_S)
+        except (RpcError, ConnectionClosed, TimeoutError) as exc:
+            log.info("%s ended without an answer: %s", method, type(exc).__name__)
+            return None
+        finally:
+            if turn is not None:
+                turn.permission_scopes.discard(scope)
+    return None  # cancelled
+
+
+async def ask(outbox: Outbox, session_id: str, question: Question | UrlQuestion, turn: Turn | None) -> Answer:
+    """Ask the user; see the module docstring for how."""
+    features = outbox.features
+    if isinstance(question, UrlQuestion):
+        if features.elicitation_url:
+            params: dict[str, Any] = {"sessionId": session_id, "mode": "url", "message": question.message,
+                                      "url": question.url, "elicitationId": question.elicitation_id}
+            return _elicitation_answer(await _elicit(outbox, params, question.tool_call_id, turn), None)
+        return await _ask_by_permission(outbox, session_id, question, turn)
+    if features.elicitation_form:
+        params = {"sessionId": session_id, "mode": "form", "message": question.message,
+                  "requestedSchema": form_schema(question)}
+        return _elicitation_answer(await _elicit(outbox, params, question.tool_call_id, turn), question)
+    return await _ask_by_permission(outbox, session_id, question, turn)
+
+
+async def _elicit(outbox: Outbox, params: dict[str, Any], tool_call_id: str | None, turn: Turn | None) -> Any:
+    if tool_call_id:
+        params["toolCallId"] = tool_call_id
+    return await _client_request(outbox, ELICITATION_CREATE, params, turn)
+
+
+def _elicitation_answer(response: Any, question: Question | None) -> Answer:
+    action = response.get("action") if isinstance(response, Mapping) else None
+    if action == "decline":
+        return Answer("decline")
+    if action != "accept":
+        return CANCELLED
+    content = response.get("content")
+    content = content if isinstance(content, Mapping) else {}
+    return Answer("accept", _values(question, content) if question is not None else {}, dict(content))
+
+
+async def _ask_by_permission(outbox: Outbox, session_id: str, question: Question | UrlQuestion,
+                             turn: Turn | None) -> Answer:
+    """A tool call of the question's own, and one permission request per field whose options are
+    the answers (a URL: "Done" after visiting it). A field without choices cannot be asked so:
+    the question is declined."""
+    if isinstance(question, Question) and (
+            (question.schema is not None and question.schema.get("properties"))
+            or any(not entry.choices for entry in question.fields)):
+        return Answer("decline")
+    call_id = question.tool_call_id or f"question-{uuid.uuid4().hex[:12]}"
+    if question.tool_call_id is None:
+        await outbox.send_update(session_id, acp.ToolCall(tool_call_id=call_id, title=question.message, kind="other",
+                                                          status="pending"))
+    answer = await _permission_rounds(outbox, session_id, question, call_id, turn)
+    if question.tool_call_id is None:
+        status: acp.ToolStatus = "completed" if answer.action == "accept" else "failed"
+        await outbox.send_update(session_id, acp.ToolCallUpdate(call_id, status=status))
+    return answer
+
+
+async def _permission_rounds(outbox: Outbox, session_id: str, question: Question | UrlQuestion, call_id: str,
+                             turn: Turn | None) -> Answer:
+    decline = acp.PermissionOption(DECLINE_OPTION, "Decline", "reject_once")
+    if isinstance(question, UrlQuestion):
+        content: list[acp.ToolCallContent] = [acp.ToolContent(acp.TextContent(f"{question.message}\n\nOpen {question.url}"))]
+        rounds: Sequence[tuple[str | None, str, list[acp.PermissionOption], list[acp.ToolCallContent]]] = [
+            (None, question.message, [acp.PermissionOption("done", "Done", "allow_once"), decline], content)]
+    elif not question.fields:  # a message to acknowledge
+        rounds = [(None, question.message, [acp.PermissionOption("accept", "Accept", "allow_once"), decline], [])]
+    else:
+        rounds = []
+        for entry in question.fields:
+            options = [acp.PermissionOption(f"choice-{index}", choice.label, "allow_once")
+                       for index, choice in enumerate(entry.choices)]
+            text = "\n".join(f"{c.label}: {c.description}" for c in entry.choices if c.description)
+            described: list[acp.ToolCallContent] = [acp.ToolContent(acp.TextContent(text))] if text else []
+            rounds.append((entry.id, entry.question or question.message, [*options, decline], described))
+    values: dict[str, tuple[str, ...]] = {}
+    for field_id, title, options, shown in rounds:
+        tool_call = acp.ToolCallUpdate(call_id, title=title, kind="other", status="pending",
+                                       content=shown or UNSET)
+        choice = await outbox.request_permission(session_id, tool_call, options, turn)
+        if choice is None:
+            return CANCELLED
+        if choice == DECLINE_OPTION:
+            return Answer("decline")
+        if field_id is not None:
+            values[field_id] = (next(o.name for o in options if o.option_id == choice),)
+    return Answer("accept", values)
+
+
+__all__ = ["Answer", "Choice", "Question", "QuestionField", "UrlQuestion", "ask", "form_schema"]

@@ -1,0 +1,91 @@
+"""The wire forms of terminals, compaction and titles, for each kind of client (pure)."""
+
+from __future__ import annotations
+
+import re
+
+from acp_agent import acp
+from acp_agent.events import Compaction, SessionTitle, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.presentation import ClientFeatures, Presenter
+from acp_agent.wire import make_converter
+
+CALL = acp.ToolCall(tool_call_id="c1", title="ls", kind="execute", status="in_progress")
+LEGACY_OUT = acp.ToolCallUpdate("c1", content=[acp.ToolContent(acp.TextContent("a\n"))])
+DONE = acp.ToolCallUpdate("c1", status="completed", content=[acp.ToolContent(acp.TextContent("a\nb\n"))],
+                          raw_output={"exitCode": 0})
+DELTA = ClientFeatures(terminal_output_delta=True)
+ZED = ClientFeatures(terminal_output=True)
+NONE = ClientFeatures()
+
+
+def wire(updates: list[acp.SessionUpdate]) -> list[dict[str, object]]:
+    converter = make_converter()
+    return [converter.unstructure(update) for update in updates]
+
+
+def test_features_come_from_the_meta_flags_and_elicitation() -> None:
+    assert ClientFeatures.from_capabilities({"terminal_output": True}, None) == ZED
+    assert ClientFeatures.from_capabilities({"terminal_output_delta": True}, {}) == DELTA
+    assert ClientFeatures.from_capabilities({"terminal_output": "yes", "terminal_output_delta": 1}, None) == NONE
+    assert ClientFeatures.from_capabilities(None, {"form": {}, "url": None}) == ClientFeatures(elicitation_form=True)
+
+
+def test_a_client_without_terminals_gets_the_providers_own_updates() -> None:
+    presenter = Presenter()
+    events = [TerminalStarted(CALL, "/w"), TerminalOutput("c1", "a\n", legacy=LEGACY_OUT),
+              TerminalOutput("c1", "b\n"), TerminalExited("c1", DONE, 0, "a\nb\n")]
+    rendered = [update for event in events for update in presenter.render(event, NONE, capable=True)]
+    assert rendered == [CALL, LEGACY_OUT, DONE]
+
+
+def test_a_terminal_client_gets_info_chunks_and_the_exit() -> None:
+    presenter = Presenter()
+    start, = wire(presenter.render(TerminalStarted(CALL, "/w"), DELTA, capable=False))
+    assert start["content"] == [{"type": "terminal", "terminalId": "c1"}]
+    assert start["_meta"] == {"terminal_info": {"terminal_id": "c1", "cwd": "/w"}}
+    chunk, = wire(presenter.render(TerminalOutput("c1", "a\n", legacy=LEGACY_OUT), DELTA, capable=False))
+    assert chunk == {"toolCallId": "c1", "sessionUpdate": "tool_call_update",
+                     "_meta": {"terminal_output_delta": {"terminal_id": "c1", "data": "a\n"}}}
+    final, = wire(presenter.render(TerminalExited("c1", DONE, 0, "a\nb\n"), DELTA, capable=False))
+    assert final["status"] == "completed" and "rawOutput" not in final
+    assert final["content"] == [{"type": "terminal", "terminalId": "c1"}]
+    assert final["_meta"] == {"terminal_exit": {"terminal_id": "c1", "exit_code": 0, "signal": None}}
+
+
+def test_output_that_never_streamed_is_sent_once_before_the_exit() -> None:
+    presenter = Presenter()
+    chunk, final = wire(presenter.render(TerminalExited("c1", DONE, 2, "a\nb\n"), ZED, capable=False))
+    assert chunk["_meta"] == {"terminal_output": {"terminal_id": "c1", "data": "a\nb\n"}}
+    assert final["_meta"]["terminal_exit"]["exit_code"] == 2
+
+
+def test_a_status_change_without_output_keeps_its_fields_but_not_the_text() -> None:
+    presenter = Presenter()
+    titled = acp.ToolCallUpdate("c1", title="ls -l", content=[acp.ToolContent(acp.TextContent("x"))])
+    assert presenter.render(TerminalOutput("c1", "", legacy=titled), ZED, capable=False) == [
+        acp.ToolCallUpdate("c1", title="ls -l")]
+    assert presenter.render(TerminalOutput("c1", "", legacy=LEGACY_OUT), ZED, capable=False) == []
+
+
+def test_compaction_is_one_tool_call_then_updates() -> None:
+    presenter = Presenter()
+    first, = wire(presenter.render(Compaction("k1", "in_progress", trigger="auto"), NONE, capable=False))
+    assert first == {"toolCallId": "k1", "title": "Compact conversation", "kind": "think", "status": "in_progress",
+                     "rawOutput": {"trigger": "auto"}, "sessionUpdate": "tool_call"}
+    failed, = wire(presenter.render(Compaction("k1", "failed", error="too big"), NONE, capable=True))
+    assert failed["sessionUpdate"] == "tool_call_update" and failed["status"] == "failed"
+    assert failed["content"] == [{"type": "content", "content": {"type": "text", "text": "Compaction failed: too big"}}]
+    assert failed["_meta"] == {"jetbrains": {"air": {"contextCompaction": {"version": 1, "error": "too big"}}}}
+    assert "rawOutput" not in failed
+
+
+def test_a_title_carries_updated_at() -> None:
+    update, = wire(Presenter().render(SessionTitle("Fix the build"), NONE, capable=False))
+    assert update["title"] == "Fix the build"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", str(update["updatedAt"]))
+    one_line, = wire(Presenter().render(SessionTitle(" Fix  the\nbuild "), NONE, capable=False))
+    assert one_line["title"] == "Fix the build"
+    long, = wire(Presenter().render(SessionTitle("x" * 300), NONE, capable=False))
+    assert long["title"] == "x" * 255 + "\u2026"
+    cleared, = wire(Presenter().render(SessionTitle(None, "2026-01-01T00:00:00Z"), NONE, capable=False))
+    assert cleared == {"title": None, "updatedAt": "2026-01-01T00:00:00Z", "sessionUpdate": "session_info_update"}
