@@ -8,9 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import acp
 import anyio
 import pytest
 
+from tests.e2e.cancel_support import REQUEST_CANCELLED, send_cancel_request
 from tests.e2e.harness import AgentProcess, spawn_agent
 from tests.e2e.test_scripted_e2e import script_env, text_prompt
 
@@ -117,4 +119,35 @@ async def test_a_client_that_steers_the_running_turn(tmp_path: Path, capable: bo
         assert idle == {"outcome": "promptRequired", "reason": "noRunningTurn"}
     assert results == ["end_turn"]
     assert answers_and_texts(agent, sid) == ["first ", "steered: and this", " done", "<end_turn>"]
+    assert agent.frames.problems == []
+
+
+async def test_cancel_request_of_a_queued_prompt_cancels_just_that_one(tmp_path: Path) -> None:
+    fifo = tmp_path / "hold.fifo"
+    os.mkfifo(fifo)
+    script = {"turns": [[{"text": "first "}, {"wait_fifo": str(fifo)}, {"text": "done"}]]}
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, script)) as agent:
+        await agent.initialize(capable=False)
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        sid = session.session_id
+        results: dict[str, Any] = {}
+
+        async def prompt(text: str) -> None:
+            try:
+                results[text] = (await agent.conn.prompt(session_id=sid, prompt=text_prompt(text))).stop_reason
+            except acp.RequestError as error:
+                results[text] = error.code
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(prompt, "alpha")
+            await agent.conn.list_sessions()
+            tg.start_soon(prompt, "bravo")
+            await agent.conn.list_sessions()
+            await send_cancel_request(agent, "session/prompt")  # bravo's, the latest
+            tg.start_soon(prompt, "charlie")
+            await agent.conn.list_sessions()
+            assert results == {"bravo": REQUEST_CANCELLED}
+            await release(fifo)
+    assert results == {"bravo": REQUEST_CANCELLED, "alpha": "end_turn", "charlie": "end_turn"}
+    assert answers_and_texts(agent, sid) == ["first ", "done", "<end_turn>", "charlie", "<end_turn>"]
     assert agent.frames.problems == []
