@@ -303,3 +303,33 @@ def test_runs_as_a_module() -> None:
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
+
+
+def test_a_held_answer_completes_only_once_released(api: FakeResponsesAPI) -> None:
+    api.set_script([{"reply": "held answer", "hold": True}])
+    answers: list[bytes] = []
+    thread = threading.Thread(target=lambda: answers.append(post(api)[2]))
+    thread.start()
+    assert api.held.wait(10)
+    [request] = api.wait_for_requests(1)
+    assert not request.ended.is_set() and answers == []
+    api.release()
+    thread.join(10)
+    [raw] = answers
+    events = sse_events(raw)
+    assert events[-1]["type"] == "response.completed"
+    assert request.wait_ended(10) == "completed"
+
+
+def test_a_held_answer_ends_when_the_client_hangs_up(api: FakeResponsesAPI) -> None:
+    api.set_script([{"reply": "held answer", "hold": True}])
+    connection = http.client.HTTPConnection("127.0.0.1", api.port, timeout=10)
+    body = json.dumps({"model": "gpt-5.5", "stream": True, "input": []})
+    connection.request("POST", "/v1/responses", body=body,
+                       headers={"content-type": "application/json", **TURN_HEADERS})
+    response = connection.getresponse()
+    assert api.held.wait(10)
+    response.close()
+    connection.close()
+    [request] = api.wait_for_requests(1)
+    assert request.wait_ended(10) == "disconnected"

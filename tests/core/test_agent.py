@@ -316,16 +316,24 @@ async def test_auth_status_observations_per_session() -> None:
     assert "sk-test-123456" not in json.dumps(client.frames)
 
 
-async def test_second_prompt_while_running_is_rejected() -> None:
+async def test_second_prompt_while_running_is_queued_behind_it() -> None:
+    """Issue 12: no longer refused; it runs once the first turn is over (tests/core/test_prompt_queue.py)."""
     async with run_in_process(make_spec({"turns": [[{"wait_cancel": True}]]})) as client:
         await client.initialize()
         session_id = await client.new_session(CWD)
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.prompt, session_id, "first")
             await anyio.wait_all_tasks_blocked()
-            with pytest.raises(RpcError, match="already running"):
-                await client.prompt(session_id, "second")
+            second: list[Any] = []
+
+            async def prompt_second() -> None:
+                second.append(await client.prompt(session_id, "second"))
+            tg.start_soon(prompt_second)
+            await anyio.wait_all_tasks_blocked()
+            assert second == []
             await client.notify("session/cancel", {"sessionId": session_id})
+        assert second == [{"stopReason": "cancelled"}]
+        assert await client.prompt(session_id, "third") == {"stopReason": "end_turn"}
 
 
 async def test_fork_creates_a_new_session() -> None:

@@ -15,9 +15,10 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import acp
+import pydantic
 from acp import schema
 from acp.connection import StreamDirection, StreamEvent
 from pydantic import TypeAdapter
@@ -36,6 +37,17 @@ RESPONSE_MODELS: dict[str, type[Any]] = {
     "session/set_mode": schema.SetSessionModeResponse,
     "session/set_config_option": schema.SetSessionConfigOptionResponse,
 }
+
+
+class SteeringResponse(pydantic.BaseModel):
+    """The `_session/steering` answer, as claude-agent-acp's `SteerResponse` (and codex-acp) define it."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    outcome: Literal["injected", "startedNewTurn", "promptRequired"]
+    reason: Literal["noRunningTurn"] | None = None
+
+
+RESPONSE_MODELS["_session/steering"] = SteeringResponse
 if hasattr(schema, "LogoutResponse"):
     RESPONSE_MODELS["logout"] = schema.LogoutResponse
 if hasattr(schema, "ForkSessionResponse"):  # unstable in ACP, but validated like the rest

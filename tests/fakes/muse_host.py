@@ -25,6 +25,11 @@ Environment:
 - The `question` turn asks one single-choice question (`Which file?`, option `a.py`) and answers
   `You chose <label>.` after `userInput/answer`, `Continuing without an answer.` after
   `userInput/cancel`.
+- `hold`: answers `echo: <input>`, then the turn stays running until a `turn/steer` naming it
+  (answered `echo: <steered input>` in the same turn, then it completes), a `turn/cancel`, or a line
+  written to the named pipe `MUSE_FAKE_HOLD_FIFO` (then it completes).
+- `turn/steer {sessionId, expectedTurnId, input}` puts input into the running turn it names (only a
+  `hold` turn reads it); a turn that is not the running one is `-32030 commandRejected`.
 - A `turn/start` while a turn of that session runs is queued (MSP's default `ifBusy: queue`:
   disposition `queued`, `startedNewTurn: false`) and starts when the running turn completes.
 - `MUSE_FAKE_ERROR_MESSAGE`: the host's message for `fail:` turns.
@@ -261,6 +266,7 @@ class Host:
             "session/leave": lambda: self.leave(params),
             "turn/start": lambda: self.turn_start(params),
             "turn/cancel": lambda: self.turn_cancel(params),
+            "turn/steer": lambda: self.turn_steer(params),
             "approval/decide": lambda: self.decide(params),
             "userInput/cancel": lambda: self.user_input_cancel(params),
             "userInput/answer": lambda: self.user_input_answer(params),
@@ -419,6 +425,22 @@ class Host:
         return {"commandId": params["commandId"], "disposition": "started", "startedNewTurn": True,
                 "status": "accepted", "turnId": turn_id}
 
+    def turn_steer(self, params: dict[str, Any]) -> dict[str, Any]:
+        record = self.require_loaded(params)
+        turn_id = params.get("expectedTurnId")
+        if not isinstance(turn_id, str) or not turn_id:
+            raise MspError(-32602, "invalidParams", "turn/steer requires expectedTurnId")
+        text = "".join(part.get("text", "") for part in params.get("input") or [] if part.get("type") == "text")
+        with self.state_lock:
+            running = (self.running.get(record["session"]["sessionId"]) or {}).get("turnId")
+            waiter = self.waiters.get(turn_id) if running == turn_id else None
+        if waiter is None:
+            raise MspError(-32030, "commandRejected", f"turn {turn_id} is not the running turn",
+                           reason="turnNotActive")
+        LOG.write("steered", turnId=turn_id, text=text)
+        waiter.put({"steer": text})
+        return {"commandId": params["commandId"], "status": "accepted", "turnId": turn_id}
+
     def turn_cancel(self, params: dict[str, Any]) -> dict[str, Any]:
         record = self.require_loaded(params)
         turn_id = params.get("turnId") or (self.running.get(record["session"]["sessionId"]) or {}).get("turnId")
@@ -559,6 +581,8 @@ class Host:
         elif name.startswith("many:"):  # a long answer: `many:<n>` streams n chunks "w<i> ....."
             chunks = [f"w{i} " + "." * 100 for i in range(int(name[len("many:"):]))]
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", chunks))
+        elif name == "hold":
+            terminal = self.hold(session_id, turn_id, text, items, waiter)
         elif name == "echo":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", [f"echo: {text}"]))
         elif name == "shell":
@@ -602,6 +626,30 @@ class Host:
         self.item(session_id, "item/completed", done)
         items.append(done)
         items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Tests pass."]))
+
+    def hold(self, session_id: str, turn_id: str, text: str, items: list[dict[str, Any]],
+             waiter: queue.Queue[dict[str, Any]]) -> dict[str, Any]:
+        items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", [f"echo: {text}"]))
+        fifo = os.environ.get("MUSE_FAKE_HOLD_FIFO")
+        if fifo:
+            def read_release() -> None:
+                with open(fifo, encoding="utf-8") as pipe:
+                    pipe.readline()
+                waiter.put({"release": True})
+            threading.Thread(target=read_release, daemon=True).start()
+        LOG.write("holding", turnId=turn_id)
+        event = waiter.get()
+        if "cancel" in event:
+            return {"terminal": "cancelled", "reason": "turn/cancel"}
+        if "steer" in event:
+            steered = event["steer"]
+            user = {"itemId": f"{turn_id}-steer", "kind": "userMessage", "revision": 1, "status": "completed",
+                    "turnId": turn_id, "text": steered, "steered": True}
+            self.item(session_id, "item/completed", user)
+            items.append(user)
+            items.append(self.message(session_id, turn_id, f"{turn_id}-steered", "agentMessage",
+                                      [f"echo: {steered}"]))
+        return {"terminal": "completed"}
 
     def stream(self, session_id: str, turn_id: str, items: list[dict[str, Any]]) -> None:
         self.notify("session/todoListChanged", {**self.view(session_id), "revision": 1, "sourceTool": "todo_write",

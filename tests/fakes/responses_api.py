@@ -33,6 +33,11 @@ Steps (consumed in order by turn requests; side requests never consume one):
   answers the prompt it received, so a test sees which turn an answer belongs to. With
   `slow_stream` the echo is streamed slowly, then the slow text follows.
 
+- `{"hold": true}` (with any answer step, e.g. `{"echo": true, "hold": true}`): the answer is
+  streamed, then the response stays open (no `response.completed`) until the test calls
+  `release()` once for it, the client disconnects, or the fake stops: a turn that is still running
+  while a test sends a follow-up prompt or a steer. `held` is set once a held answer is out.
+
 Every step may also carry `"first_byte_delay_s": X` (a delay before the response headers).
 When the script is exhausted, every turn request is answered as `{"reply": "ok"}`.
 
@@ -45,6 +50,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import select
 import signal
 import socket
 import sys
@@ -72,6 +78,8 @@ CONTEXT_WINDOW_MESSAGE: Final[str] = (
     "Your input exceeds the context window of this model. Please adjust your input and try again."
 )
 SHUTDOWN_POLL_INTERVAL_S: Final[float] = 0.02
+HOLD_POLL_S: Final[float] = 0.02
+"""How often a held answer checks for the client hanging up (a poll of the fake, not a test wait)."""
 FAST_RETRY_HEADERS: Final[Mapping[str, str]] = {"retry-after": "0", "retry-after-ms": "0"}
 
 _DEFAULT_ERRORS: Final[Mapping[int, tuple[str, str, str | None]]] = {
@@ -550,9 +558,23 @@ class _Handler(BaseHTTPRequestHandler):
             stream.failed(*failure)
         else:
             _stream_answer(stream, step, tools)
+            if step.get("hold"):
+                self._hold()
             input_tokens = max(1, len(json.dumps(body.get("input") or [])) // 4)
             stream.completed(input_tokens, 5 if step.get("reasoning") else 0)
         writer.finish()
+
+
+    def _hold(self) -> None:
+        """Keep the response open until `release()`, the client hanging up, or the fake stopping."""
+        api = self.server.api
+        api.held.set()
+        while not api.releases.acquire(timeout=HOLD_POLL_S):
+            if api.stopping.is_set():
+                raise ConnectionAbortedError("fake server is shutting down")
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                raise ConnectionAbortedError("the client hung up on a held answer")
 
 
 def _failure_of(step: Step) -> tuple[str, str] | None:
@@ -616,6 +638,9 @@ class FakeResponsesAPI(LoopbackFake):
     poll_interval_s = SHUTDOWN_POLL_INTERVAL_S
 
     def __init__(self, script: Sequence[Step] = (), *, port: int = 0) -> None:
+        self.held = threading.Event()
+        """Set once a `hold` step's answer is streamed (its response is still open)."""
+        self.releases = threading.Semaphore(0)
         self._changed = threading.Condition()
         self._script: list[Step] = [dict(step) for step in script]
         self._requests: list[RecordedRequest] = []
@@ -650,6 +675,10 @@ class FakeResponsesAPI(LoopbackFake):
     def remaining_steps(self) -> int:
         with self._changed:
             return len(self._script)
+
+    def release(self) -> None:
+        """Let one held answer (the next, if none is held yet) complete."""
+        self.releases.release()
 
     def set_script(self, script: Sequence[Step]) -> None:
         """Replace the steps not yet consumed."""

@@ -717,6 +717,8 @@ class Methods:
     SESSION_CANCEL: ClassVar[str] = "session/cancel"
     SESSION_SET_MODE: ClassVar[str] = "session/set_mode"
     SESSION_SET_CONFIG_OPTION: ClassVar[str] = "session/set_config_option"
+    SESSION_STEERING: ClassVar[str] = "_session/steering"
+    """The steering extension of claude-agent-acp and codex-acp: input into the running turn."""
     SESSION_UPDATE: ClassVar[str] = "session/update"
     REQUEST_PERMISSION: ClassVar[str] = "session/request_permission"
     FS_READ: ClassVar[str] = "fs/read_text_file"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ from attrs import define, field
 
 from acp_agent import acp, terminal_auth
 from acp_agent.acp import Methods as M
+from acp_agent.admission import PromptLine, ReleaseOnce
 from acp_agent.auth import (
     CredentialState,
     KeyringStore,
@@ -126,6 +128,7 @@ class Agent:
         self._host_lock = anyio.Lock()
         self._backend_outdated = False
         """A sign-in happened while sessions were open: replace the backend once none is."""
+        self._lines: weakref.WeakKeyDictionary[Session, PromptLine] = weakref.WeakKeyDictionary()
         self.input_ended = False
 
     # -- wiring ------------------------------------------------------------------------------
@@ -156,6 +159,8 @@ class Agent:
         for method, supported in unsupported.items():
             if not supported:
                 handlers.pop(method)
+        if caps.steering:
+            handlers[M.SESSION_STEERING] = self.steer
         return Methods(requests=handlers, notifications={M.SESSION_CANCEL: self.cancel})
 
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
@@ -333,6 +338,10 @@ class Agent:
             fork={} if caps.fork_session else UNSET,
         )
         meta: dict[str, Any] = {}
+        if caps.steering:
+            # Where claude-agent-acp and codex-acp advertise `_session/steering`: the top-level
+            # `_meta` of the initialize response, beside `agentCapabilities`.
+            meta["steering"] = {"supported": True}
         if self.outbox.capable:
             meta.update(advertised_meta())
         auth_meta = self._auth_meta()
@@ -522,7 +531,7 @@ class Agent:
         request = self._parse(params, acp.LoadSessionRequest)
         self._check_cwd(request.cwd)
         existing = self.sessions.get(request.session_id)
-        if existing is not None and existing.turn is not None:
+        if existing is not None and (existing.turn is not None or self._line(existing).busy):
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
         credentials = self._client_credentials(request.meta)
         session = existing or self._new_session_state(request.session_id, request.cwd)
@@ -573,6 +582,7 @@ class Agent:
     async def _end_session(self, session: Session) -> None:
         self.sessions.pop(session.session_id, None)
         self.router.close(session.session_id)
+        self._line(session).drop_waiting()
         if session.turn is not None:
             await self._cancel_turn(session.turn)
         host = self._host
@@ -613,12 +623,88 @@ class Agent:
 
     # -- turns ------------------------------------------------------------------------------------
 
+    def _line(self, session: Session) -> PromptLine:
+        line = self._lines.get(session)
+        if line is None:
+            line = self._lines[session] = PromptLine()
+        return line
+
     async def prompt(self, params: Any) -> Any:
         request = self._parse(params, acp.PromptRequest)
         session = self._session(request.session_id)
-        if session.turn is not None:
-            raise RpcError(INVALID_PARAMS, "A prompt is already running in this session; cancel it first.",
-                           {"field": "sessionId"})
+        return await self._queued_prompt(session, request.prompt)
+
+    async def _queued_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
+        """A prompt in its session's line: it runs after the prompts before it, with its own answer.
+
+        A prompt that arrives while a turn runs waits (it is not refused); a `session/cancel`, the
+        session closed or the client gone answers it `cancelled` without running it. The next
+        prompt starts only once this one's answer is written (`ReleaseOnce` as `on_written`), so
+        no update of the next turn precedes it.
+        """
+        line = self._line(session)
+        queued = line.busy
+        if not await line.enter():
+            return self._dump(acp.PromptResponse(stop_reason="cancelled"))
+        release = ReleaseOnce(line)
+        try:
+            if queued and (self.input_ended or self.sessions.get(session.session_id) is not session):
+                result: Any = self._dump(acp.PromptResponse(stop_reason="cancelled"))
+            else:
+                result = await self._run_prompt(session, prompt)
+        except RpcError as exc:
+            exc.on_written = _both(exc.on_written, release)
+            raise
+        except BaseException:
+            release()
+            raise
+        if isinstance(result, Reply):
+            return Reply(result.result, _both(result.on_written, release))
+        return Reply(result, release)
+
+    async def steer(self, params: Any) -> Any:
+        """`_session/steering`: the prompt joins the running turn (`injected`); with no turn running
+        it starts a turn of its own (`startedNewTurn`, its answer goes nowhere), or, when the
+        request asks `_meta.steering.idleBehavior: "promptRequired"`, is handed back
+        (`promptRequired`) for the client to send as a `session/prompt`. As claude-agent-acp."""
+        request = self._parse(params, acp.PromptRequest)
+        meta = request.meta if isinstance(request.meta, dict) else {}
+        steering = meta.get("steering")
+        if steering is not None and not isinstance(steering, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: _meta.steering must be an object",
+                           {"field": "_meta.steering"})
+        idle_behavior = steering.get("idleBehavior") if steering else None
+        if idle_behavior not in (None, "promptRequired"):
+            raise RpcError(INVALID_PARAMS, "Invalid params: unsupported steering idleBehavior",
+                           {"field": "_meta.steering.idleBehavior"})
+        if not request.prompt:
+            raise RpcError(INVALID_PARAMS, "Invalid params: prompt: must not be empty", {"field": "prompt"})
+        session = self._session(request.session_id)
+        turn = session.turn
+        if turn is not None and not turn.cancel_requested and not turn.backend_done:
+            async with self._provider_call(M.SESSION_STEERING):
+                runtime = await self.runtime()
+                if await runtime.steer(session.session_id, request.prompt, turn):
+                    return {"outcome": "injected"}
+        if idle_behavior == "promptRequired":
+            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        assert self._task_group is not None
+        self._task_group.start_soon(self._detached_prompt, session, request.prompt)
+        return {"outcome": "startedNewTurn"}
+
+    async def _detached_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> None:
+        """A turn a steer started with no turn running: queued like any prompt, answered to nobody."""
+        try:
+            result = await self._queued_prompt(session, prompt)
+        except RpcError as exc:
+            if exc.on_written is not None:
+                exc.on_written(False)  # releases the session for the next prompt
+            log.info("a turn started by _session/steering failed: %s", exc.message)
+            return
+        if isinstance(result, Reply):
+            result.on_written(False)
+
+    async def _run_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
         turn = session.start_turn(str(uuid.uuid4()))
         stop_reason: acp.StopReason = "end_turn"
         try:
@@ -626,7 +712,7 @@ class Agent:
             await session.open()
             async with anyio.create_task_group() as watch:
                 watch.start_soon(self._stop_backend_if_abandoned, turn)
-                stop_reason = await self._run_provider_turn(session, turn, request.prompt)
+                stop_reason = await self._run_provider_turn(session, turn, prompt)
                 turn.backend_done = True
                 watch.cancel_scope.cancel()
         finally:
@@ -676,6 +762,12 @@ class Agent:
                     grace_s = INPUT_GONE_CANCEL_GRACE_S if self.input_ended else CANCEL_GRACE_S
                     await self._cancel_turn(turn, grace_s)
 
+    def input_gone(self) -> None:
+        """The client closed its input: queued prompts will not run (nobody reads their turns)."""
+        self.input_ended = True
+        for line in list(self._lines.values()):
+            line.drop_waiting()
+
     def _internal_failure(self, title: str) -> FailureObservation:
         return FailureObservation(kind=FailureKind.INTERNAL_ERROR, native_kind="internalError", title=title,
                                   source="adapter", outcome="unknown", execution="possiblySubmitted")
@@ -683,9 +775,13 @@ class Agent:
     async def cancel(self, params: Any) -> None:
         request = self._parse(params, acp.SessionIdRequest)
         session = self.sessions.get(request.session_id)
-        if session is None or session.turn is None:
+        if session is None:
             return
-        await self._cancel_turn(session.turn)
+        # The prompts queued before this cancel are cancelled with the running turn (as both
+        # reference adapters do); a prompt sent after it runs.
+        self._line(session).drop_waiting()
+        if session.turn is not None:
+            await self._cancel_turn(session.turn)
 
     async def _cancel_turn(self, turn: Turn, grace_s: float = CANCEL_GRACE_S) -> None:
         """Ask the provider to cancel; its prompt is cut off by force once the grace is over."""
@@ -720,7 +816,7 @@ class _InputWatch(anyio.abc.ByteReceiveStream):
         try:
             return await self._stream.receive(max_bytes)
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._agent.input_ended = True
+            self._agent.input_gone()
             raise
 
     async def aclose(self) -> None:
@@ -738,6 +834,19 @@ def _choices(offered: Sequence[str]) -> str:
         return "this session offers none."
     return "choose one of " + ", ".join(clip(choice) for choice in offered[:20]) + (
         ", …" if len(offered) > 20 else "") + "."
+
+
+def _both(first: Callable[[bool], None] | None, then: Callable[[bool], None]) -> Callable[[bool], None]:
+    """Two `on_written` callbacks in order (the prompt's own, then the line's release)."""
+    if first is None:
+        return then
+
+    def both(written: bool) -> None:
+        try:
+            first(written)
+        finally:
+            then(written)
+    return both
 
 
 def _text(value: object) -> str | None:

@@ -111,6 +111,9 @@ class RuntimeCapabilities:
     embedded_context: bool = False
     mcp_http: bool = False
     mcp_sse: bool = False
+    steering: bool = False
+    """`ProviderRuntime.steer` works: the core then offers `_session/steering` (advertised in
+    `initialize` as `_meta.steering.supported`)."""
 
 
 @frozen
@@ -207,6 +210,12 @@ class ProviderRuntime(abc.ABC):
     @abc.abstractmethod
     async def cancel(self, session_id: str) -> None:
         """Ask the backend to stop the running turn; `prompt` then returns `cancelled`."""
+
+    async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
+        """Add input to the running turn `turn` (the backend takes input mid-turn); its output
+        streams into that turn. False when that turn is already over on the backend (the core
+        then treats the session as idle). Only called with `RuntimeCapabilities.steering`."""
+        raise NotSupported("_session/steering")
 
     async def load_session(
         self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel, *, replay: bool

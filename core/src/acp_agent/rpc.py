@@ -49,6 +49,8 @@ class RpcError(Exception):
         self.code = code
         self.message = message
         self.data = data
+        self.on_written: Callable[[bool], None] | None = None
+        """Like `Reply.on_written`: told whether the error answer was really written."""
 
     def to_wire(self) -> JsonObject:
         error: JsonObject = {"code": self.code, "message": self.message}
@@ -608,6 +610,7 @@ class Connection:
                 answer = {"jsonrpc": "2.0", "id": message_id, "result": result}
             except RpcError as exc:
                 answer = _error_message(message_id, exc)
+                on_written = exc.on_written
             except Exception:
                 log.exception("handler for %s failed", method)
                 answer = _error_message(message_id, RpcError(INTERNAL_ERROR, f"Internal error while handling {method}"))
@@ -616,6 +619,8 @@ class Connection:
                     del self._running[key]
         if scope.cancelled_caught:
             answer = _error_message(message_id, RpcError(REQUEST_CANCELLED, "Request cancelled"))
+            if on_written is not None:
+                on_written(False)  # that answer is not the one written
             on_written = None
         return answer, on_written
 

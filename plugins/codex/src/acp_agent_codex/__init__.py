@@ -112,6 +112,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 close_session=True,
                 image=True,
                 embedded_context=True,
+                steering=True,
             ),
             description="OpenAI Codex through `codex app-server`.",
         )

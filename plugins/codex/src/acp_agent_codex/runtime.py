@@ -151,6 +151,8 @@ class ActiveTurn:
     translator: TurnTranslator = field(factory=TurnTranslator)
     codex_turn_id: str | None = None
     cancel_requested: bool = False
+    known: anyio.Event = field(factory=anyio.Event)
+    """Set once app-server named the turn (`codex_turn_id`), or the prompt ended without it."""
 
 
 @define(eq=False)
@@ -694,6 +696,7 @@ class CodexRuntime(ProviderRuntime):
         codex_turn = result.get("turn") if isinstance(result, Mapping) else None
         turn_id = codex_turn.get("id") if isinstance(codex_turn, Mapping) else None
         active.codex_turn_id = turn_id if isinstance(turn_id, str) else None
+        active.known.set()
         if active.codex_turn_id is not None:
             # Codex stores this id with the turn: a replayed failure then keeps the live incident id.
             turn.adopt_turn_id(active.codex_turn_id)
@@ -728,6 +731,7 @@ class CodexRuntime(ProviderRuntime):
             turn_id = turn_id_of(method, params)
             if active.codex_turn_id is None and method == "turn/started" and turn_id is not None:
                 active.codex_turn_id = turn_id
+                active.known.set()
             if turn_id is not None and turn_id != active.codex_turn_id:
                 await self._outside_turn(thread, method, params)
                 continue
@@ -741,6 +745,7 @@ class CodexRuntime(ProviderRuntime):
 
     async def _end_turn(self, thread: ThreadState, active: ActiveTurn) -> None:
         """What was queued to a prompt that has ended now belongs to no prompt (runs once)."""
+        active.known.set()
         if active.queue.closed:
             return
         if thread.active is active:
@@ -760,6 +765,34 @@ class CodexRuntime(ProviderRuntime):
                 await server.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
             except (RpcError, ConnectionClosed) as exc:
                 log.info("turn/interrupt failed: %s", type(exc).__name__)
+
+    async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
+        """app-server's `turn/steer`: the input joins the running turn (`expectedTurnId` makes
+        app-server refuse it if that turn is over, and then the core treats the session as idle)."""
+        thread = self._threads.get(session_id)
+        active = thread.active if thread is not None else None
+        if thread is None or active is None or active.channel is not turn or active.cancel_requested:
+            return False
+        server = await self._ready()
+        async with self.clock.phase(Phase.SUBMITTING, label="turn/steer"):
+            await active.known.wait()  # turn/start answered (or turn/started read)
+            turn_id = active.codex_turn_id
+            if turn_id is None or thread.active is not active or server.generation != active.generation:
+                return False
+            params = {"threadId": thread.thread_id, "expectedTurnId": turn_id,
+                      "input": items.prompt_input(prompt)}
+            try:
+                await server.call("turn/steer", params)
+            except ConnectionClosed:
+                raise PhaseFailed(transport_lost(Phase.SUBMITTING.value, submitted=True)) from None
+            except RpcError as exc:
+                # codex 0.163: "no active turn to steer", "expected active turn id `…`"
+                message = exc.message.lower()
+                if thread.active is not active or "no active turn" in message or "expected active turn" in message:
+                    log.info("turn/steer found the turn over (%d)", exc.code)
+                    return False
+                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
+        return True
 
     async def cancel(self, session_id: str) -> None:
         thread = self._threads.get(session_id)

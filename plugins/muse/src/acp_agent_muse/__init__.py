@@ -104,6 +104,7 @@ def provider_spec() -> ProviderSpec:
             fork_session=True,
             image=True,
             embedded_context=True,
+            steering=True,
         ),
         deadline_aliases={
             "ACP_AGENT_STARTUP_TIMEOUT_MS": (STARTUP_ALIAS,),

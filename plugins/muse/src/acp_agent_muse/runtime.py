@@ -66,6 +66,8 @@ from acp_agent_muse.ids import mint
 from acp_agent_muse.translate import TurnDone, TurnTranslator
 
 log = logging.getLogger(__name__)
+COMMAND_REJECTED_CODE: Final = -32030
+"""MSP `commandRejected`: for `turn/steer`, the turn it names is not the running one."""
 PROVIDER = "muse"
 
 IDLE_VAR: Final = "ACP_AGENT_MUSE_IDLE_RELEASE_MS"
@@ -147,6 +149,8 @@ class ActiveTurn:
     turn_id: str | None = None
     cancel_requested: bool = False
     cancel_sent: bool = False
+    known: anyio.Event = field(factory=anyio.Event)
+    """Set once the host acknowledged the turn (`turn_id`), or the prompt ended without it."""
     approvals: dict[str, Mapping[str, Any]] = field(factory=dict)
     decided: set[str] = field(factory=set)
     resolved: set[str] = field(factory=set)
@@ -672,6 +676,7 @@ class MuseRuntime(ProviderRuntime):
                 raise
             finally:
                 state.active = None
+                active.known.set()
                 await self._router.end_turn(session_id, active.queue)
         finally:
             state.busy -= 1
@@ -721,6 +726,7 @@ class MuseRuntime(ProviderRuntime):
             raise TurnFailed(observation)
         active.turn_id = turn_id
         active.translator = TurnTranslator(turn_id, classify=bound(self.context.hooks, PROVIDER))
+        active.known.set()
         active.queue.acknowledged()
         if active.cancel_requested:
             self._tg.start_soon(self._send_cancel, state, active)
@@ -775,6 +781,31 @@ class MuseRuntime(ProviderRuntime):
                 await active.host.command("turn/cancel", {"sessionId": state.session_id, "turnId": active.turn_id})
             except (RpcError, ConnectionClosed) as exc:
                 log.info("turn/cancel failed: %s", type(exc).__name__)
+
+    async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
+        """MSP `turn/steer` naming the running turn (`expectedTurnId`): the host puts the input into
+        it. `-32030 commandRejected` (that turn is no longer the running one) means the turn is over."""
+        state = self._sessions.get(session_id)
+        active = state.active if state is not None else None
+        if state is None or active is None or active.channel is not turn or active.cancel_requested:
+            return False
+        async with self._phase(Phase.SUBMITTING, "turn/steer"):
+            await active.known.wait()  # turn/start acknowledged
+            if active.turn_id is None or state.active is not active or not active.host.alive:
+                return False
+            params = {"sessionId": state.session_id, "expectedTurnId": active.turn_id,
+                      "input": items.prompt_input(prompt)}
+            try:
+                await active.host.command("turn/steer", params)
+            except ConnectionClosed:
+                raise PhaseFailed(host_lost(Phase.SUBMITTING.value, submitted=True)) from None
+            except RpcError as exc:
+                if state.active is not active or exc.code == COMMAND_REJECTED_CODE:
+                    log.info("turn/steer found the turn over (%d)", exc.code)
+                    return False
+                raise PhaseFailed(request_error_observation(exc.code, exc.message, exc.data,
+                                                            Phase.SUBMITTING.value)) from None
+        return True
 
     async def cancel(self, session_id: str) -> None:
         state = self._sessions.get(session_id)

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from acp_agent import hookimpl
 from acp_agent.acp import (
@@ -101,6 +102,12 @@ class ScriptedRuntime(ProviderRuntime):
         self.settings_calls: list[tuple[str, ...]] = []
         """Every `set_mode` and `set_config_option` that reached the runtime."""
         self.model: str | None = None
+        self.running: dict[str, TurnChannel] = {}
+        self.steers: dict[str, list[str]] = {}
+        """Every steered prompt's text that reached a running turn, by session id."""
+        self.steered: dict[str, anyio.Event] = {}
+        self.prompts: list[str] = []
+        """Every prompt's text, in the order the turns started."""
 
     def _setup(self, session_id: str) -> SessionStart:
         """Script keys `modes` (ids, the first current) and `models` (values of the "model" option)."""
@@ -214,6 +221,9 @@ class ScriptedRuntime(ProviderRuntime):
         if session_id not in self.sessions:
             raise SessionNotFound(session_id)
         self.cancelled[session_id] = anyio.Event()
+        self.steered[session_id] = anyio.Event()
+        self.running[session_id] = turn
+        self.prompts.append(_text(prompt))
         steps = (
             self.turns.pop(0)
             if self.turns
@@ -234,6 +244,7 @@ class ScriptedRuntime(ProviderRuntime):
             outcome = "forced"
             raise
         finally:
+            self.running.pop(session_id, None)
             self.prompt_ends.append(outcome)
             self.prompt_ended.set()
             for later in self.after_prompt:
@@ -247,13 +258,22 @@ class ScriptedRuntime(ProviderRuntime):
             else:
                 await self.context.router.emit(session_id, Notice(event["notice"]))
 
+    async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
+        if self.running.get(session_id) is not turn:
+            return False
+        self.steers.setdefault(session_id, []).append(_text(prompt))
+        self.steered[session_id].set()
+        return True
+
     async def _play_step(
         self, session_id: str, step: dict[str, Any], turn: TurnChannel
     ) -> TurnEnd | None:
         """Steps: text, thought, deltas (count), retry (title, kind), notice (title, details, legacy),
         fail (observation), record_fail (observation, then keep going), session_failure (observation),
         offer_models (new values of the "model" option, announced with config_option_update),
-        stop (stop reason), wait_cancel, permission (title), tool (title), hang_submit, crash,
+        stop (stop reason), wait_cancel, wait_steer (held until steered, then `steered: <text>`),
+        wait_fifo (path: held until a line is written to that named pipe), permission (title),
+        tool (title), hang_submit, crash,
         signal (attempt_boundary, runtime_replaced or auth_confirmed: recovery evidence),
         between_turns (events a reader task emits through the router once the prompt returned)."""
         if "text" in step:
@@ -277,6 +297,24 @@ class ScriptedRuntime(ProviderRuntime):
             await turn.emit(SessionFailure(observation(step["session_failure"])))
         elif "stop" in step:
             return TurnEnd(step["stop"])
+        elif "wait_steer" in step:
+            # Held until a steer arrives (or a cancel); the steered text then shows in this turn.
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    async def cancelled() -> None:
+                        await self.cancelled[session_id].wait()
+                        scope.cancel()
+                    group.start_soon(cancelled)
+                    await self.steered[session_id].wait()
+                    group.cancel_scope.cancel()
+            if scope.cancelled_caught:
+                return TurnEnd("cancelled")
+            for text in self.steers.get(session_id, []):
+                await turn.emit(AgentMessageChunk(TextContent(f"steered: {text}")))
+        elif "wait_fifo" in step:
+            # Held until the test writes a line to the named pipe (a subprocess test's release).
+            path = step["wait_fifo"]
+            await anyio.to_thread.run_sync(_read_line, path, abandon_on_cancel=True)
         elif "wait_cancel" in step:
             await self.cancelled[session_id].wait()
             return TurnEnd("cancelled")
@@ -320,6 +358,15 @@ class ScriptedRuntime(ProviderRuntime):
         return None
 
 
+def _read_line(path: str) -> str:
+    with open(path, encoding="utf-8") as pipe:
+        return pipe.readline()
+
+
+def _text(prompt: Sequence[ContentBlock]) -> str:
+    return " ".join(block.text for block in prompt if isinstance(block, TextContent))
+
+
 def load_script() -> dict[str, Any]:
     path = os.environ.get("ACP_AGENT_SCRIPTED_SCRIPT")
     if not path:
@@ -333,10 +380,12 @@ def make_spec(script: dict[str, Any] | None = None) -> ProviderSpec:
     """The scripted provider; in-process tests pass the script directly."""
     from acp_agent.provider import CredentialSpec
 
+    script = script if script is not None else load_script()
+
     @asynccontextmanager
     async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
         async with anyio.create_task_group() as readers:
-            yield ScriptedRuntime(script if script is not None else load_script(), context, readers)
+            yield ScriptedRuntime(script, context, readers)
             readers.cancel_scope.cancel()
 
     return ProviderSpec(
@@ -353,6 +402,7 @@ def make_spec(script: dict[str, Any] | None = None) -> ProviderSpec:
             fork_session=True,
             image=True,
             embedded_context=True,
+            steering=bool(script.get("steering")),
         ),
     )
 

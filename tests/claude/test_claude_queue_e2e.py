@@ -1,0 +1,63 @@
+"""A follow-up while a Claude turn runs is queued by the core and runs after it (issue 12, item 1).
+
+Real Claude Code CLI against the fake Anthropic API: the first answer is held (`hang_after_events`)
+until the test releases it; `echo` answers with the prompt. Steering is not offered for Claude yet:
+`initialize` does not advertise it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp import schema
+
+from tests.claude.e2e_support import claude_agent, wait_for_requests
+from tests.e2e.harness import AgentProcess
+from tests.fakes.anthropic_api import FakeAnthropicAPI
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(150)]
+
+
+def transcript(agent: AgentProcess, session_id: str) -> str:
+    out: list[str] = []
+    for frame in agent.frames.incoming:
+        result = frame.get("result")
+        if isinstance(result, dict) and "stopReason" in result:
+            out.append(f"<{result['stopReason']}>")
+        elif frame.get("method") == "session/update" and frame["params"]["sessionId"] == session_id:
+            update = frame["params"]["update"]
+            if update["sessionUpdate"] == "agent_message_chunk":
+                if out and not out[-1].startswith("<"):
+                    out[-1] += update["content"]["text"]
+                else:
+                    out.append(update["content"]["text"])
+    return "|".join(out)
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_a_follow_up_runs_after_the_running_turn(tmp_path: Path, capable: bool) -> None:
+    with FakeAnthropicAPI([{"hang_after_events": 4, "echo": True}, {"echo": True}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            results: dict[str, Any] = {}
+
+            async def prompt(value: str) -> None:
+                results[value] = (await agent.conn.prompt(
+                    session_id=sid, prompt=[schema.TextContentBlock(type="text", text=value)])).stop_reason
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(prompt, "alpha")
+                await wait_for_requests(api, 1)
+                tg.start_soon(prompt, "bravo")
+                await agent.conn.list_sessions(cwd=str(tmp_path))  # answered once bravo is in line
+                assert results == {}
+                api.release()
+    assert results == {"alpha": "end_turn", "bravo": "end_turn"}
+    assert transcript(agent, sid) == "echo: alpha|<end_turn>|echo: bravo|<end_turn>"
+    [init] = [f["result"] for f in agent.frames.incoming if "agentCapabilities" in (f.get("result") or {})]
+    assert "steering" not in init.get("_meta", {})
+    assert agent.frames.problems == []
