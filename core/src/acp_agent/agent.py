@@ -222,11 +222,10 @@ class Agent:
                 # The runtime opened at start-up is adopted only if a session would get the same
                 # environment (credentials may have changed since, e.g. through the keyring).
                 context = self.runtime_context()
-                if host.early_environ != context.environ and not host.done.is_set():
-                    with anyio.CancelScope(shield=True):
-                        await self._close_runtime()
+                host.early_environ, early_environ = None, host.early_environ
+                if early_environ != context.environ and not host.done.is_set():
+                    host.stop.set()  # it closes in its own task; the session need not wait
                     host = self._open_host(context)
-                host.early_environ = None
             if host is None or host.done.is_set():
                 host = self._open_host(self.runtime_context())
         await host.ready.wait()
