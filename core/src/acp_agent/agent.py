@@ -107,6 +107,8 @@ class _RuntimeHost:
     done: anyio.Event = field(factory=anyio.Event)
     runtime: ProviderRuntime | None = None
     error: BaseException | None = None
+    early_environ: Mapping[str, str] | None = None
+    """Set while a runtime opened at start-up (`ProviderSpec.start_early`) awaits its first use."""
 
 
 class Agent:
@@ -178,6 +180,10 @@ class Agent:
         self.connection.eof_grace_s = EOF_GRACE_S
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
+            if self.provider.start_early:
+                # Without the keyring: loading its backends costs ~200 ms, which would delay
+                # `initialize`. A secret found there later makes the first session reopen it.
+                self._open_host(self.runtime_context(dict(self.settings.environ)), early=True)
             try:
                 await self.connection.serve()
             finally:
@@ -196,9 +202,9 @@ class Agent:
 
     # -- the runtime ------------------------------------------------------------------------------
 
-    def runtime_context(self) -> RuntimeContext:
+    def runtime_context(self, environ: dict[str, str] | None = None) -> RuntimeContext:
         return RuntimeContext(
-            environ=self._backend_environ(),
+            environ=self._backend_environ() if environ is None else environ,
             clock=self.settings.clock,
             redact=self.settings.redact,
             client_fs_read=self.client_capabilities.fs.read_text_file,
@@ -214,18 +220,30 @@ class Agent:
             self.settings.redact.add(state.secret)
         return with_keyring_credential(self.settings.environ, state, self.provider.credentials)
 
+    def _open_host(self, context: RuntimeContext, *, early: bool = False) -> _RuntimeHost:
+        host = _RuntimeHost(early_environ=context.environ if early else None)
+        self._host = host
+        self._backend_outdated = False  # a new backend starts with what is configured now
+        assert self._task_group is not None
+        self._task_group.start_soon(self._host_runtime, host, context)
+        return host
+
     async def runtime(self) -> ProviderRuntime:
         async with self._host_lock:
             host = self._host
             if host is not None and self._backend_outdated and not self.sessions:
                 await self._close_runtime()
                 host = None
+            if host is not None and host.early_environ is not None:
+                # The runtime opened at start-up is adopted only if a session would get the same
+                # environment (credentials may have changed since, e.g. through the keyring).
+                context = self.runtime_context()
+                host.early_environ, early_environ = None, host.early_environ
+                if early_environ != context.environ and not host.done.is_set():
+                    host.stop.set()  # it closes in its own task; the session need not wait
+                    host = self._open_host(context)
             if host is None or host.done.is_set():
-                self._backend_outdated = False  # a new backend starts with what is configured now
-                host = _RuntimeHost()
-                self._host = host
-                assert self._task_group is not None
-                self._task_group.start_soon(self._host_runtime, host, self.runtime_context())
+                host = self._open_host(self.runtime_context())
         await host.ready.wait()
         if host.runtime is None:
             error = host.error

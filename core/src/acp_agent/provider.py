@@ -248,7 +248,11 @@ class ProviderSpec:
     """One provider, as a plugin registers it.
 
     `open_runtime` is called once per agent process, lazily (not at `initialize`), and must not
-    import the vendor SDK before it is called.
+    import the vendor SDK before it is called. With `start_early` the core opens the runtime as
+    soon as the agent starts, off the request path, so a backend shared by every session (one
+    process per agent) is starting while the client initializes; such a runtime must not read the
+    client's capabilities from its context (they are not known yet: all False), and the core
+    reopens it if the environment a session would get has changed by the first session request.
     """
 
     name: str
@@ -259,3 +263,4 @@ class ProviderSpec:
     capabilities: RuntimeCapabilities = field(factory=RuntimeCapabilities)
     deadline_aliases: Mapping[str, tuple[str, ...]] = field(factory=dict)
     description: str = ""
+    start_early: bool = False

@@ -68,9 +68,11 @@ def check_backend() -> BackendStatus:
 
 @asynccontextmanager
 async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
-    from acp_agent_codex.runtime import open_codex_runtime
+    """Opened when the agent starts (`start_early`): spawns app-server at once; the runtime module
+    is imported by the first request that needs it."""
+    from acp_agent_codex.early import open_early_runtime
 
-    async with open_codex_runtime(context) as runtime:
+    async with open_early_runtime(context, find_codex(context.environ)) as runtime:
         yield runtime
 
 
@@ -115,6 +117,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 steering=True,
             ),
             description="OpenAI Codex through `codex app-server`.",
+            start_early=True,  # one app-server for every session: it starts while the client initializes
         )
     ]
 

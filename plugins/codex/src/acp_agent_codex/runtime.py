@@ -1,8 +1,9 @@
 """The Codex runtime: one `codex app-server` per agent process, spoken to with the core's JSON-RPC layer.
 
-Sessions are app-server threads and prompts are turns. The process starts lazily and is started
-again after it dies (the sessions that lived in it are resumed on their next prompt, and
-`RuntimeReplaced` ends their transport-loss incidents). Every wait on the backend runs in its
+Sessions are app-server threads and prompts are turns. The first start adopts the app-server
+spawned when the agent started (`acp_agent_codex.early`); the process is started again after it
+dies (the sessions that lived in it are resumed on their next prompt, and `RuntimeReplaced` ends
+their transport-loss incidents). Every wait on the backend runs in its
 phase (`initializing`, `preparing`, `submitting`, `running`, `reading`).
 
 Notifications arrive on the reader task, in wire order. Those of a thread with a prompt running
@@ -18,6 +19,7 @@ notices sent at start-up (`configWarning`, `deprecationNotice`) go to the sessio
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
@@ -70,6 +72,7 @@ from acp_agent_codex.classify import (
     spawn_failed,
     transport_lost,
 )
+from acp_agent_codex.early import APP_SERVER_NAME, EarlyChild, child_environment
 from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
 
 log = logging.getLogger(__name__)
@@ -232,29 +235,16 @@ def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
     )
 
 
-def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The agent's environment plus the wheel's helper directory (rg) on PATH, as openai-codex does."""
-    env = dict(environ)
-    try:
-        from codex_cli_bin import bundled_path_dir  # type: ignore[import-untyped]
-
-        path_dir = bundled_path_dir()
-    except (ImportError, AttributeError, OSError):
-        path_dir = None
-    if path_dir is not None:
-        entries = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != str(path_dir)]
-        env["PATH"] = os.pathsep.join([str(path_dir), *entries])
-    return env
-
-
 # --- the runtime ----------------------------------------------------------------------------------
 
 
 class CodexRuntime(ProviderRuntime):
     """Drives one app-server process (restarted when it dies) for every session of the agent."""
 
-    def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup, binary: str) -> None:
+    def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup, binary: str,
+                 early: EarlyChild | None = None) -> None:
         self.context = context
+        self._early = early
         self.clock = context.clock
         self._tg = task_group
         self._binary = binary
@@ -313,8 +303,11 @@ class CodexRuntime(ProviderRuntime):
         return server
 
     async def _run_server(self, generation: int, *, task_status: anyio.abc.TaskStatus[AppServer]) -> None:
-        env = child_environment(self.context.environ)
-        async with open_child([self._binary, "app-server"], env=env, name="codex app-server") as child:
+        early = self._early.take() if self._early is not None else None
+        spawned = (contextlib.nullcontext(early) if early is not None
+                   else open_child([self._binary, "app-server"], env=child_environment(self.context.environ),
+                                   name=APP_SERVER_NAME))
+        async with spawned as child:
             server = AppServer(child, generation)
             server.connection = Connection(child.stdout, child.stdin, self._methods(server), require_version=False)
             try:
@@ -851,13 +844,13 @@ class CodexRuntime(ProviderRuntime):
 
 
 @asynccontextmanager
-async def open_codex_runtime(context: RuntimeContext) -> AsyncIterator[CodexRuntime]:
-    """The runtime for one agent process; app-server itself starts on first use."""
+async def open_codex_runtime(context: RuntimeContext, early: EarlyChild | None = None) -> AsyncIterator[CodexRuntime]:
+    """The runtime for one agent process; app-server starts on first use (adopting `early`'s process)."""
     binary = find_codex(context.environ)
     if binary is None:
         raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value, "was not found (none bundled, ACP_AGENT_CODEX_BIN unset)"))
     async with anyio.create_task_group() as task_group:
-        runtime = CodexRuntime(context, task_group, binary)
+        runtime = CodexRuntime(context, task_group, binary, early)
         try:
             yield runtime
         finally:

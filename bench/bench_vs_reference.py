@@ -1,0 +1,468 @@
+"""acp-agent against the raw backends and the reference adapters, interleaved in one run (issue 11).
+
+Every row of the issue's table, for every subject that is installed, all on loopback fakes
+(`tests/fakes`): spawn → `initialize`; the first `session/new` (raw app-server: `initialize` and
+`thread/start`); a 2,000-chunk answer from its first to its last chunk (checked: every chunk
+arrived, in order, unaltered); 16 idle sessions, RSS of the process tree; stdin EOF → exit with 1
+and with 16 sessions. Subjects run one after another inside each run, so every ratio is taken
+under the same load. Reports median [min–max] and ratios; asserts nothing.
+
+Subjects: `acp-agent --provider claude|codex`; the raw backends (`claude -p … --output-format
+stream-json` from the bundled CLI, `codex app-server` driven with raw JSON-RPC); and, when they
+are installed (`npm install @agentclientprotocol/claude-agent-acp@0.101.0
+@agentclientprotocol/codex-acp@2.6.0` in a directory named by `ACP_REFERENCE_DIR`, default
+/work/ref), the reference adapters. Missing subjects are skipped and said so; npm is not needed.
+With `BENCH_BASELINE_SRC=DIR` (a checkout's root, e.g. `git archive main core plugins | tar -x -C
+DIR`), `acp-agent` run from DIR's sources is measured too, as "baseline codex|claude".
+
+    python bench/bench_vs_reference.py [--runs 7] [--session-runs 3] [--only codex,claude,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+from _agent import executable, median  # noqa: E402
+
+from tests.codex.e2e_support import FAKE_KEY, write_codex_home  # noqa: E402
+from tests.fakes.anthropic_api import FakeAnthropicAPI  # noqa: E402
+from tests.fakes.responses_api import FakeResponsesAPI  # noqa: E402
+
+CHUNKS = 2000
+ANSWER = " ".join(f"w{n}" for n in range(CHUNKS))  # the fakes stream one word per delta
+SESSIONS = 16
+KEYRING_PATH = "--keyring" in sys.argv
+REF_DIR = Path(os.environ.get("ACP_REFERENCE_DIR", "/work/ref")) / "node_modules" / "@agentclientprotocol"
+Row = dict[str, float]
+
+
+# --- the process tree -----------------------------------------------------------------------------
+
+
+def descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                for child in (task / "children").read_text().split():
+                    found.append(int(child))
+                    stack.append(int(child))
+    return found
+
+
+def tree_rss_mb(pid: int) -> tuple[float, int]:
+    """RSS of the process and its descendants (MB), and how many processes that is."""
+    total, count = 0, 0
+    for member in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+                    count += 1
+    return total / 1024, count
+
+
+def alive(pids: list[int]) -> list[int]:
+    left = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            left.append(pid)
+    return left
+
+
+# --- an ACP subject (acp-agent or a reference adapter) ---------------------------------------------
+
+
+class AcpProcess:
+    """A line client for any ACP agent on stdio; timestamps every frame as it is read."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        self._next = 0
+
+    def send(self, method: str, params: Any) -> int:
+        self._next += 1
+        frame = {"jsonrpc": "2.0", "id": self._next, "method": method, "params": params}
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps(frame) + "\n").encode())
+        self.process.stdin.flush()
+        return self._next
+
+    def until(self, request_id: int, on_frame: Callable[[dict[str, Any], float], None] | None = None,
+              ) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError("the agent closed its output")
+            now = time.perf_counter()
+            frame = json.loads(line)
+            if "method" in frame and "id" in frame:  # a request to the client: allow, write nothing
+                self._answer(frame)
+                continue
+            if on_frame is not None:
+                on_frame(frame, now)
+            if frame.get("id") == request_id and "method" not in frame:
+                if "error" in frame:
+                    raise RuntimeError(f"request {request_id} failed: {frame['error']}")
+                return dict(frame["result"])
+
+    def _answer(self, frame: dict[str, Any]) -> None:
+        options = (frame.get("params") or {}).get("options") or []
+        allow = next((o["optionId"] for o in options if str(o.get("kind", "")).startswith("allow")), None)
+        result = {"outcome": {"outcome": "selected", "optionId": allow}} if allow else {}
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": frame["id"], "result": result}) + "\n").encode())
+        self.process.stdin.flush()
+
+    def call(self, method: str, params: Any) -> dict[str, Any]:
+        return self.until(self.send(method, params))
+
+    def close(self) -> tuple[float, int]:
+        """Close stdin: seconds until the agent exited, and how many of its processes were left."""
+        tree = descendants(self.process.pid)
+        assert self.process.stdin is not None
+        started = time.perf_counter()
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        took = time.perf_counter() - started
+        deadline = time.monotonic() + 5  # a reference adapter's children may take a moment to go
+        while alive(tree) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        left = alive(tree)
+        for pid in left:  # the benchmark's own cleanup, by PID
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        return took, len(left)
+
+
+INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False},
+                                                          "terminal": False},
+              "clientInfo": {"name": "bench", "version": "1"}}
+
+
+def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: bool) -> Row:
+    row: Row = {}
+    agent = AcpProcess(argv, env, cwd)
+    try:
+        agent.call("initialize", INITIALIZE)
+        row["initialize"] = time.perf_counter() - agent.started
+        started = time.perf_counter()
+        session = agent.call("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+        row["session/new"] = time.perf_counter() - started
+        row["ready"] = row["initialize"] + row["session/new"]
+        chunks: list[tuple[float, str]] = []
+
+        def collect(frame: dict[str, Any], now: float) -> None:
+            update = (frame.get("params") or {}).get("update") or {}
+            if frame.get("method") == "session/update" and update.get("sessionUpdate") == "agent_message_chunk":
+                content = update.get("content") or {}
+                if content.get("type") == "text":
+                    chunks.append((now, content["text"]))
+
+        agent.until(agent.send("session/prompt", {"sessionId": session,
+                                                  "prompt": [{"type": "text", "text": "stream"}]}), collect)
+        answer = [(when, text) for when, text in chunks if text.lstrip().startswith("w")]
+        row["stream"] = answer[-1][0] - answer[0][0] if answer else float("nan")
+        row["stream ok"] = float("".join(text for _, text in answer) == ANSWER)
+    finally:
+        row["exit 1"], left = agent.close()
+    row["left 1"] = left
+    if sessions:
+        agent = AcpProcess(argv, env, cwd)
+        try:
+            agent.call("initialize", INITIALIZE)
+            for _ in range(SESSIONS):
+                agent.call("session/new", {"cwd": cwd, "mcpServers": []})
+            row["rss 16"], row["procs 16"] = tree_rss_mb(agent.process.pid)
+        finally:
+            row["exit 16"], left = agent.close()
+        row["left 16"] = left
+    return row
+
+
+# --- the raw backends -------------------------------------------------------------------------------
+
+
+def codex_binary() -> str | None:
+    try:
+        from codex_cli_bin import bundled_codex_path  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    return str(bundled_codex_path())
+
+
+def raw_app_server(env: dict[str, str], cwd: str) -> Row:
+    """`codex app-server` with raw JSON-RPC: initialize, thread/start, one streamed turn."""
+    binary = codex_binary()
+    assert binary is not None
+    row: Row = {}
+    started = time.perf_counter()
+    process = subprocess.Popen([binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    assert process.stdin is not None and process.stdout is not None
+
+    def send(frame: dict[str, Any]) -> None:
+        assert process.stdin is not None
+        process.stdin.write((json.dumps(frame) + "\n").encode())
+        process.stdin.flush()
+
+    def until(request_id: int | None, method: str | None = None,
+              on: Callable[[dict[str, Any], float], None] | None = None) -> dict[str, Any]:
+        assert process.stdout is not None
+        while True:
+            line = process.stdout.readline()
+            if not line:
+                raise RuntimeError("app-server closed its output")
+            now = time.perf_counter()
+            frame = json.loads(line)
+            if on is not None:
+                on(frame, now)
+            if request_id is not None and frame.get("id") == request_id and "method" not in frame:
+                return frame
+            if method is not None and frame.get("method") == method:
+                return frame
+
+    try:
+        send({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "bench", "version": "1"},
+                                                          "capabilities": {"experimentalApi": True}}})
+        until(1)
+        row["initialize"] = time.perf_counter() - started
+        send({"method": "initialized"})
+        begun = time.perf_counter()
+        send({"id": 2, "method": "thread/start", "params": {"cwd": cwd}})
+        thread = until(2)["result"]["thread"]["id"]
+        row["session/new"] = time.perf_counter() - begun
+        row["ready"] = row["initialize"] + row["session/new"]
+        deltas: list[tuple[float, str]] = []
+
+        def collect(frame: dict[str, Any], now: float) -> None:
+            if frame.get("method") == "item/agentMessage/delta":
+                deltas.append((now, frame["params"]["delta"]))
+
+        send({"id": 3, "method": "turn/start", "params": {"threadId": thread,
+                                                          "input": [{"type": "text", "text": "stream"}]}})
+        until(None, "turn/completed", collect)
+        row["stream"] = deltas[-1][0] - deltas[0][0] if deltas else float("nan")
+        row["stream ok"] = float("".join(text for _, text in deltas) == ANSWER)
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return row
+
+
+def claude_cli() -> str | None:
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "_bundled" / "claude"
+    return str(path) if path.exists() else None
+
+
+def raw_claude(env: dict[str, str], cwd: str) -> Row:
+    """`claude -p … --output-format stream-json`: the first to the last text delta."""
+    cli = claude_cli()
+    assert cli is not None
+    argv = [cli, "-p", "stream", "--output-format", "stream-json", "--verbose", "--include-partial-messages"]
+    deltas: list[tuple[float, str]] = []
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               env=env, cwd=cwd)
+    assert process.stdout is not None
+    for line in process.stdout:
+        now = time.perf_counter()
+        with contextlib.suppress(ValueError):
+            frame = json.loads(line)
+            event = frame.get("event") or {}
+            delta = event.get("delta") or {}
+            if frame.get("type") == "stream_event" and delta.get("type") == "text_delta":
+                deltas.append((now, delta["text"]))
+    process.wait(timeout=30)
+    row: Row = {"first chunk": deltas[0][0] - started if deltas else float("nan")}
+    row["stream"] = deltas[-1][0] - deltas[0][0] if deltas else float("nan")
+    row["stream ok"] = float("".join(text for _, text in deltas) == ANSWER)
+    return row
+
+
+# --- fixtures per subject ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def codex_fixture() -> Iterator[tuple[dict[str, str], str]]:
+    with tempfile.TemporaryDirectory() as directory, FakeResponsesAPI([{"reply": ANSWER}]) as api:
+        home = write_codex_home(api, Path(directory))
+        work = Path(directory) / "work"
+        work.mkdir()
+        # The key in the environment, as a user who exports OPENAI_API_KEY has it: without it
+        # acp-agent consults the keyring on the first session/new, and loading keyring's
+        # backends costs ~200 ms here (`--keyring` measures that case).
+        env = {**os.environ, "CODEX_HOME": str(home), "FAKE_OPENAI_API_KEY": FAKE_KEY, "RUST_LOG": "warn",
+               "OPENAI_API_KEY": "sk-bench-0000"}
+        for name in ("CODEX_API_KEY", "ACP_AGENT_CODEX_BIN"):
+            env.pop(name, None)
+        if KEYRING_PATH:
+            env.pop("OPENAI_API_KEY")
+        yield env, str(work)
+
+
+@contextlib.contextmanager
+def claude_fixture() -> Iterator[tuple[dict[str, str], str]]:
+    with tempfile.TemporaryDirectory() as directory, FakeAnthropicAPI([{"reply": ANSWER}]) as api:
+        work = Path(directory) / "work"
+        work.mkdir()
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "sk-ant-bench-0000",
+               "CLAUDE_CONFIG_DIR": os.path.join(directory, "config"), "HOME": directory,
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+               "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
+               "IS_SANDBOX": "1"}  # claude-agent-acp bypasses permissions, which root may only do in a sandbox
+        yield env, str(work)
+
+
+def reference(name: str) -> list[str] | None:
+    script = REF_DIR / name / "dist" / "index.js"
+    node = shutil.which("node")
+    return [node, str(script)] if node and script.exists() else None
+
+
+def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], str, bool], Row]] | str]:
+    """name → (fixture, measure), or the reason it is skipped."""
+    found: dict[str, Any] = {}
+    agent = executable()
+
+    def acp(argv: list[str]) -> Callable[[dict[str, str], str, bool], Row]:
+        return lambda env, cwd, sessions: acp_subject(argv, env, cwd, sessions=sessions)
+
+    found["acp-agent codex"] = ((codex_fixture, acp([agent, "--provider", "codex"])) if codex_binary()
+                                else "openai-codex-cli-bin is not installed")
+    found["raw app-server"] = ((codex_fixture, lambda env, cwd, sessions: raw_app_server(env, cwd))
+                               if codex_binary() else "openai-codex-cli-bin is not installed")
+    codex_ref = reference("codex-acp")
+    found["codex-acp"] = (codex_fixture, acp(codex_ref)) if codex_ref else f"not installed under {REF_DIR}"
+    found["acp-agent claude"] = ((claude_fixture, acp([agent, "--provider", "claude"])) if claude_cli()
+                                 else "claude-agent-sdk is not installed")
+    found["raw claude -p"] = ((claude_fixture, lambda env, cwd, sessions: raw_claude(env, cwd)) if claude_cli()
+                              else "claude-agent-sdk is not installed")
+    baseline = os.environ.get("BENCH_BASELINE_SRC")
+    if baseline:  # another checkout's sources (e.g. `git archive main core plugins`), for before/after
+        path = os.pathsep.join(f"{baseline}/{part}/src" for part in ("core", "plugins/codex", "plugins/claude"))
+
+        def before(provider: str) -> Callable[[dict[str, str], str, bool], Row]:
+            return lambda env, cwd, sessions: acp_subject([agent, "--provider", provider],
+                                                          {**env, "PYTHONPATH": path}, cwd, sessions=sessions)
+
+        found["baseline codex"] = (codex_fixture, before("codex"))
+        found["baseline claude"] = (claude_fixture, before("claude"))
+    claude_ref = reference("claude-agent-acp")
+    found["claude-agent-acp"] = (claude_fixture, acp(claude_ref)) if claude_ref else f"not installed under {REF_DIR}"
+    return found
+
+
+# --- the report -------------------------------------------------------------------------------------
+
+ROWS = [("initialize", "spawn → initialize", 1000, "ms"), ("session/new", "first session/new (raw: thread/start)",
+                                                            1000, "ms"),
+        ("ready", "spawn → first session ready", 1000, "ms"),
+        ("stream", f"{CHUNKS:,}-chunk answer, first → last chunk", 1000, "ms"),
+        ("rss 16", f"{SESSIONS} idle sessions, RSS with children", 1, "MB"),
+        ("procs 16", f"{SESSIONS} idle sessions, processes", 1, ""),
+        ("exit 1", "stdin EOF → exit, 1 session", 1000, "ms"), ("exit 16", f"stdin EOF → exit, {SESSIONS} sessions",
+                                                                 1000, "ms")]
+RATIOS = [("ready", "acp-agent codex", "raw app-server", "target 2: ≤ 1.15"),
+          ("stream", "acp-agent codex", "raw app-server", "target 3: ≤ 1.1"),
+          ("stream", "acp-agent claude", "raw claude -p", "target 3: ≤ 1.1"),
+          ("ready", "acp-agent claude", "claude-agent-acp", "target 1: ≤ 0.5"),
+          ("rss 16", "acp-agent claude", "claude-agent-acp", "target 4: ≤ 0.2"),
+          ("initialize", "acp-agent codex", "codex-acp", "target 6: ≤ 0.25"),
+          ("initialize", "acp-agent claude", "claude-agent-acp", "target 6: ≤ 0.25"),
+          ("ready", "acp-agent codex", "baseline codex", "this tree against the baseline"),
+          ("ready", "acp-agent claude", "baseline claude", "this tree against the baseline"),
+          ("stream", "acp-agent codex", "baseline codex", "this tree against the baseline"),
+          ("initialize", "acp-agent codex", "baseline codex", "this tree against the baseline")]
+
+
+def cell(values: list[float], scale: float, unit: str) -> str:
+    values = [v for v in values if v == v]  # drop NaN
+    if not values:
+        return "—"
+    low, mid, high = (f"{v * scale:,.0f}" for v in (min(values), median(values), max(values)))
+    return f"{mid} [{low}–{high}]{(' ' + unit) if unit else ''}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--session-runs", type=int, default=3, help="runs that also open 16 sessions")
+    parser.add_argument("--only", default="", help="comma-separated subject names (default: all found)")
+    parser.add_argument("--keyring", action="store_true", help="codex subjects without OPENAI_API_KEY")
+    args, _ = parser.parse_known_args()
+    available = subjects()
+    wanted = [name.strip() for name in args.only.split(",") if name.strip()] or list(available)
+    runnable = {name: value for name, value in available.items() if name in wanted and not isinstance(value, str)}
+    for name, value in available.items():
+        if isinstance(value, str) and name in wanted:
+            print(f"skipped {name}: {value}")
+    results: dict[str, list[Row]] = {name: [] for name in runnable}
+    for run in range(args.runs):
+        for name, (fixture, measure) in runnable.items():
+            with fixture() as (env, cwd):
+                try:
+                    results[name].append(measure(env, cwd, run < args.session_runs))
+                except Exception as exc:  # a subject that fails is reported, the others go on
+                    print(f"run {run + 1}: {name} failed: {type(exc).__name__}: {exc}"[:300])
+        print(f"run {run + 1}/{args.runs} done", file=sys.stderr)
+    names = list(results)
+    print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.runs} interleaved runs "
+          f"({args.session_runs} with {SESSIONS} sessions), median [min–max]\n")
+    print("| measure | " + " | ".join(names) + " |")
+    print("| --- |" + " --- |" * len(names))
+    for key, label, scale, unit in ROWS:
+        print(f"| {label} | " + " | ".join(cell([row[key] for row in results[name] if key in row], scale, unit)
+                                           for name in names) + " |")
+    checks = {name: sum(int(row.get("stream ok", 0)) for row in results[name]) for name in names}
+    left = {name: sum(int(row.get("left 1", 0) + row.get("left 16", 0)) for row in results[name]) for name in names}
+    print("\nanswers complete and in order: " + ", ".join(f"{name} {checks[name]}/{len(results[name])}"
+                                                         for name in names))
+    print("processes left after exit: " + ", ".join(f"{name} {left[name]}" for name in names))
+    print("\nratios (median of the per-run ratios):")
+    for key, subject, anchor, target in RATIOS:
+        if subject in results and anchor in results:
+            pairs = [(a[key], b[key]) for a, b in zip(results[subject], results[anchor], strict=False)
+                     if key in a and key in b and b[key] > 0]
+            if pairs:
+                ratios = [a / b for a, b in pairs]
+                print(f"- {key}: {subject} / {anchor} = {median(ratios):.2f} "
+                      f"[{min(ratios):.2f}–{max(ratios):.2f}] ({target})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""`codex app-server` starts when the agent starts, before any session (issue 11, target 2), and
+an agent that never opens a session still stops it: on the end of its input, and through the
+parent-death signal when it is killed. The stand-in app-server writes its PID into a FIFO, so the
+test wakes when it has been spawned instead of polling."""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.codex.e2e_support import stand_in_env
+from tests.e2e.harness import spawn_agent
+from tests.e2e.processes import kill_agent_and_wait_for, live_descendants, pidfds
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
+
+
+async def spawned_stand_in(fifo: Path) -> int:
+    """The stand-in's PID, read from the FIFO it writes on start; fails if it is never spawned."""
+    descriptor = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # no writer yet: not readable
+    try:
+        data = b""
+        with anyio.fail_after(20):
+            while not data.endswith(b"\n") or not data:
+                await anyio.wait_readable(descriptor)
+                chunk = os.read(descriptor, 64)
+                if not chunk:  # the writer closed: the whole PID is in
+                    break
+                data += chunk
+        return int(data)
+    finally:
+        os.close(descriptor)
+
+
+def early_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    env = stand_in_env(tmp_path)
+    fifo = Path(env["STAND_IN_PID_FILE"])
+    os.mkfifo(fifo)
+    return env, fifo
+
+
+async def test_app_server_runs_before_any_session_and_stops_at_the_end_of_input(tmp_path: Path) -> None:
+    env, fifo = early_env(tmp_path)
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        await agent.initialize(capable=False)
+        server = await spawned_stand_in(fifo)  # no session/new was sent
+        assert server in live_descendants(agent.process.pid)
+        with ExitStack() as stack:
+            (server_fd,) = pidfds([server], stack)
+            agent.process.stdin.close()
+            with anyio.fail_after(15):
+                await agent.process.wait()
+                await anyio.wait_readable(server_fd)
+        assert agent.process.returncode == 0
+
+
+async def test_app_server_started_early_dies_with_a_killed_agent(tmp_path: Path) -> None:
+    env, fifo = early_env(tmp_path)
+    async with spawn_agent("codex", tmp_path, env) as agent:
+        server = await spawned_stand_in(fifo)  # not even initialized
+        await kill_agent_and_wait_for(agent.process.pid, server)

@@ -1,0 +1,86 @@
+"""`ProviderSpec.start_early`: the core opens the runtime when the agent starts, before
+`initialize`, and the first session adopts it unless its environment has changed (issue 11)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import attrs
+import pytest
+
+from acp_agent.provider import ProviderRuntime, ProviderSpec, RuntimeContext
+from acp_agent.testing import run_in_process
+from acp_agent_scripted import make_spec
+from tests.core.test_auth import MemoryKeyring
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
+CWD = tempfile.gettempdir()
+
+
+class Recorder:
+    """Wraps the scripted provider's `open_runtime`: which environments were opened and closed."""
+
+    def __init__(self, spec: ProviderSpec) -> None:
+        self.spec = attrs.evolve(spec, open_runtime=self.open_runtime, start_early=True)
+        self._inner = spec.open_runtime
+        self.opened: list[dict[str, str]] = []
+        self.closed: list[dict[str, str]] = []
+        self.first_open = anyio.Event()
+
+    @asynccontextmanager
+    async def open_runtime(self, context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
+        self.opened.append(dict(context.environ))
+        self.first_open.set()
+        try:
+            async with self._inner(context) as runtime:
+                yield runtime
+        finally:
+            self.closed.append(dict(context.environ))
+
+
+async def test_the_runtime_opens_before_initialize_and_serves_the_first_session() -> None:
+    recorder = Recorder(make_spec({}))
+    async with run_in_process(recorder.spec, environ={"SCRIPTED_API_KEY": "k"}) as client:
+        with anyio.fail_after(5):
+            await recorder.first_open.wait()  # nothing was sent yet
+        await client.initialize()
+        await client.new_session(CWD)
+        await client.new_session(CWD)
+        assert len(recorder.opened) == 1 and recorder.closed == []
+    assert len(recorder.closed) == 1  # stopped with the agent
+
+
+async def test_an_early_runtime_is_closed_with_an_agent_that_opens_no_session() -> None:
+    recorder = Recorder(make_spec({}))
+    async with run_in_process(recorder.spec, environ={"SCRIPTED_API_KEY": "k"}) as client:
+        await client.initialize()
+        with anyio.fail_after(5):
+            await recorder.first_open.wait()
+    assert len(recorder.opened) == 1 and len(recorder.closed) == 1
+
+
+async def test_an_environment_changed_since_start_up_reopens_the_runtime() -> None:
+    """A key stored in the keyring after start-up reaches the backend the first session uses."""
+    recorder = Recorder(make_spec({}))
+    keyring = MemoryKeyring()
+    async with run_in_process(recorder.spec, keyring=keyring) as client:
+        with anyio.fail_after(5):
+            await recorder.first_open.wait()
+        keyring.set_password("acp-agent", "scripted", "stored-later")
+        await client.initialize()
+        await client.new_session(CWD)
+        assert [env.get("SCRIPTED_API_KEY") for env in recorder.opened] == [None, "stored-later"]
+        assert [env.get("SCRIPTED_API_KEY") for env in recorder.closed] == [None]
+
+
+async def test_without_start_early_the_runtime_waits_for_the_first_session() -> None:
+    recorder = Recorder(make_spec({}))
+    spec = attrs.evolve(recorder.spec, start_early=False)
+    async with run_in_process(spec, environ={"SCRIPTED_API_KEY": "k"}) as client:
+        await client.initialize()
+        assert recorder.opened == []
+        await client.new_session(CWD)
+        assert len(recorder.opened) == 1
