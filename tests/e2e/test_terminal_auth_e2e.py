@@ -96,8 +96,11 @@ def subprocess_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def cli_runs(tmp_path: Path) -> list[list[str]]:
+    """The stand-in's sign-in commands; Codex's backend (`app-server`, started as the agent starts)
+    is the same program and is left out."""
     log = tmp_path / "vendor-cli.jsonl"
-    return [json.loads(line)["argv"] for line in log.read_text().splitlines()] if log.exists() else []
+    runs = [json.loads(line)["argv"] for line in log.read_text().splitlines()] if log.exists() else []
+    return [argv for argv in runs if argv[:1] != ["app-server"]]
 
 
 async def initialize(agent: Any, *, acp_terminal: bool = False, meta_terminal: bool = False,
