@@ -35,7 +35,6 @@ from attrs import define, field
 from acp_agent import __version__ as core_version
 from acp_agent.acp import (
     ConfigOption,
-    ConfigOptionValue,
     ContentBlock,
     McpServer,
     McpServerStdio,
@@ -61,7 +60,7 @@ from acp_agent.provider import (
 )
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent_codex import codex_home, find_codex, items
+from acp_agent_codex import codex_home, find_codex, items, settings
 from acp_agent_codex.classify import (
     classify_error,
     notice_for,
@@ -126,7 +125,8 @@ class AppServer:
     finished: anyio.Event = field(factory=anyio.Event)
     stopped: anyio.Event = field(factory=anyio.Event)
     started_threads: dict[str, anyio.Event] = field(factory=dict)
-    models: list[ConfigOptionValue] | None = None
+    models: list[Mapping[str, Any]] | None = None
+    """`model/list`'s visible entries (efforts and service tiers included), asked once per process."""
 
     async def call(self, method: str, params: Any) -> Any:
         return await self.connection.request(method, params, timeout_s=NO_TIMEOUT)
@@ -161,12 +161,10 @@ class ThreadState:
     mcp_config: dict[str, Any]
     generation: int
     mode: str
-    model: str | None
+    choices: settings.Choices
     active: ActiveTurn | None = None
     mode_dirty: bool = False
-    model_dirty: bool = False
     mode_explicit: bool = False
-    model_explicit: bool = False
     orphaned: bool = False
     """A prompt ended before app-server acknowledged its turn: interrupt that turn when it shows up."""
 
@@ -229,6 +227,14 @@ def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
     )
 
 
+def _value_of(choices: settings.Choices, name: str) -> str:
+    if name == settings.MODEL:
+        return choices.model or ""
+    if name == settings.EFFORT:
+        return choices.effort or ""
+    return settings.FAST_ON if choices.fast else settings.FAST_OFF
+
+
 def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The agent's environment plus the wheel's helper directory (rg) on PATH, as openai-codex does."""
     env = dict(environ)
@@ -263,6 +269,8 @@ class CodexRuntime(ProviderRuntime):
         self._router.serve(self._outside)
         self._opening = 0
         self._default_policy = not user_config_sets_policy(context.environ)
+        self._kept: dict[str, settings.Choices] = {}
+        """What the user chose per session, kept after it is closed so a resume runs with it again."""
 
     # -- the app-server process -------------------------------------------------------------
 
@@ -458,36 +466,38 @@ class CodexRuntime(ProviderRuntime):
             raise SessionNotFound(session_id)
         return thread
 
-    async def _models(self, server: AppServer) -> list[ConfigOptionValue]:
+    async def _models(self, server: AppServer) -> list[Mapping[str, Any]]:
         if server.models is None:
             try:
                 result = await server.call("model/list", {})
             except RpcError as exc:
                 log.info("model/list failed: %s", exc.message)
                 result = {}
-            server.models = [
-                ConfigOptionValue(value=model["model"], name=str(model.get("displayName") or model["model"]),
-                                  description=model.get("description") if isinstance(model.get("description"), str)
-                                  else None)
-                for model in (result.get("data") or [] if isinstance(result, Mapping) else [])
-                if isinstance(model, Mapping) and isinstance(model.get("model"), str) and not model.get("hidden")
-            ]
+            server.models = settings.visible_models(result)
         return server.models
 
-    def _model_option(self, server: AppServer | None, current: str | None) -> list[ConfigOption]:
-        if current is None:
-            return []
-        values = list(server.models or []) if server is not None else []
-        if all(value.value != current for value in values):
-            values.insert(0, ConfigOptionValue(value=current, name=current))
-        return [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
-                             description="The model Codex uses for the next turns.")]
+    def _known_models(self) -> list[Mapping[str, Any]]:
+        server = self._server
+        return list(server.models or []) if server is not None else []
+
+    def _choices(self, server: AppServer, thread_id: str, result: Mapping[str, Any]) -> settings.Choices:
+        """What the thread runs with: as app-server reports it, with what the user chose for it in
+        this agent process before it was closed (sent with its next turn)."""
+        choices = settings.opened(server.models or [], result)
+        kept = self._kept.get(thread_id)
+        if kept is not None:
+            for name in (settings.MODEL, settings.EFFORT, settings.FAST):
+                value = _value_of(kept, name)
+                if name in kept.explicit and (name != settings.EFFORT or value in {
+                        effort for effort, _ in settings.efforts(server.models or [], choices.model)}):
+                    settings.choose(choices, server.models or [], name, value)
+        return choices
 
     def _setup(self, server: AppServer | None, thread: ThreadState) -> SessionStart:
         return SessionStart(
             thread.thread_id,
             modes=SessionModeState(current_mode_id=thread.mode, available_modes=list(MODES)),
-            config_options=self._model_option(server, thread.model),
+            config_options=settings.options(thread.choices, list(server.models or []) if server else []),
         )
 
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
@@ -511,9 +521,8 @@ class CodexRuntime(ProviderRuntime):
                 await self._models(server)
         finally:
             self._opening -= 1
-        model = result.get("model")
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
-                             model if isinstance(model, str) else None)
+                             self._choices(server, thread_id, result))
         self._threads[thread_id] = thread
         return self._setup(server, thread)
 
@@ -584,9 +593,8 @@ class CodexRuntime(ProviderRuntime):
                 await self._models(server)
         finally:
             self._opening -= 1
-        model = result.get("model")
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
-                             model if isinstance(model, str) else None)
+                             self._choices(server, session_id, result))
         self._threads[session_id] = thread
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
@@ -630,9 +638,10 @@ class CodexRuntime(ProviderRuntime):
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         thread = self._thread(session_id)
-        thread.model = value  # the one option ("model") and one of its values: the core checked both
-        thread.model_dirty = thread.model_explicit = True
-        return self._model_option(self._server, thread.model)
+        models = self._known_models()
+        settings.choose(thread.choices, models, config_id, value)  # an offered option and value
+        self._kept[session_id] = thread.choices
+        return settings.options(thread.choices, models)
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -644,7 +653,8 @@ class CodexRuntime(ProviderRuntime):
                 await self._resume(server, thread.thread_id, thread.cwd, thread.mcp_config, Phase.PREPARING,
                                    thread.mode)
             thread.generation = server.generation
-            thread.mode_dirty, thread.model_dirty = thread.mode_explicit, thread.model_explicit
+            thread.mode_dirty = thread.mode_explicit
+            thread.choices.dirty = set(thread.choices.explicit)
         active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
                               TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
         thread.active = active
@@ -670,8 +680,7 @@ class CodexRuntime(ProviderRuntime):
         if thread.mode_dirty:
             sandbox_policy, approval, _ = _POLICIES[thread.mode]
             params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval)
-        if thread.model_dirty and thread.model:
-            params["model"] = thread.model
+        params.update(settings.turn_overrides(thread.choices, self._known_models()))
         return params
 
     async def _run_turn(self, server: AppServer, thread: ThreadState, active: ActiveTurn,
@@ -687,7 +696,8 @@ class CodexRuntime(ProviderRuntime):
             raise TurnFailed(observation) from None
         except RpcError as exc:
             raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
-        thread.mode_dirty = thread.model_dirty = False
+        thread.mode_dirty = False
+        thread.choices.dirty.clear()
         codex_turn = result.get("turn") if isinstance(result, Mapping) else None
         turn_id = codex_turn.get("id") if isinstance(codex_turn, Mapping) else None
         active.codex_turn_id = turn_id if isinstance(turn_id, str) else None
