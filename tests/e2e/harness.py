@@ -38,6 +38,8 @@ if hasattr(schema, "LogoutResponse"):
     RESPONSE_MODELS["logout"] = schema.LogoutResponse
 if hasattr(schema, "ForkSessionResponse"):  # unstable in ACP, but validated like the rest
     RESPONSE_MODELS["session/fork"] = schema.ForkSessionResponse
+if hasattr(schema, "DeleteSessionResponse"):
+    RESPONSE_MODELS["session/delete"] = schema.DeleteSessionResponse
 REQUEST_MODELS: dict[str, type[Any]] = {
     "session/update": schema.SessionNotification,
     "session/request_permission": schema.RequestPermissionRequest,

@@ -373,6 +373,7 @@ class SessionCapabilities:
     resume: Meta | Unset = UNSET
     close: Meta | Unset = UNSET
     fork: Meta | Unset = UNSET
+    delete: Meta | Unset = UNSET
 
 
 @frozen
@@ -574,7 +575,7 @@ class ListSessionsRequest:
 
 @frozen
 class SessionIdRequest:
-    """`session/close` and `session/cancel` carry only the session id."""
+    """`session/close`, `session/delete` and `session/cancel` carry only the session id."""
 
     session_id: str
     meta: Meta | Unset | None = UNSET
@@ -711,6 +712,7 @@ class Methods:
     SESSION_RESUME: ClassVar[str] = "session/resume"
     SESSION_FORK: ClassVar[str] = "session/fork"
     SESSION_CLOSE: ClassVar[str] = "session/close"
+    SESSION_DELETE: ClassVar[str] = "session/delete"
     SESSION_PROMPT: ClassVar[str] = "session/prompt"
     SESSION_CANCEL: ClassVar[str] = "session/cancel"
     SESSION_SET_MODE: ClassVar[str] = "session/set_mode"

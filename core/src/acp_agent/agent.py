@@ -140,6 +140,7 @@ class Agent:
             M.SESSION_RESUME: self.resume_session,
             M.SESSION_FORK: self.fork_session,
             M.SESSION_CLOSE: self.close_session,
+            M.SESSION_DELETE: self.delete_session,
             M.SESSION_PROMPT: self.prompt,
             M.SESSION_SET_MODE: self.set_mode,
             M.SESSION_SET_CONFIG_OPTION: self.set_config_option,
@@ -151,6 +152,7 @@ class Agent:
             M.SESSION_RESUME: caps.resume_session,
             M.SESSION_CLOSE: caps.close_session,
             M.SESSION_FORK: caps.fork_session,
+            M.SESSION_DELETE: caps.delete_session,
         }
         for method, supported in unsupported.items():
             if not supported:
@@ -329,6 +331,7 @@ class Agent:
             resume={} if caps.resume_session else UNSET,
             close={} if caps.close_session else UNSET,
             fork={} if caps.fork_session else UNSET,
+            delete={} if caps.delete_session else UNSET,
         )
         meta: dict[str, Any] = {}
         if self.outbox.capable:
@@ -566,6 +569,17 @@ class Agent:
         request = self._parse(params, acp.SessionIdRequest)
         session = self._session(request.session_id)
         await self._end_session(session)
+        return {}
+
+    async def delete_session(self, params: Any) -> Any:
+        """Close the session if it is open here (its turn cancelled), then have the backend remove it."""
+        request = self._parse(params, acp.SessionIdRequest)
+        session = self.sessions.get(request.session_id)
+        if session is not None:
+            await self._end_session(session)
+        async with self._provider_call("session/delete"):
+            runtime = await self.runtime()
+            await runtime.delete_session(request.session_id)
         return {}
 
     async def _end_session(self, session: Session) -> None:

@@ -105,6 +105,7 @@ class RuntimeCapabilities:
     resume_session: bool = False
     close_session: bool = True
     fork_session: bool = False
+    delete_session: bool = False
     image: bool = False
     audio: bool = False
     embedded_context: bool = False
@@ -218,6 +219,14 @@ class ProviderRuntime(abc.ABC):
 
     async def close_session(self, session_id: str) -> None:
         return None
+
+    async def delete_session(self, session_id: str) -> None:
+        """Remove a stored session so `session/list` no longer shows it (ACP's `session/delete`).
+
+        The core has closed the session first if it held it open; raise `SessionNotFound` for an
+        id the backend does not know.
+        """
+        raise NotSupported("session/delete")
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         """Switch to `mode_id`, always one of the modes the session advertised (the core checked)."""

@@ -110,6 +110,8 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 list_sessions=True,
                 resume_session=True,
                 close_session=True,
+                fork_session=True,
+                delete_session=True,
                 image=True,
                 embedded_context=True,
             ),

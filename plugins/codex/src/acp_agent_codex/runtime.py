@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
-from attrs import define, field
+from attrs import define, evolve, field
 
 from acp_agent import __version__ as core_version
 from acp_agent.acp import (
@@ -225,6 +225,11 @@ def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
         updated_at=(datetime.fromtimestamp(updated, UTC).isoformat().replace("+00:00", "Z")
                     if isinstance(updated, int | float) else None),
     )
+
+
+def _possibly_applied(observation: FailureObservation) -> FailureObservation:
+    """A fork whose answer was lost may have been made."""
+    return evolve(observation, mutation_possibly_applied=True)
 
 
 def _value_of(choices: settings.Choices, name: str) -> str:
@@ -600,6 +605,75 @@ class CodexRuntime(ProviderRuntime):
         for event in items.history_events(turns, self.context.redact, recogniser):
             await channel.emit(event)
         return self._setup(server, thread)
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
+                           channel: SessionChannel) -> SessionStart:
+        """`thread/fork`: a new thread with the source's turns, in `cwd`, with the source's mode and
+        settings. A thread this app-server holds that never ran a turn has nothing to copy (no
+        rollout): its fork is a new thread."""
+        server = await self._ready()
+        source = self._threads.get(session_id)
+        mode = source.mode if source is not None else DEFAULT_MODE
+        config = mcp_config(mcp_servers)
+        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True}
+        if self._default_policy:
+            _, approval, sandbox = _POLICIES[mode]
+            params.update(sandbox=sandbox, approvalPolicy=approval)
+        if config:
+            params["config"] = config
+        self._opening += 1
+        try:
+            async with self.clock.phase(Phase.FORKING, label="thread/fork"):
+                try:
+                    result = await server.call("thread/fork", params)
+                except ConnectionClosed:
+                    raise PhaseFailed(_possibly_applied(transport_lost(Phase.FORKING.value, submitted=False))) from None
+                except RpcError as exc:
+                    if not any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
+                        raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.FORKING.value)) from None
+                    if source is None or source.generation != server.generation:
+                        raise SessionNotFound(session_id) from None
+                    result = None
+                if result is not None:
+                    await self._models(server)
+        finally:
+            self._opening -= 1
+        if result is None:
+            log.info("thread %s has no rollout yet; its fork is a new thread", session_id)
+            started = await self.new_session(cwd, mcp_servers, channel)
+            forked = self._threads[started.session_id]
+        else:
+            thread_id = result["thread"]["id"]
+            forked = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
+                                 self._choices(server, thread_id, result))
+            self._threads[thread_id] = forked
+        if source is not None:
+            self._inherit(server, source, forked)
+        return self._setup(server, forked)
+
+    def _inherit(self, server: AppServer, source: ThreadState, forked: ThreadState) -> None:
+        """What the user chose for the source session goes on with its fork (sent with its first turn)."""
+        forked.mode = source.mode
+        forked.mode_dirty = forked.mode_explicit = source.mode_explicit
+        for name in (settings.MODEL, settings.EFFORT, settings.FAST):
+            if name in source.choices.explicit:
+                settings.choose(forked.choices, server.models or [], name, _value_of(source.choices, name))
+        if forked.choices.explicit:
+            self._kept[forked.thread_id] = forked.choices
+
+    async def delete_session(self, session_id: str) -> None:
+        """`thread/archive`, as codex-acp does: the thread leaves `thread/list` (and `session/list`)."""
+        server = await self._ready()
+        async with self.clock.phase(Phase.PREPARING, label="thread/archive"):
+            try:
+                await server.call("thread/archive", {"threadId": session_id})
+            except ConnectionClosed:
+                raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False)) from None
+            except RpcError as exc:
+                if any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
+                    raise SessionNotFound(session_id) from None
+                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
+        self._kept.pop(session_id, None)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         server = await self._ready()
