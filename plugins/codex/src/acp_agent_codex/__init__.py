@@ -114,6 +114,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 delete_session=True,
                 image=True,
                 embedded_context=True,
+                mcp_http=True,  # `mcp_servers.<name>.url`: codex speaks streamable HTTP (no SSE)
             ),
             description="OpenAI Codex through `codex app-server`.",
         )

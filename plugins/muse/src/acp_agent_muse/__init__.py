@@ -104,6 +104,7 @@ def provider_spec() -> ProviderSpec:
             fork_session=True,
             image=True,
             embedded_context=True,
+            mcp_http=True,  # MSP's `streamableHttp` MCP transport (it has no SSE arm)
         ),
         deadline_aliases={
             "ACP_AGENT_STARTUP_TIMEOUT_MS": (STARTUP_ALIAS,),
