@@ -374,6 +374,7 @@ class SessionCapabilities:
     close: Meta | Unset = UNSET
     fork: Meta | Unset = UNSET
     delete: Meta | Unset = UNSET
+    additional_directories: Meta | Unset = UNSET
 
 
 @frozen
@@ -557,6 +558,7 @@ class LoadSessionRequest:
     session_id: str
     cwd: str
     mcp_servers: list[McpServer] = field(factory=list)
+    additional_directories: list[str] | Unset | None = UNSET
     meta: Meta | Unset | None = UNSET
 
 

@@ -332,6 +332,7 @@ class Agent:
             close={} if caps.close_session else UNSET,
             fork={} if caps.fork_session else UNSET,
             delete={} if caps.delete_session else UNSET,
+            additional_directories={} if caps.additional_directories else UNSET,
         )
         meta: dict[str, Any] = {}
         if self.outbox.capable:
@@ -474,6 +475,20 @@ class Agent:
                 self.settings.redact.add(value)
         return dict(offered)
 
+    def _additional_directories(self, value: Any) -> tuple[str, ...]:
+        """A request's `additionalDirectories`: absolute existing directories, for a provider that
+        can widen its workspace; refused (-32602) rather than silently ignored otherwise."""
+        if not isinstance(value, list) or not value:
+            return ()
+        if not self.provider.capabilities.additional_directories:
+            raise RpcError(INVALID_PARAMS, f"The {self.provider.title} provider cannot add workspace directories",
+                           {"field": "additionalDirectories"})
+        for directory in value:
+            if not isinstance(directory, str) or not os.path.isabs(directory) or not os.path.isdir(directory):
+                raise RpcError(INVALID_PARAMS, "additionalDirectories must be absolute paths of existing "
+                               f"directories, got {clip(str(directory))!r}", {"field": "additionalDirectories"})
+        return tuple(dict.fromkeys(value))
+
     def _hold_mcp_secrets(self, params: Any) -> None:
         """From the raw request, before it is checked, so no answer (an error included) can echo them."""
         if isinstance(params, dict):
@@ -482,22 +497,23 @@ class Agent:
     async def new_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.NewSessionRequest)
-        return await self._create_session("session/new", request.cwd, request.meta,
+        return await self._create_session("session/new", request.cwd, request.meta, request.additional_directories,
                                           lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
                                                                                        channel))
 
     async def fork_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.ForkSessionRequest)
-        return await self._create_session("session/fork", request.cwd, request.meta,
+        return await self._create_session("session/fork", request.cwd, request.meta, request.additional_directories,
                                           lambda runtime, channel: runtime.fork_session(
                                               request.session_id, request.cwd, request.mcp_servers, channel))
 
-    async def _create_session(self, what: str, cwd: str, meta: Any,
+    async def _create_session(self, what: str, cwd: str, meta: Any, directories: Any,
                               start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]]) -> Reply:
         """A session the provider creates (new or fork): its events wait until the response is written."""
         self._check_cwd(cwd)
-        pending = PendingSession(self.router, credentials=self._client_credentials(meta))
+        pending = PendingSession(self.router, credentials=self._client_credentials(meta),
+                                 additional_directories=self._additional_directories(directories))
         try:
             async with self._provider_call(what):
                 started = await start(await self.runtime(), pending)
@@ -505,6 +521,7 @@ class Agent:
             pending.abandon()
             raise
         session = self._new_session_state(started.session_id, cwd, credentials=pending.credentials)
+        session.additional_directories = pending.additional_directories
         session.advertise(started)
         pending.bind(session)
         self.sessions[session.session_id] = session
@@ -526,9 +543,12 @@ class Agent:
         if existing is not None and existing.turn is not None:
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
         credentials = self._client_credentials(request.meta)
+        directories = self._additional_directories(request.additional_directories)
         session = existing or self._new_session_state(request.session_id, request.cwd)
         if credentials:
             session.credentials = credentials
+        # ACP: the request's list is the session's complete list of additional roots from now on.
+        session.additional_directories = directories
         self.sessions[session.session_id] = session
         self.router.expect(session.session_id)
         channel = LoadingSession(session)

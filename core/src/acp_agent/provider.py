@@ -106,6 +106,9 @@ class RuntimeCapabilities:
     close_session: bool = True
     fork_session: bool = False
     delete_session: bool = False
+    additional_directories: bool = False
+    """The runtime widens a session's workspace to the request's `additionalDirectories` (read
+    from `SessionChannel.additional_directories`); off, a request that names some is refused."""
     image: bool = False
     audio: bool = False
     embedded_context: bool = False
@@ -156,10 +159,13 @@ class SessionChannel(Protocol):
 
     `credentials` are environment variables the client handed over for this session only
     (`_meta["<provider>/credentials"]`); the runtime must give them to this session's backend.
+    `additional_directories` are the workspace roots beside `cwd` that the request named (absolute,
+    existing; empty unless the provider declared `additional_directories`).
     """
 
     session_id: str
     credentials: dict[str, str]
+    additional_directories: tuple[str, ...]
 
     async def emit(self, event: Event) -> None:
         """Publish a neutral event; inside a turn it belongs to that turn."""

@@ -112,6 +112,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 close_session=True,
                 fork_session=True,
                 delete_session=True,
+                additional_directories=True,  # app-server's runtimeWorkspaceRoots
                 image=True,
                 embedded_context=True,
                 mcp_http=True,  # `mcp_servers.<name>.url`: codex speaks streamable HTTP (no SSE)

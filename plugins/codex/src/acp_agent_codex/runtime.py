@@ -163,6 +163,8 @@ class ThreadState:
     mode: str
     choices: settings.Choices
     active: ActiveTurn | None = None
+    roots: tuple[str, ...] = ()
+    """The workspace roots beside `cwd` (ACP `additionalDirectories`): app-server's runtime roots."""
     mode_dirty: bool = False
     mode_explicit: bool = False
     orphaned: bool = False
@@ -514,6 +516,9 @@ class CodexRuntime(ProviderRuntime):
             params.update(sandbox=sandbox, approvalPolicy=approval)
         if config:
             params["config"] = config
+        roots = tuple(channel.additional_directories)
+        if roots:
+            params["runtimeWorkspaceRoots"] = [cwd, *roots]
         self._opening += 1
         try:
             async with self.clock.phase(Phase.PREPARING, label="thread/start"):
@@ -527,7 +532,7 @@ class CodexRuntime(ProviderRuntime):
         finally:
             self._opening -= 1
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
-                             self._choices(server, thread_id, result))
+                             self._choices(server, thread_id, result), roots=roots)
         self._threads[thread_id] = thread
         return self._setup(server, thread)
 
@@ -541,8 +546,10 @@ class CodexRuntime(ProviderRuntime):
             raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
 
     async def _resume(self, server: AppServer, session_id: str, cwd: str, config: Mapping[str, Any],
-                      phase: Phase, mode: str = DEFAULT_MODE) -> Mapping[str, Any]:
-        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True}
+                      phase: Phase, mode: str = DEFAULT_MODE, roots: Sequence[str] = ()) -> Mapping[str, Any]:
+        # The roots are the complete list (ACP): none named means only `cwd`, whatever was stored.
+        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
+                                  "runtimeWorkspaceRoots": [cwd, *roots]}
         if self._default_policy:
             _, approval, sandbox = _POLICIES[mode]
             params.update(sandbox=sandbox, approvalPolicy=approval)
@@ -586,7 +593,8 @@ class CodexRuntime(ProviderRuntime):
         try:
             async with self.clock.phase(Phase.READING, label="thread/resume"):
                 try:
-                    result = await self._resume(server, session_id, cwd, config, Phase.READING)
+                    result = await self._resume(server, session_id, cwd, config, Phase.READING,
+                                                roots=channel.additional_directories)
                 except SessionNotFound:
                     if previous is None or previous.generation != server.generation:
                         raise
@@ -599,7 +607,7 @@ class CodexRuntime(ProviderRuntime):
         finally:
             self._opening -= 1
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
-                             self._choices(server, session_id, result))
+                             self._choices(server, session_id, result), roots=tuple(channel.additional_directories))
         self._threads[session_id] = thread
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
@@ -615,7 +623,9 @@ class CodexRuntime(ProviderRuntime):
         source = self._threads.get(session_id)
         mode = source.mode if source is not None else DEFAULT_MODE
         config = mcp_config(mcp_servers)
-        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True}
+        roots = tuple(channel.additional_directories)
+        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
+                                  "runtimeWorkspaceRoots": [cwd, *roots]}
         if self._default_policy:
             _, approval, sandbox = _POLICIES[mode]
             params.update(sandbox=sandbox, approvalPolicy=approval)
@@ -645,7 +655,7 @@ class CodexRuntime(ProviderRuntime):
         else:
             thread_id = result["thread"]["id"]
             forked = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
-                                 self._choices(server, thread_id, result))
+                                 self._choices(server, thread_id, result), roots=roots)
             self._threads[thread_id] = forked
         if source is not None:
             self._inherit(server, source, forked)
@@ -725,7 +735,7 @@ class CodexRuntime(ProviderRuntime):
         if thread.generation != server.generation:
             async with self.clock.phase(Phase.PREPARING, label="thread/resume"):
                 await self._resume(server, thread.thread_id, thread.cwd, thread.mcp_config, Phase.PREPARING,
-                                   thread.mode)
+                                   thread.mode, thread.roots)
             thread.generation = server.generation
             thread.mode_dirty = thread.mode_explicit
             thread.choices.dirty = set(thread.choices.explicit)
