@@ -34,6 +34,7 @@ from attrs import define, evolve, field
 
 from acp_agent import __version__ as core_version
 from acp_agent.acp import (
+    AvailableCommandsUpdate,
     ConfigOption,
     ContentBlock,
     McpServer,
@@ -41,6 +42,7 @@ from acp_agent.acp import (
     SessionInfo,
     SessionMode,
     SessionModeState,
+    agent_text,
 )
 from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
@@ -60,7 +62,7 @@ from acp_agent.provider import (
 )
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent_codex import codex_home, find_codex, items, settings
+from acp_agent_codex import codex_home, commands, find_codex, items, settings
 from acp_agent_codex.classify import (
     classify_error,
     notice_for,
@@ -165,6 +167,8 @@ class ThreadState:
     active: ActiveTurn | None = None
     roots: tuple[str, ...] = ()
     """The workspace roots beside `cwd` (ACP `additionalDirectories`): app-server's runtime roots."""
+    usage: Mapping[str, Any] | None = None
+    """The last `thread/tokenUsage/updated`, for `/status`."""
     mode_dirty: bool = False
     mode_explicit: bool = False
     orphaned: bool = False
@@ -423,6 +427,8 @@ class CodexRuntime(ProviderRuntime):
                 if notice is not None:
                     self._router.keep_notice(notice)  # a thread being created right now
             return
+        if method == "thread/tokenUsage/updated" and isinstance(params.get("tokenUsage"), Mapping):
+            thread.usage = params["tokenUsage"]
         active = thread.active
         if active is not None and active.generation != server.generation:
             await self._outside_turn(thread, method, params)  # a prompt of an app-server now gone
@@ -534,6 +540,7 @@ class CodexRuntime(ProviderRuntime):
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
                              self._choices(server, thread_id, result), roots=roots)
         self._threads[thread_id] = thread
+        await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
 
     async def _prepare_call(self, server: AppServer, method: str, params: Any) -> Any:
@@ -612,6 +619,7 @@ class CodexRuntime(ProviderRuntime):
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
             await channel.emit(event)
+        await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
 
     async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
@@ -657,6 +665,7 @@ class CodexRuntime(ProviderRuntime):
             forked = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
                                  self._choices(server, thread_id, result), roots=roots)
             self._threads[thread_id] = forked
+            await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         if source is not None:
             self._inherit(server, source, forked)
         return self._setup(server, forked)
@@ -739,12 +748,16 @@ class CodexRuntime(ProviderRuntime):
             thread.generation = server.generation
             thread.mode_dirty = thread.mode_explicit
             thread.choices.dirty = set(thread.choices.explicit)
+        command = commands.parse(prompt)
+        if command is not None and (command.name in commands.LOCAL or commands.usage_problem(command)):
+            await turn.emit(agent_text(await self._answer(server, thread, command)))
+            return TurnEnd("end_turn")
         active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
                               TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
         thread.active = active
         self._router.start_turn(thread.thread_id, active.queue)
         try:
-            return await self._run_turn(server, thread, active, prompt)
+            return await self._run_turn(server, thread, active, prompt, command)
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
             # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
             # app-server may still run it, and the next turn/start would meet it. Stop it, once
@@ -768,20 +781,24 @@ class CodexRuntime(ProviderRuntime):
         return params
 
     async def _run_turn(self, server: AppServer, thread: ThreadState, active: ActiveTurn,
-                        prompt: Sequence[ContentBlock]) -> TurnEnd:
+                        prompt: Sequence[ContentBlock], command: commands.Command | None = None) -> TurnEnd:
         turn = active.channel
-        params = self._turn_params(thread, prompt)
+        if command is None:
+            method, params = "turn/start", self._turn_params(thread, prompt)
+        else:
+            method, params = commands.request(command, thread.thread_id)
         try:
-            async with self.clock.phase(Phase.SUBMITTING, label="turn/start"):
-                result = await server.call("turn/start", params)
+            async with self.clock.phase(Phase.SUBMITTING, label=method):
+                result = await server.call(method, params)
         except ConnectionClosed:
             observation = transport_lost(Phase.SUBMITTING.value, submitted=True)
             turn.record_failure(observation)
             raise TurnFailed(observation) from None
         except RpcError as exc:
             raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
-        thread.mode_dirty = False
-        thread.choices.dirty.clear()
+        if command is None:  # a command's request carries no settings: the next turn/start does
+            thread.mode_dirty = False
+            thread.choices.dirty.clear()
         codex_turn = result.get("turn") if isinstance(result, Mapping) else None
         turn_id = codex_turn.get("id") if isinstance(codex_turn, Mapping) else None
         active.codex_turn_id = turn_id if isinstance(turn_id, str) else None
@@ -851,6 +868,28 @@ class CodexRuntime(ProviderRuntime):
                 await server.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
             except (RpcError, ConnectionClosed) as exc:
                 log.info("turn/interrupt failed: %s", type(exc).__name__)
+
+    async def _answer(self, server: AppServer, thread: ThreadState, command: commands.Command) -> str:
+        """The agent's own answer to a command that runs no Codex turn."""
+        problem = commands.usage_problem(command)
+        if problem is not None:
+            return problem
+        if command.name == "mcp":
+            async with self.clock.phase(Phase.READING, label="mcpServerStatus/list"):
+                try:
+                    result = await server.call("mcpServerStatus/list", {"threadId": thread.thread_id,
+                                                                        "detail": "toolsAndAuthOnly"})
+                except ConnectionClosed:
+                    raise TurnFailed(transport_lost(Phase.READING.value, submitted=False)) from None
+                except RpcError as exc:
+                    raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
+            data = result.get("data") if isinstance(result, Mapping) else None
+            return commands.mcp_text([entry for entry in data or [] if isinstance(entry, Mapping)])
+        choices = thread.choices
+        fast = choices.fast if settings.fast_tier(self._known_models(), choices.model) is not None else None
+        mode = next((m.name for m in MODES if m.id == thread.mode), thread.mode)
+        return commands.status_text(thread_id=thread.thread_id, cwd=thread.cwd, roots=thread.roots, mode=mode,
+                                    model=choices.model, effort=choices.effort, fast=fast, usage=thread.usage)
 
     async def cancel(self, session_id: str) -> None:
         thread = self._threads.get(session_id)
