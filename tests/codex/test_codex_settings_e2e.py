@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.codex.e2e_support import codex_agent, text, workspace, write_codex_home
+from tests.codex.e2e_support import codex_agent, text, turn_metadata, workspace, write_codex_home
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(90)]
@@ -107,4 +107,27 @@ async def test_a_model_without_the_chosen_effort_falls_back_to_its_default(tmp_p
         requests = api.turn_requests
     assert option(back.config_options, "reasoning_effort").current_value == "medium"
     assert [(r.body["model"], sent(r)[0]) for r in requests] == [(other, "max"), ("gpt-5.5", "medium")]
+    assert agent.frames.problems == []
+
+
+@BOTH
+async def test_auto_review_mode_routes_approvals_to_codexs_reviewer(tmp_path: Path, capable: bool) -> None:
+    """codex-acp's default mode: app-server's `approvalsReviewer: auto_review`, which codex reports
+    in each model request's turn metadata."""
+    with FakeResponsesAPI() as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            sid = session.session_id
+            await agent.conn.prompt(session_id=sid, prompt=text("auto"))
+            await agent.conn.set_session_mode(session_id=sid, mode_id="auto-review")
+            await agent.conn.prompt(session_id=sid, prompt=text("auto review"))
+            await agent.conn.set_session_mode(session_id=sid, mode_id="auto")
+            await agent.conn.prompt(session_id=sid, prompt=text("auto again"))
+        requests = api.turn_requests
+    assert session.modes is not None
+    review = next(m for m in session.modes.available_modes if m.id == "auto-review")
+    assert review.name == "Auto review" and "reviewer" in (review.description or "")
+    flags = [(turn_metadata(r).get("sandbox_mode"), turn_metadata(r).get("auto_review_enabled")) for r in requests]
+    assert flags == [("workspace-write", False), ("workspace-write", True), ("workspace-write", False)]
     assert agent.frames.problems == []

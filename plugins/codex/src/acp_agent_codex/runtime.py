@@ -87,6 +87,9 @@ TURNS_PAGE: Final = 100
 MODES: Final = (
     SessionMode("read-only", "Read-only", "Codex can read files; edits and commands outside the sandbox ask first."),
     SessionMode("auto", "Auto", "Codex can edit and run commands in the workspace; anything beyond asks first."),
+    SessionMode("auto-review", "Auto review",
+                "Like Auto, but Codex's automatic reviewer (a risk-based check by the model) decides requests "
+                "to go beyond the workspace instead of asking you."),
     SessionMode("full-access", "Full access", "Codex can edit files and run commands anywhere without asking."),
 )
 DEFAULT_MODE: Final = "auto"
@@ -94,8 +97,11 @@ DEFAULT_MODE: Final = "auto"
 _POLICIES: Final[Mapping[str, tuple[dict[str, str], str, str]]] = {
     "read-only": ({"type": "readOnly"}, "on-request", "read-only"),
     "auto": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
+    "auto-review": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
     "full-access": ({"type": "dangerFullAccess"}, "never", "danger-full-access"),
 }
+_REVIEWER: Final[Mapping[str, str]] = {"auto-review": "auto_review"}
+"""Who decides approval requests (app-server's `approvalsReviewer`) where it is not the user."""
 _MODE_OF_SANDBOX: Final[Mapping[str, str]] = {
     "readOnly": "read-only",
     "workspaceWrite": "auto",
@@ -199,7 +205,16 @@ def mode_of(result: Mapping[str, Any]) -> str:
     """The ACP mode that a thread/start or thread/resume result's sandbox amounts to."""
     sandbox = result.get("sandbox")
     kind = sandbox.get("type") if isinstance(sandbox, Mapping) else None
-    return _MODE_OF_SANDBOX.get(kind, DEFAULT_MODE) if isinstance(kind, str) else DEFAULT_MODE
+    mode = _MODE_OF_SANDBOX.get(kind, DEFAULT_MODE) if isinstance(kind, str) else DEFAULT_MODE
+    if mode == "auto" and result.get("approvalsReviewer") in ("auto_review", "guardian_subagent"):
+        return "auto-review"
+    return mode
+
+
+def policy_params(mode: str) -> dict[str, str]:
+    """thread/start, thread/resume and thread/fork fields that put a thread in `mode`."""
+    _, approval, sandbox = _POLICIES[mode]
+    return {"sandbox": sandbox, "approvalPolicy": approval, "approvalsReviewer": _REVIEWER.get(mode, "user")}
 
 
 def mcp_config(servers: Sequence[McpServer]) -> dict[str, Any]:
@@ -518,8 +533,7 @@ class CodexRuntime(ProviderRuntime):
         config = mcp_config(mcp_servers)
         params: dict[str, Any] = {"cwd": cwd}
         if self._default_policy:
-            _, approval, sandbox = _POLICIES[DEFAULT_MODE]
-            params.update(sandbox=sandbox, approvalPolicy=approval)
+            params.update(policy_params(DEFAULT_MODE))
         if config:
             params["config"] = config
         roots = tuple(channel.additional_directories)
@@ -558,8 +572,7 @@ class CodexRuntime(ProviderRuntime):
         params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
                                   "runtimeWorkspaceRoots": [cwd, *roots]}
         if self._default_policy:
-            _, approval, sandbox = _POLICIES[mode]
-            params.update(sandbox=sandbox, approvalPolicy=approval)
+            params.update(policy_params(mode))
         if config:
             params["config"] = dict(config)
         try:
@@ -608,6 +621,7 @@ class CodexRuntime(ProviderRuntime):
                     # A thread this app-server holds that never ran a turn has no rollout to resume: it
                     # is reopened as it is (the cwd and MCP servers it was started with stay its own).
                     log.info("thread %s has no rollout yet; reopening it as it is", session_id)
+                    await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
                     return self._setup(server, previous)
                 turns = await self._turns(server, session_id) if replay else []
                 await self._models(server)
@@ -635,8 +649,7 @@ class CodexRuntime(ProviderRuntime):
         params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
                                   "runtimeWorkspaceRoots": [cwd, *roots]}
         if self._default_policy:
-            _, approval, sandbox = _POLICIES[mode]
-            params.update(sandbox=sandbox, approvalPolicy=approval)
+            params.update(policy_params(mode))
         if config:
             params["config"] = config
         self._opening += 1
@@ -776,7 +789,8 @@ class CodexRuntime(ProviderRuntime):
         params: dict[str, Any] = {"threadId": thread.thread_id, "input": items.prompt_input(prompt)}
         if thread.mode_dirty:
             sandbox_policy, approval, _ = _POLICIES[thread.mode]
-            params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval)
+            params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval,
+                          approvalsReviewer=_REVIEWER.get(thread.mode, "user"))
         params.update(settings.turn_overrides(thread.choices, self._known_models()))
         return params
 
