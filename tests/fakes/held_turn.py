@@ -19,7 +19,6 @@ class HeldTurn:
     session_id: str = ""
     turn_id: str = "t"
     credentials: dict[str, str] = field(factory=dict)
-    additional_directories: tuple[str, ...] = ()
     texts: list[str] = field(factory=list)
     failures: list[FailureObservation] = field(factory=list)
     held: anyio.Event = field(factory=anyio.Event)

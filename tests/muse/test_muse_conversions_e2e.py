@@ -87,16 +87,3 @@ async def test_initialize_advertises_http_mcp_servers_and_not_sse(tmp_path: Path
                   if isinstance(frame.get("result"), dict) and "agentCapabilities" in frame["result"]]
     assert caps["mcpCapabilities"] == {"http": True, "sse": False}
 
-
-async def test_additional_directories_are_refused_not_ignored(tmp_path: Path) -> None:
-    """MSP has one workspace root per session: the agent neither advertises nor drops extra ones."""
-    extra = tmp_path / "extra"
-    extra.mkdir()
-    async with muse_agent(tmp_path, capable=False) as agent:
-        [caps] = [frame["result"]["agentCapabilities"] for frame in agent.frames.incoming
-                  if isinstance(frame.get("result"), dict) and "agentCapabilities" in frame["result"]]
-        error = await refusal(agent.conn.new_session(cwd=str(tmp_path), additional_directories=[str(extra)]))
-        plain = await agent.conn.new_session(cwd=str(tmp_path), additional_directories=[])
-    assert "additionalDirectories" not in caps["sessionCapabilities"]
-    assert (error.code, error.data) == (-32602, {"field": "additionalDirectories"})
-    assert received(tmp_path, "session/start")[0]["params"]["sessionId"] == plain.session_id

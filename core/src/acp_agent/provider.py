@@ -159,19 +159,26 @@ class SessionChannel(Protocol):
 
     `credentials` are environment variables the client handed over for this session only
     (`_meta["<provider>/credentials"]`); the runtime must give them to this session's backend.
-    `additional_directories` are the workspace roots beside `cwd` that the request named (absolute,
-    existing; empty unless the provider declared `additional_directories`).
+    The core's channels also carry `additional_directories`: read them with
+    `additional_directories(channel)`.
     """
 
     session_id: str
     credentials: dict[str, str]
-    additional_directories: tuple[str, ...]
 
     async def emit(self, event: Event) -> None:
         """Publish a neutral event; inside a turn it belongs to that turn."""
 
     async def request_permission(self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]) -> str | None:
         """Ask the client; returns the chosen option id, or None when cancelled."""
+
+
+def additional_directories(channel: SessionChannel) -> tuple[str, ...]:
+    """The workspace roots beside `cwd` the session's request named (absolute, existing; empty
+    unless the provider declared `additional_directories`). A channel that does not carry them
+    (a test's stand-in, say) has none."""
+    value = getattr(channel, "additional_directories", ())
+    return tuple(value) if isinstance(value, tuple | list) else ()
 
 
 class TurnChannel(SessionChannel, Protocol):

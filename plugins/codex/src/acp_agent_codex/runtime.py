@@ -59,6 +59,7 @@ from acp_agent.provider import (
     SessionStart,
     TurnChannel,
     TurnFailed,
+    additional_directories,
 )
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
@@ -536,7 +537,7 @@ class CodexRuntime(ProviderRuntime):
             params.update(policy_params(DEFAULT_MODE))
         if config:
             params["config"] = config
-        roots = tuple(channel.additional_directories)
+        roots = additional_directories(channel)
         if roots:
             params["runtimeWorkspaceRoots"] = [cwd, *roots]
         self._opening += 1
@@ -614,7 +615,7 @@ class CodexRuntime(ProviderRuntime):
             async with self.clock.phase(Phase.READING, label="thread/resume"):
                 try:
                     result = await self._resume(server, session_id, cwd, config, Phase.READING,
-                                                roots=channel.additional_directories)
+                                                roots=additional_directories(channel))
                 except SessionNotFound:
                     if previous is None or previous.generation != server.generation:
                         raise
@@ -628,7 +629,7 @@ class CodexRuntime(ProviderRuntime):
         finally:
             self._opening -= 1
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
-                             self._choices(server, session_id, result), roots=tuple(channel.additional_directories))
+                             self._choices(server, session_id, result), roots=additional_directories(channel))
         self._threads[session_id] = thread
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
@@ -645,7 +646,7 @@ class CodexRuntime(ProviderRuntime):
         source = self._threads.get(session_id)
         mode = source.mode if source is not None else DEFAULT_MODE
         config = mcp_config(mcp_servers)
-        roots = tuple(channel.additional_directories)
+        roots = additional_directories(channel)
         params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
                                   "runtimeWorkspaceRoots": [cwd, *roots]}
         if self._default_policy:

@@ -102,6 +102,7 @@ def provider_spec() -> ProviderSpec:
             resume_session=True,
             close_session=True,
             fork_session=True,
+            additional_directories=True,  # MSP `workspaceRoots` on session/start and turn/start
             image=True,
             embedded_context=True,
             mcp_http=True,  # MSP's `streamableHttp` MCP transport (it has no SSE arm)
