@@ -99,3 +99,21 @@ async def test_a_deleted_session_leaves_the_list(tmp_path: Path, capable: bool) 
     assert [s.session_id for s in later.sessions] == [kept.session_id]
     assert closed.value.code == -32002 and unknown.value.code == -32002
     assert agent.frames.problems == [] and second.frames.problems == []
+
+
+async def test_deleting_a_session_that_never_ran_a_turn_succeeds(tmp_path: Path) -> None:
+    """Codex stores a thread at its first turn: a new session has nothing stored, and is gone after."""
+    with FakeResponsesAPI() as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        async with codex_agent(home, tmp_path, capable=True) as agent:
+            session = await agent.conn.new_session(cwd=cwd)
+            answer = await agent.conn._conn.send_request("session/delete", {"sessionId": session.session_id})
+            with pytest.raises(RequestError) as closed:
+                await agent.conn.prompt(session_id=session.session_id, prompt=text("still there?"))
+            listed = await agent.conn.list_sessions(cwd=cwd)
+    assert answer == {}
+    assert closed.value.code == -32002
+    assert listed.sessions == []
+    assert api.turn_requests == []
+    assert agent.frames.problems == []
