@@ -117,3 +117,19 @@ async def test_deleting_a_session_that_never_ran_a_turn_succeeds(tmp_path: Path)
     assert listed.sessions == []
     assert api.turn_requests == []
     assert agent.frames.problems == []
+
+
+async def test_forking_a_session_that_never_ran_a_turn_gives_a_new_empty_one(tmp_path: Path) -> None:
+    with FakeResponsesAPI([{"reply": "fresh"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        async with codex_agent(home, tmp_path, capable=True) as agent:
+            source = await agent.conn.new_session(cwd=cwd)
+            await agent.conn.set_config_option(session_id=source.session_id, config_id="fast-mode", value="on")
+            fork = await agent.conn.fork_session(cwd=cwd, session_id=source.session_id)
+            await agent.conn.prompt(session_id=fork.session_id, prompt=text("in the fork"))
+        [request] = api.turn_requests
+    assert fork.session_id != source.session_id
+    assert said(request) == ["in the fork"]
+    assert request.body.get("service_tier") == "priority"  # the source's choice goes on
+    assert agent.frames.problems == []
