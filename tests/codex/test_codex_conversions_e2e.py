@@ -41,7 +41,7 @@ async def test_an_unknown_mode_option_or_value_is_invalid_params_from_the_agent(
         requests = api.turn_requests
     assert [(error.code, error.data) for error in errors] == [
         (-32602, {"field": "modeId"}), (-32602, {"field": "configId"}), (-32602, {"field": "value"})]
-    assert "choose one of read-only, auto, full-access" in str(errors[0])
+    assert "choose one of read-only, auto, auto-review, full-access" in str(errors[0])
     assert result.stop_reason == "end_turn"
     # nothing a refused request named reached the backend
     assert [turn_metadata(request).get("sandbox_mode") for request in requests] == ["workspace-write"]

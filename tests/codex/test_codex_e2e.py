@@ -391,8 +391,8 @@ async def test_modes_and_model_reach_the_next_turn(tmp_path: Path) -> None:
         async with codex_agent(home, tmp_path, capable=True) as agent:
             session = await agent.conn.new_session(cwd=workspace(tmp_path))
             assert session.modes is not None and session.modes.current_mode_id == "auto"
-            assert [m.id for m in session.modes.available_modes] == ["read-only", "auto", "full-access"]
-            (model,) = session.config_options or []
+            assert [m.id for m in session.modes.available_modes] == ["read-only", "auto", "auto-review", "full-access"]
+            model = next(o for o in session.config_options or [] if o.id == "model")
             assert (model.id, model.current_value) == ("model", "gpt-5.5")
             choices = [option.value for option in model.options]
             other = next(choice for choice in choices if choice != "gpt-5.5")

@@ -52,6 +52,10 @@ if hasattr(schema, "LogoutResponse"):
     RESPONSE_MODELS["logout"] = schema.LogoutResponse
 if hasattr(schema, "ForkSessionResponse"):  # unstable in ACP, but validated like the rest
     RESPONSE_MODELS["session/fork"] = schema.ForkSessionResponse
+if hasattr(schema, "DeleteSessionResponse"):
+    RESPONSE_MODELS["session/delete"] = schema.DeleteSessionResponse
+
+
 class CreateElicitationRequestModel:
     """`elicitation/create` params are a union in the SDK: validated through a TypeAdapter."""
 

@@ -57,7 +57,11 @@ HOST_VERSION = "1.4.13"
 MODELS = [
     {"modelId": "muse-large", "displayLabel": "Muse Large", "description": "The most capable model.",
      "isDefault": True},
-    {"modelId": "muse-small", "displayLabel": "Muse Small", "description": "Fast and light.", "isDefault": False},
+    {"modelId": "muse-small", "displayLabel": "Muse Small", "description": "Fast and light.", "isDefault": False,
+     "defaultReasoningEffort": "low", "variants": ["low", "medium", "high"],
+     "reasoningEffortVariants": [{"tier": "low", "description": "Quick answers."},
+                                 {"tier": "medium", "description": "Balanced."},
+                                 {"tier": "high", "description": "Thinks longest."}]},
 ]
 DEFAULT_MODEL = "muse-large"
 RETRYABLE_KINDS = {"modelError": True, "launchError": True, "mcpLinkError": True}

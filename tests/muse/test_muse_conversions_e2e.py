@@ -77,3 +77,13 @@ async def test_http_mcp_servers_reach_the_host_and_sse_has_no_arm(tmp_path: Path
     [start] = received(tmp_path, "session/start")
     assert start["params"]["config"] == {"mcpServers": {"web": {
         "transport": "streamableHttp", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Plain": "y"}}}}
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_initialize_advertises_http_mcp_servers_and_not_sse(tmp_path: Path, capable: bool) -> None:
+    """MSP has a streamable-HTTP arm for MCP servers (above) and none for SSE."""
+    async with muse_agent(tmp_path, capable=capable) as agent:
+        [caps] = [frame["result"]["agentCapabilities"] for frame in agent.frames.incoming
+                  if isinstance(frame.get("result"), dict) and "agentCapabilities" in frame["result"]]
+    assert caps["mcpCapabilities"] == {"http": True, "sse": False}
+

@@ -375,6 +375,8 @@ class SessionCapabilities:
     resume: Meta | Unset = UNSET
     close: Meta | Unset = UNSET
     fork: Meta | Unset = UNSET
+    delete: Meta | Unset = UNSET
+    additional_directories: Meta | Unset = UNSET
 
 
 @frozen
@@ -558,6 +560,7 @@ class LoadSessionRequest:
     session_id: str
     cwd: str
     mcp_servers: list[McpServer] = field(factory=list)
+    additional_directories: list[str] | Unset | None = UNSET
     meta: Meta | Unset | None = UNSET
 
 
@@ -576,7 +579,7 @@ class ListSessionsRequest:
 
 @frozen
 class SessionIdRequest:
-    """`session/close` and `session/cancel` carry only the session id."""
+    """`session/close`, `session/delete` and `session/cancel` carry only the session id."""
 
     session_id: str
     meta: Meta | Unset | None = UNSET
@@ -713,6 +716,7 @@ class Methods:
     SESSION_RESUME: ClassVar[str] = "session/resume"
     SESSION_FORK: ClassVar[str] = "session/fork"
     SESSION_CLOSE: ClassVar[str] = "session/close"
+    SESSION_DELETE: ClassVar[str] = "session/delete"
     SESSION_PROMPT: ClassVar[str] = "session/prompt"
     SESSION_CANCEL: ClassVar[str] = "session/cancel"
     SESSION_SET_MODE: ClassVar[str] = "session/set_mode"

@@ -146,6 +146,7 @@ class Agent:
             M.SESSION_RESUME: self.resume_session,
             M.SESSION_FORK: self.fork_session,
             M.SESSION_CLOSE: self.close_session,
+            M.SESSION_DELETE: self.delete_session,
             M.SESSION_PROMPT: self.prompt,
             M.SESSION_SET_MODE: self.set_mode,
             M.SESSION_SET_CONFIG_OPTION: self.set_config_option,
@@ -157,6 +158,7 @@ class Agent:
             M.SESSION_RESUME: caps.resume_session,
             M.SESSION_CLOSE: caps.close_session,
             M.SESSION_FORK: caps.fork_session,
+            M.SESSION_DELETE: caps.delete_session,
         }
         for method, supported in unsupported.items():
             if not supported:
@@ -354,6 +356,8 @@ class Agent:
             resume={} if caps.resume_session else UNSET,
             close={} if caps.close_session else UNSET,
             fork={} if caps.fork_session else UNSET,
+            delete={} if caps.delete_session else UNSET,
+            additional_directories={} if caps.additional_directories else UNSET,
         )
         meta: dict[str, Any] = {}
         if caps.steering:
@@ -500,6 +504,20 @@ class Agent:
                 self.settings.redact.add(value)
         return dict(offered)
 
+    def _additional_directories(self, value: Any) -> tuple[str, ...]:
+        """A request's `additionalDirectories`: absolute existing directories, for a provider that
+        can widen its workspace; refused (-32602) rather than silently ignored otherwise."""
+        if not isinstance(value, list) or not value:
+            return ()
+        if not self.provider.capabilities.additional_directories:
+            raise RpcError(INVALID_PARAMS, f"The {self.provider.title} provider cannot add workspace directories",
+                           {"field": "additionalDirectories"})
+        for directory in value:
+            if not isinstance(directory, str) or not os.path.isabs(directory) or not os.path.isdir(directory):
+                raise RpcError(INVALID_PARAMS, "additionalDirectories must be absolute paths of existing "
+                               f"directories, got {clip(str(directory))!r}", {"field": "additionalDirectories"})
+        return tuple(dict.fromkeys(value))
+
     def _hold_mcp_secrets(self, params: Any) -> None:
         """From the raw request, before it is checked, so no answer (an error included) can echo them."""
         if isinstance(params, dict):
@@ -508,22 +526,23 @@ class Agent:
     async def new_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.NewSessionRequest)
-        return await self._create_session("session/new", request.cwd, request.meta,
+        return await self._create_session("session/new", request.cwd, request.meta, request.additional_directories,
                                           lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
                                                                                        channel))
 
     async def fork_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.ForkSessionRequest)
-        return await self._create_session("session/fork", request.cwd, request.meta,
+        return await self._create_session("session/fork", request.cwd, request.meta, request.additional_directories,
                                           lambda runtime, channel: runtime.fork_session(
                                               request.session_id, request.cwd, request.mcp_servers, channel))
 
-    async def _create_session(self, what: str, cwd: str, meta: Any,
+    async def _create_session(self, what: str, cwd: str, meta: Any, directories: Any,
                               start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]]) -> Reply:
         """A session the provider creates (new or fork): its events wait until the response is written."""
         self._check_cwd(cwd)
-        pending = PendingSession(self.router, credentials=self._client_credentials(meta))
+        pending = PendingSession(self.router, credentials=self._client_credentials(meta),
+                                 additional_directories=self._additional_directories(directories))
         try:
             async with self._provider_call(what):
                 started = await start(await self.runtime(), pending)
@@ -531,6 +550,7 @@ class Agent:
             pending.abandon()
             raise
         session = self._new_session_state(started.session_id, cwd, credentials=pending.credentials)
+        session.additional_directories = pending.additional_directories
         session.advertise(started)
         pending.bind(session)
         self.sessions[session.session_id] = session
@@ -552,9 +572,12 @@ class Agent:
         if existing is not None and (existing.turn is not None or self._line(existing).busy):
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
         credentials = self._client_credentials(request.meta)
+        directories = self._additional_directories(request.additional_directories)
         session = existing or self._new_session_state(request.session_id, request.cwd)
         if credentials:
             session.credentials = credentials
+        # ACP: the request's list is the session's complete list of additional roots from now on.
+        session.additional_directories = directories
         self.sessions[session.session_id] = session
         self.router.expect(session.session_id)
         channel = LoadingSession(session)
@@ -595,6 +618,17 @@ class Agent:
         request = self._parse(params, acp.SessionIdRequest)
         session = self._session(request.session_id)
         await self._end_session(session)
+        return {}
+
+    async def delete_session(self, params: Any) -> Any:
+        """Close the session if it is open here (its turn cancelled), then have the backend remove it."""
+        request = self._parse(params, acp.SessionIdRequest)
+        session = self.sessions.get(request.session_id)
+        if session is not None:
+            await self._end_session(session)
+        async with self._provider_call("session/delete"):
+            runtime = await self.runtime()
+            await runtime.delete_session(request.session_id)
         return {}
 
     async def _end_session(self, session: Session) -> None:

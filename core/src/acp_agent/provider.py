@@ -106,6 +106,10 @@ class RuntimeCapabilities:
     resume_session: bool = False
     close_session: bool = True
     fork_session: bool = False
+    delete_session: bool = False
+    additional_directories: bool = False
+    """The runtime widens a session's workspace to the request's `additionalDirectories` (read
+    from `SessionChannel.additional_directories`); off, a request that names some is refused."""
     image: bool = False
     audio: bool = False
     embedded_context: bool = False
@@ -159,6 +163,8 @@ class SessionChannel(Protocol):
 
     `credentials` are environment variables the client handed over for this session only
     (`_meta["<provider>/credentials"]`); the runtime must give them to this session's backend.
+    The core's channels also carry `additional_directories`: read them with
+    `additional_directories(channel)`.
     """
 
     session_id: str
@@ -169,6 +175,14 @@ class SessionChannel(Protocol):
 
     async def request_permission(self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]) -> str | None:
         """Ask the client; returns the chosen option id, or None when cancelled."""
+
+
+def additional_directories(channel: SessionChannel) -> tuple[str, ...]:
+    """The workspace roots beside `cwd` the session's request named (absolute, existing; empty
+    unless the provider declared `additional_directories`). A channel that does not carry them
+    (a test's stand-in, say) has none."""
+    value = getattr(channel, "additional_directories", ())
+    return tuple(value) if isinstance(value, tuple | list) else ()
 
 
 class TurnChannel(SessionChannel, Protocol):
@@ -233,6 +247,14 @@ class ProviderRuntime(abc.ABC):
 
     async def close_session(self, session_id: str) -> None:
         return None
+
+    async def delete_session(self, session_id: str) -> None:
+        """Remove a stored session so `session/list` no longer shows it (ACP's `session/delete`).
+
+        The core has closed the session first if it held it open; raise `SessionNotFound` for an
+        id the backend does not know.
+        """
+        raise NotSupported("session/delete")
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         """Switch to `mode_id`, always one of the modes the session advertised (the core checked)."""

@@ -166,10 +166,12 @@ class Turn:
 
     session_id: str = field(init=False)
     credentials: dict[str, str] = field(init=False)
+    additional_directories: tuple[str, ...] = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.session_id = self.session.session_id
         self.credentials = self.session.credentials
+        self.additional_directories = self.session.additional_directories
 
     def record_failure(self, observation: FailureObservation) -> None:
         if self.failure is None:
@@ -241,6 +243,7 @@ class Session:
     auth: AuthObservation = field(factory=AuthObservation)
     turn: Turn | None = None
     credentials: dict[str, str] = field(factory=dict)
+    additional_directories: tuple[str, ...] = ()
     modes: acp.SessionModeState | None = None
     """What the session advertised: `session/set_mode` and `session/set_config_option` are checked
     against these, so a runtime only ever sees a mode or value it offered."""
@@ -360,10 +363,12 @@ class LoadingSession:
     loaded: bool = False
     session_id: str = field(init=False)
     credentials: dict[str, str] = field(init=False)
+    additional_directories: tuple[str, ...] = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.session_id = self.session.session_id
         self.credentials = self.session.credentials
+        self.additional_directories = self.session.additional_directories
 
     async def emit(self, event: Event) -> None:
         if self.loaded:
@@ -387,6 +392,7 @@ class PendingSession:
 
     router: SessionRouter
     credentials: dict[str, str] = field(factory=dict)
+    additional_directories: tuple[str, ...] = ()
     session_id: str = ""
     target: Session | None = None
     key: str = field(init=False)

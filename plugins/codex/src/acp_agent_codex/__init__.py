@@ -112,9 +112,13 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 list_sessions=True,
                 resume_session=True,
                 close_session=True,
+                fork_session=True,
+                delete_session=True,
+                additional_directories=True,  # app-server's runtimeWorkspaceRoots
                 image=True,
                 embedded_context=True,
                 steering=True,
+                mcp_http=True,  # `mcp_servers.<name>.url`: codex speaks streamable HTTP (no SSE)
             ),
             description="OpenAI Codex through `codex app-server`.",
             start_early=True,  # one app-server for every session: it starts while the client initializes

@@ -32,18 +32,19 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
-from attrs import define, field
+from attrs import define, evolve, field
 
 from acp_agent import __version__ as core_version
 from acp_agent.acp import (
+    AvailableCommandsUpdate,
     ConfigOption,
-    ConfigOptionValue,
     ContentBlock,
     McpServer,
     McpServerStdio,
     SessionInfo,
     SessionMode,
     SessionModeState,
+    agent_text,
 )
 from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.executables import executable_problem
@@ -60,11 +61,12 @@ from acp_agent.provider import (
     SessionStart,
     TurnChannel,
     TurnFailed,
+    additional_directories,
 )
 from acp_agent.questions import Answer
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent_codex import codex_home, find_codex, items
+from acp_agent_codex import codex_home, commands, find_codex, items, settings
 from acp_agent_codex.classify import (
     classify_error,
     notice_for,
@@ -90,6 +92,9 @@ TURNS_PAGE: Final = 100
 MODES: Final = (
     SessionMode("read-only", "Read-only", "Codex can read files; edits and commands outside the sandbox ask first."),
     SessionMode("auto", "Auto", "Codex can edit and run commands in the workspace; anything beyond asks first."),
+    SessionMode("auto-review", "Auto review",
+                "Like Auto, but Codex's automatic reviewer (a risk-based check by the model) decides requests "
+                "to go beyond the workspace instead of asking you."),
     SessionMode("full-access", "Full access", "Codex can edit files and run commands anywhere without asking."),
 )
 DEFAULT_MODE: Final = "auto"
@@ -97,8 +102,11 @@ DEFAULT_MODE: Final = "auto"
 _POLICIES: Final[Mapping[str, tuple[dict[str, str], str, str]]] = {
     "read-only": ({"type": "readOnly"}, "on-request", "read-only"),
     "auto": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
+    "auto-review": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
     "full-access": ({"type": "dangerFullAccess"}, "never", "danger-full-access"),
 }
+_REVIEWER: Final[Mapping[str, str]] = {"auto-review": "auto_review"}
+"""Who decides approval requests (app-server's `approvalsReviewer`) where it is not the user."""
 _MODE_OF_SANDBOX: Final[Mapping[str, str]] = {
     "readOnly": "read-only",
     "workspaceWrite": "auto",
@@ -130,7 +138,8 @@ class AppServer:
     finished: anyio.Event = field(factory=anyio.Event)
     stopped: anyio.Event = field(factory=anyio.Event)
     started_threads: dict[str, anyio.Event] = field(factory=dict)
-    models: list[ConfigOptionValue] | None = None
+    models: list[Mapping[str, Any]] | None = None
+    """`model/list`'s visible entries (efforts and service tiers included), asked once per process."""
 
     async def call(self, method: str, params: Any) -> Any:
         return await self.connection.request(method, params, timeout_s=NO_TIMEOUT)
@@ -167,12 +176,14 @@ class ThreadState:
     mcp_config: dict[str, Any]
     generation: int
     mode: str
-    model: str | None
+    choices: settings.Choices
     active: ActiveTurn | None = None
+    roots: tuple[str, ...] = ()
+    """The workspace roots beside `cwd` (ACP `additionalDirectories`): app-server's runtime roots."""
+    usage: Mapping[str, Any] | None = None
+    """The last `thread/tokenUsage/updated`, for `/status`."""
     mode_dirty: bool = False
-    model_dirty: bool = False
     mode_explicit: bool = False
-    model_explicit: bool = False
     orphaned: bool = False
     """A prompt ended before app-server acknowledged its turn: interrupt that turn when it shows up."""
 
@@ -201,7 +212,16 @@ def mode_of(result: Mapping[str, Any]) -> str:
     """The ACP mode that a thread/start or thread/resume result's sandbox amounts to."""
     sandbox = result.get("sandbox")
     kind = sandbox.get("type") if isinstance(sandbox, Mapping) else None
-    return _MODE_OF_SANDBOX.get(kind, DEFAULT_MODE) if isinstance(kind, str) else DEFAULT_MODE
+    mode = _MODE_OF_SANDBOX.get(kind, DEFAULT_MODE) if isinstance(kind, str) else DEFAULT_MODE
+    if mode == "auto" and result.get("approvalsReviewer") in ("auto_review", "guardian_subagent"):
+        return "auto-review"
+    return mode
+
+
+def policy_params(mode: str) -> dict[str, str]:
+    """thread/start, thread/resume and thread/fork fields that put a thread in `mode`."""
+    _, approval, sandbox = _POLICIES[mode]
+    return {"sandbox": sandbox, "approvalPolicy": approval, "approvalsReviewer": _REVIEWER.get(mode, "user")}
 
 
 def mcp_config(servers: Sequence[McpServer]) -> dict[str, Any]:
@@ -235,6 +255,19 @@ def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
     )
 
 
+def _possibly_applied(observation: FailureObservation) -> FailureObservation:
+    """A fork whose answer was lost may have been made."""
+    return evolve(observation, mutation_possibly_applied=True)
+
+
+def _value_of(choices: settings.Choices, name: str) -> str:
+    if name == settings.MODEL:
+        return choices.model or ""
+    if name == settings.EFFORT:
+        return choices.effort or ""
+    return settings.FAST_ON if choices.fast else settings.FAST_OFF
+
+
 # --- the runtime ----------------------------------------------------------------------------------
 
 
@@ -256,6 +289,8 @@ class CodexRuntime(ProviderRuntime):
         self._router.serve(self._outside)
         self._opening = 0
         self._default_policy = not user_config_sets_policy(context.environ)
+        self._kept: dict[str, settings.Choices] = {}
+        """What the user chose per session, kept after it is closed so a resume runs with it again."""
 
     # -- the app-server process -------------------------------------------------------------
 
@@ -404,6 +439,8 @@ class CodexRuntime(ProviderRuntime):
                 if notice is not None:
                     self._router.keep_notice(notice)  # a thread being created right now
             return
+        if method == "thread/tokenUsage/updated" and isinstance(params.get("tokenUsage"), Mapping):
+            thread.usage = params["tokenUsage"]
         active = thread.active
         if active is not None and active.generation != server.generation:
             await self._outside_turn(thread, method, params)  # a prompt of an app-server now gone
@@ -456,36 +493,38 @@ class CodexRuntime(ProviderRuntime):
             raise SessionNotFound(session_id)
         return thread
 
-    async def _models(self, server: AppServer) -> list[ConfigOptionValue]:
+    async def _models(self, server: AppServer) -> list[Mapping[str, Any]]:
         if server.models is None:
             try:
                 result = await server.call("model/list", {})
             except RpcError as exc:
                 log.info("model/list failed: %s", exc.message)
                 result = {}
-            server.models = [
-                ConfigOptionValue(value=model["model"], name=str(model.get("displayName") or model["model"]),
-                                  description=model.get("description") if isinstance(model.get("description"), str)
-                                  else None)
-                for model in (result.get("data") or [] if isinstance(result, Mapping) else [])
-                if isinstance(model, Mapping) and isinstance(model.get("model"), str) and not model.get("hidden")
-            ]
+            server.models = settings.visible_models(result)
         return server.models
 
-    def _model_option(self, server: AppServer | None, current: str | None) -> list[ConfigOption]:
-        if current is None:
-            return []
-        values = list(server.models or []) if server is not None else []
-        if all(value.value != current for value in values):
-            values.insert(0, ConfigOptionValue(value=current, name=current))
-        return [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
-                             description="The model Codex uses for the next turns.")]
+    def _known_models(self) -> list[Mapping[str, Any]]:
+        server = self._server
+        return list(server.models or []) if server is not None else []
+
+    def _choices(self, server: AppServer, thread_id: str, result: Mapping[str, Any]) -> settings.Choices:
+        """What the thread runs with: as app-server reports it, with what the user chose for it in
+        this agent process before it was closed (sent with its next turn)."""
+        choices = settings.opened(server.models or [], result)
+        kept = self._kept.get(thread_id)
+        if kept is not None:
+            for name in (settings.MODEL, settings.EFFORT, settings.FAST):
+                value = _value_of(kept, name)
+                if name in kept.explicit and (name != settings.EFFORT or value in {
+                        effort for effort, _ in settings.efforts(server.models or [], choices.model)}):
+                    settings.choose(choices, server.models or [], name, value)
+        return choices
 
     def _setup(self, server: AppServer | None, thread: ThreadState) -> SessionStart:
         return SessionStart(
             thread.thread_id,
             modes=SessionModeState(current_mode_id=thread.mode, available_modes=list(MODES)),
-            config_options=self._model_option(server, thread.model),
+            config_options=settings.options(thread.choices, list(server.models or []) if server else []),
         )
 
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
@@ -493,10 +532,12 @@ class CodexRuntime(ProviderRuntime):
         config = mcp_config(mcp_servers)
         params: dict[str, Any] = {"cwd": cwd}
         if self._default_policy:
-            _, approval, sandbox = _POLICIES[DEFAULT_MODE]
-            params.update(sandbox=sandbox, approvalPolicy=approval)
+            params.update(policy_params(DEFAULT_MODE))
         if config:
             params["config"] = config
+        roots = additional_directories(channel)
+        if roots:
+            params["runtimeWorkspaceRoots"] = [cwd, *roots]
         self._opening += 1
         try:
             async with self.clock.phase(Phase.PREPARING, label="thread/start"):
@@ -509,10 +550,10 @@ class CodexRuntime(ProviderRuntime):
                 await self._models(server)
         finally:
             self._opening -= 1
-        model = result.get("model")
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
-                             model if isinstance(model, str) else None)
+                             self._choices(server, thread_id, result), roots=roots)
         self._threads[thread_id] = thread
+        await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
 
     async def _prepare_call(self, server: AppServer, method: str, params: Any) -> Any:
@@ -525,11 +566,12 @@ class CodexRuntime(ProviderRuntime):
             raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
 
     async def _resume(self, server: AppServer, session_id: str, cwd: str, config: Mapping[str, Any],
-                      phase: Phase, mode: str = DEFAULT_MODE) -> Mapping[str, Any]:
-        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True}
+                      phase: Phase, mode: str = DEFAULT_MODE, roots: Sequence[str] = ()) -> Mapping[str, Any]:
+        # The roots are the complete list (ACP): none named means only `cwd`, whatever was stored.
+        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
+                                  "runtimeWorkspaceRoots": [cwd, *roots]}
         if self._default_policy:
-            _, approval, sandbox = _POLICIES[mode]
-            params.update(sandbox=sandbox, approvalPolicy=approval)
+            params.update(policy_params(mode))
         if config:
             params["config"] = dict(config)
         try:
@@ -570,26 +612,99 @@ class CodexRuntime(ProviderRuntime):
         try:
             async with self.clock.phase(Phase.READING, label="thread/resume"):
                 try:
-                    result = await self._resume(server, session_id, cwd, config, Phase.READING)
+                    result = await self._resume(server, session_id, cwd, config, Phase.READING,
+                                                roots=additional_directories(channel))
                 except SessionNotFound:
                     if previous is None or previous.generation != server.generation:
                         raise
                     # A thread this app-server holds that never ran a turn has no rollout to resume: it
                     # is reopened as it is (the cwd and MCP servers it was started with stay its own).
                     log.info("thread %s has no rollout yet; reopening it as it is", session_id)
+                    await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
                     return self._setup(server, previous)
                 turns = await self._turns(server, session_id) if replay else []
                 await self._models(server)
         finally:
             self._opening -= 1
-        model = result.get("model")
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
-                             model if isinstance(model, str) else None)
+                             self._choices(server, session_id, result), roots=additional_directories(channel))
         self._threads[session_id] = thread
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
             await channel.emit(event)
+        await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
+                           channel: SessionChannel) -> SessionStart:
+        """`thread/fork`: a new thread with the source's turns, in `cwd`, with the source's mode and
+        settings. A thread this app-server holds that never ran a turn has nothing to copy (no
+        rollout): its fork is a new thread."""
+        server = await self._ready()
+        source = self._threads.get(session_id)
+        mode = source.mode if source is not None else DEFAULT_MODE
+        config = mcp_config(mcp_servers)
+        roots = additional_directories(channel)
+        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
+                                  "runtimeWorkspaceRoots": [cwd, *roots]}
+        if self._default_policy:
+            params.update(policy_params(mode))
+        if config:
+            params["config"] = config
+        self._opening += 1
+        try:
+            async with self.clock.phase(Phase.FORKING, label="thread/fork"):
+                try:
+                    result = await server.call("thread/fork", params)
+                except ConnectionClosed:
+                    raise PhaseFailed(_possibly_applied(transport_lost(Phase.FORKING.value, submitted=False))) from None
+                except RpcError as exc:
+                    if not any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
+                        raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.FORKING.value)) from None
+                    if source is None or source.generation != server.generation:
+                        raise SessionNotFound(session_id) from None
+                    result = None
+                if result is not None:
+                    await self._models(server)
+        finally:
+            self._opening -= 1
+        if result is None:
+            log.info("thread %s has no rollout yet; its fork is a new thread", session_id)
+            started = await self.new_session(cwd, mcp_servers, channel)
+            forked = self._threads[started.session_id]
+        else:
+            thread_id = result["thread"]["id"]
+            forked = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
+                                 self._choices(server, thread_id, result), roots=roots)
+            self._threads[thread_id] = forked
+            await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
+        if source is not None:
+            self._inherit(server, source, forked)
+        return self._setup(server, forked)
+
+    def _inherit(self, server: AppServer, source: ThreadState, forked: ThreadState) -> None:
+        """What the user chose for the source session goes on with its fork (sent with its first turn)."""
+        forked.mode = source.mode
+        forked.mode_dirty = forked.mode_explicit = source.mode_explicit
+        for name in (settings.MODEL, settings.EFFORT, settings.FAST):
+            if name in source.choices.explicit:
+                settings.choose(forked.choices, server.models or [], name, _value_of(source.choices, name))
+        if forked.choices.explicit:
+            self._kept[forked.thread_id] = forked.choices
+
+    async def delete_session(self, session_id: str) -> None:
+        """`thread/archive`, as codex-acp does: the thread leaves `thread/list` (and `session/list`)."""
+        server = await self._ready()
+        async with self.clock.phase(Phase.PREPARING, label="thread/archive"):
+            try:
+                await server.call("thread/archive", {"threadId": session_id})
+            except ConnectionClosed:
+                raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False)) from None
+            except RpcError as exc:
+                if any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
+                    raise SessionNotFound(session_id) from None
+                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
+        self._kept.pop(session_id, None)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         server = await self._ready()
@@ -628,9 +743,10 @@ class CodexRuntime(ProviderRuntime):
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         thread = self._thread(session_id)
-        thread.model = value  # the one option ("model") and one of its values: the core checked both
-        thread.model_dirty = thread.model_explicit = True
-        return self._model_option(self._server, thread.model)
+        models = self._known_models()
+        settings.choose(thread.choices, models, config_id, value)  # an offered option and value
+        self._kept[session_id] = thread.choices
+        return settings.options(thread.choices, models)
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -640,15 +756,20 @@ class CodexRuntime(ProviderRuntime):
         if thread.generation != server.generation:
             async with self.clock.phase(Phase.PREPARING, label="thread/resume"):
                 await self._resume(server, thread.thread_id, thread.cwd, thread.mcp_config, Phase.PREPARING,
-                                   thread.mode)
+                                   thread.mode, thread.roots)
             thread.generation = server.generation
-            thread.mode_dirty, thread.model_dirty = thread.mode_explicit, thread.model_explicit
+            thread.mode_dirty = thread.mode_explicit
+            thread.choices.dirty = set(thread.choices.explicit)
+        command = commands.parse(prompt)
+        if command is not None and (command.name in commands.LOCAL or commands.usage_problem(command)):
+            await turn.emit(agent_text(await self._answer(server, thread, command)))
+            return TurnEnd("end_turn")
         active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
                               TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
         thread.active = active
         self._router.start_turn(thread.thread_id, active.queue)
         try:
-            return await self._run_turn(server, thread, active, prompt)
+            return await self._run_turn(server, thread, active, prompt, command)
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
             # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
             # app-server may still run it, and the next turn/start would meet it. Stop it, once
@@ -667,25 +788,30 @@ class CodexRuntime(ProviderRuntime):
         params: dict[str, Any] = {"threadId": thread.thread_id, "input": items.prompt_input(prompt)}
         if thread.mode_dirty:
             sandbox_policy, approval, _ = _POLICIES[thread.mode]
-            params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval)
-        if thread.model_dirty and thread.model:
-            params["model"] = thread.model
+            params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval,
+                          approvalsReviewer=_REVIEWER.get(thread.mode, "user"))
+        params.update(settings.turn_overrides(thread.choices, self._known_models()))
         return params
 
     async def _run_turn(self, server: AppServer, thread: ThreadState, active: ActiveTurn,
-                        prompt: Sequence[ContentBlock]) -> TurnEnd:
+                        prompt: Sequence[ContentBlock], command: commands.Command | None = None) -> TurnEnd:
         turn = active.channel
-        params = self._turn_params(thread, prompt)
+        if command is None:
+            method, params = "turn/start", self._turn_params(thread, prompt)
+        else:
+            method, params = commands.request(command, thread.thread_id)
         try:
-            async with self.clock.phase(Phase.SUBMITTING, label="turn/start"):
-                result = await server.call("turn/start", params)
+            async with self.clock.phase(Phase.SUBMITTING, label=method):
+                result = await server.call(method, params)
         except ConnectionClosed:
             observation = transport_lost(Phase.SUBMITTING.value, submitted=True)
             turn.record_failure(observation)
             raise TurnFailed(observation) from None
         except RpcError as exc:
             raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
-        thread.mode_dirty = thread.model_dirty = False
+        if command is None:  # a command's request carries no settings: the next turn/start does
+            thread.mode_dirty = False
+            thread.choices.dirty.clear()
         codex_turn = result.get("turn") if isinstance(result, Mapping) else None
         turn_id = codex_turn.get("id") if isinstance(codex_turn, Mapping) else None
         active.codex_turn_id = turn_id if isinstance(turn_id, str) else None
@@ -786,6 +912,28 @@ class CodexRuntime(ProviderRuntime):
                     return False
                 raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
         return True
+
+    async def _answer(self, server: AppServer, thread: ThreadState, command: commands.Command) -> str:
+        """The agent's own answer to a command that runs no Codex turn."""
+        problem = commands.usage_problem(command)
+        if problem is not None:
+            return problem
+        if command.name == "mcp":
+            async with self.clock.phase(Phase.READING, label="mcpServerStatus/list"):
+                try:
+                    result = await server.call("mcpServerStatus/list", {"threadId": thread.thread_id,
+                                                                        "detail": "toolsAndAuthOnly"})
+                except ConnectionClosed:
+                    raise TurnFailed(transport_lost(Phase.READING.value, submitted=False)) from None
+                except RpcError as exc:
+                    raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
+            data = result.get("data") if isinstance(result, Mapping) else None
+            return commands.mcp_text([entry for entry in data or [] if isinstance(entry, Mapping)])
+        choices = thread.choices
+        fast = choices.fast if settings.fast_tier(self._known_models(), choices.model) is not None else None
+        mode = next((m.name for m in MODES if m.id == thread.mode), thread.mode)
+        return commands.status_text(thread_id=thread.thread_id, cwd=thread.cwd, roots=thread.roots, mode=mode,
+                                    model=choices.model, effort=choices.effort, fast=fast, usage=thread.usage)
 
     async def cancel(self, session_id: str) -> None:
         thread = self._threads.get(session_id)

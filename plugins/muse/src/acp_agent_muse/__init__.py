@@ -102,9 +102,11 @@ def provider_spec() -> ProviderSpec:
             resume_session=True,
             close_session=True,
             fork_session=True,
+            additional_directories=True,  # MSP `workspaceRoots` on session/start and turn/start
             image=True,
             embedded_context=True,
             steering=True,
+            mcp_http=True,  # MSP's `streamableHttp` MCP transport (it has no SSE arm)
         ),
         deadline_aliases={
             "ACP_AGENT_STARTUP_TIMEOUT_MS": (STARTUP_ALIAS,),

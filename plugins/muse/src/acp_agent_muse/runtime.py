@@ -47,6 +47,7 @@ from acp_agent.provider import (
     SessionStart,
     TurnChannel,
     TurnFailed,
+    additional_directories,
 )
 from acp_agent.rpc import ConnectionClosed, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
@@ -172,10 +173,32 @@ class MuseSession:
     busy: int = 0
     idle_scope: anyio.CancelScope | None = None
     models: list[ConfigOptionValue] = field(factory=list)
+    efforts: dict[str, tuple[list[ConfigOptionValue], str | None]] = field(factory=dict)
+    """Per model: the reasoning-effort tiers `model/list` describes, and the model's default."""
+    effort: str | None = None
+    """The reasoning effort the user chose (sent with every `turn/start`); None: the host's default."""
+    roots: tuple[str, ...] = ()
+    """Workspace roots beside `cwd` (ACP `additionalDirectories`): MSP `workspaceRoots`."""
     needs_resume: bool = False
     lost: bool = False
     closed: bool = False
     mcp_noticed: bool = False
+
+
+EFFORT: Final = "reasoning_effort"
+
+
+def _efforts(entry: Mapping[str, Any]) -> tuple[list[ConfigOptionValue], str | None]:
+    """A `model/list` row's described reasoning-effort tiers and its default tier."""
+    tiers: list[ConfigOptionValue] = []
+    for variant in entry.get("reasoningEffortVariants") or []:
+        tier = variant.get("tier") if isinstance(variant, Mapping) else None
+        if isinstance(tier, str) and tier:
+            description = variant.get("description")
+            tiers.append(ConfigOptionValue(tier, tier.capitalize(), description if isinstance(description, str)
+                                           else None))
+    default = entry.get("defaultReasoningEffort")
+    return tiers, default if isinstance(default, str) and default else None
 
 
 # --- the runtime -------------------------------------------------------------------------------------------
@@ -193,6 +216,8 @@ class MuseRuntime(ProviderRuntime):
         self._fingerprint_noticed = False
         self._router = context.router
         self._router.serve(self._outside)
+        self._kept_efforts: dict[str, str] = {}
+        """The effort chosen per session, kept after it closes so a resume or fork runs with it."""
 
     # -- phases ------------------------------------------------------------------------------------------
 
@@ -329,6 +354,8 @@ class MuseRuntime(ProviderRuntime):
         except SessionNotFound:
             params: dict[str, Any] = {"sessionId": state.session_id, "workspaceRoot": state.cwd,
                                       "approvalMode": APPROVAL_MODES[state.mode], **config}
+            if state.roots:
+                params["workspaceRoots"] = [state.cwd, *state.roots]
             if state.model:
                 params["modelId"] = state.model
             result = await self._ask(host, "session/start", params, Phase.PREPARING, command=True)
@@ -384,6 +411,7 @@ class MuseRuntime(ProviderRuntime):
                     description = entry.get("description")
                     models.append(ConfigOptionValue(entry["modelId"], str(entry.get("displayLabel") or entry["modelId"]),
                                                     description if isinstance(description, str) else None))
+                    state.efforts[entry["modelId"]] = _efforts(entry)
                     if not state.model and (entry.get("isActive") is True):
                         state.model = entry["modelId"]
         if models is None:
@@ -398,8 +426,15 @@ class MuseRuntime(ProviderRuntime):
             return []
         if all(value.value != current for value in values):
             values.insert(0, ConfigOptionValue(current, current))
-        return [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
-                             description="The model Muse Code uses for the next turns.")]
+        options = [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
+                                description="The model Muse Code uses for the next turns.")]
+        tiers, default = state.efforts.get(current, ([], None))
+        effort = state.effort or default
+        if tiers and effort in {tier.value for tier in tiers}:
+            options.append(ConfigOption(id=EFFORT, name="Reasoning effort", current_value=str(effort),
+                                        options=list(tiers), category="thought_level",
+                                        description="How much the model reasons before it answers."))
+        return options
 
     def _setup(self, state: MuseSession) -> SessionStart:
         return SessionStart(state.session_id,
@@ -419,7 +454,8 @@ class MuseRuntime(ProviderRuntime):
         return state
 
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
-        state = MuseSession(mint(), cwd, mcp=items.mcp_servers(mcp_servers))
+        state = MuseSession(mint(), cwd, mcp=items.mcp_servers(mcp_servers),
+                            roots=additional_directories(channel))
         state.busy += 1
         try:
             host = await self._spawn("muse serve (new session)", cwd)
@@ -441,7 +477,8 @@ class MuseRuntime(ProviderRuntime):
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
         previous = self._sessions.get(session_id)
-        state = MuseSession(session_id, cwd, mcp=items.mcp_servers(mcp_servers))
+        state = MuseSession(session_id, cwd, mcp=items.mcp_servers(mcp_servers),
+                            roots=additional_directories(channel), effort=self._kept_efforts.get(session_id))
         state.busy += 1
         try:
             host = await self._spawn("muse serve (load)" if replay else "muse serve (resume)", cwd)
@@ -530,7 +567,10 @@ class MuseRuntime(ProviderRuntime):
                 raise PhaseFailed(request_error_observation(-32603, f"{HOST_TITLE} answered session/fork without "
                                                             "a session id.", None, Phase.FORKING.value,
                                                             mutation=True))
-            state = MuseSession(new_id, cwd, mcp=items.mcp_servers(mcp_servers))
+            state = MuseSession(new_id, cwd, mcp=items.mcp_servers(mcp_servers),
+                                roots=additional_directories(channel), effort=self._kept_efforts.get(session_id))
+            if state.effort is not None:
+                self._kept_efforts[new_id] = state.effort
             state.mode = MODE_OF_APPROVAL.get(_served_mode(served) or "", DEFAULT_MODE)
             model = served.get("modelId")
             state.model = model if isinstance(model, str) and model else None
@@ -576,7 +616,11 @@ class MuseRuntime(ProviderRuntime):
             raise
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
-        state = self._state(session_id)  # the one option ("model") and one of its values: the core checked both
+        state = self._state(session_id)  # an offered option and one of its values: the core checked both
+        if config_id == EFFORT:
+            # Sent with each turn/start (MSP's per-turn `reasoningEffort`): nothing to apply now.
+            state.effort = self._kept_efforts[session_id] = value
+            return self._model_options(state)
         previous = state.model
         state.model = value
         try:
@@ -584,6 +628,11 @@ class MuseRuntime(ProviderRuntime):
         except BaseException:
             state.model = previous
             raise
+        tiers, _ = state.efforts.get(value, ([], None))
+        if state.effort is not None and state.effort not in {tier.value for tier in tiers}:
+            # The new model has no such tier: its own default from now on.
+            state.effort = None
+            self._kept_efforts.pop(session_id, None)
         return self._model_options(state)
 
     async def _live_settings(self, state: MuseSession, *, force_mode: bool = False, force_model: bool = False) -> None:
@@ -684,7 +733,11 @@ class MuseRuntime(ProviderRuntime):
 
     async def _submit(self, state: MuseSession, host: MuseHost, active: ActiveTurn,
                       prompt: Sequence[ContentBlock]) -> Mapping[str, Any]:
-        params = {"sessionId": state.session_id, "input": items.prompt_input(prompt)}
+        params: dict[str, Any] = {"sessionId": state.session_id, "input": items.prompt_input(prompt)}
+        if state.effort is not None:
+            params["reasoningEffort"] = state.effort
+        if state.roots:
+            params["workspaceRoots"] = [state.cwd, *state.roots]
         turn = active.channel
         try:
             async with self._phase(Phase.SUBMITTING, "turn/start"):
