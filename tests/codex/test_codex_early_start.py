@@ -63,3 +63,16 @@ async def test_app_server_started_early_dies_with_a_killed_agent(tmp_path: Path)
     async with spawn_agent("codex", tmp_path, env) as agent:
         server = await spawned_stand_in(fifo)  # not even initialized
         await kill_agent_and_wait_for(agent.process.pid, server)
+
+
+def test_the_early_runtime_delegates_every_method_the_real_one_implements() -> None:
+    """The agent talks to the early runtime; a method it does not pass on would fall back to the
+    base class's "not supported" although Codex supports it (fork, delete and steer once did)."""
+    from acp_agent.provider import ProviderRuntime
+    from acp_agent_codex.early import EarlyCodexRuntime
+    from acp_agent_codex.runtime import CodexRuntime
+
+    implemented = {name for name, value in vars(CodexRuntime).items()
+                   if not name.startswith("_") and callable(value) and hasattr(ProviderRuntime, name)}
+    missing = {name for name in implemented if name not in vars(EarlyCodexRuntime)}
+    assert implemented and missing == set()

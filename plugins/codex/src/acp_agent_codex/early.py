@@ -137,6 +137,16 @@ class EarlyCodexRuntime(ProviderRuntime):
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         return await (await self.runtime()).list_sessions(cwd, cursor)
 
+    async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
+        return self._real is not None and await self._real.steer(session_id, prompt, turn)
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
+                           channel: SessionChannel) -> SessionStart:
+        return await (await self.runtime()).fork_session(session_id, cwd, mcp_servers, channel)
+
+    async def delete_session(self, session_id: str) -> None:
+        await (await self.runtime()).delete_session(session_id)
+
     async def close_session(self, session_id: str) -> None:
         if self._real is not None:  # no runtime yet: no session to close
             await self._real.close_session(session_id)
