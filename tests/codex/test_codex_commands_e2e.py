@@ -63,12 +63,15 @@ async def test_compact_runs_codexs_compaction(tmp_path: Path, capable: bool) -> 
             compacted = await agent.conn.prompt(session_id=sid, prompt=text("/compact"))
             await agent.conn.prompt(session_id=sid, prompt=text("go on"))
             shown = model_text(agent, sid)
+            calls = [u for u in agent.frames.updates(sid) if u["sessionUpdate"] == "tool_call"]
         requests = api.requests
     assert compacted.stop_reason == "end_turn"
     # turn, codex's own compaction request, turn: the command text never reached the model
     assert [r.request_kind for r in requests] == ["turn", "compaction", "turn"]
     assert all("/compact" not in json.dumps(r.body.get("input")) for r in requests)
-    assert "Context compacted" in shown
+    # the compaction shows as the core's typed event (issue 12), and no reply text of its own
+    assert [(c["title"], c["kind"]) for c in calls] == [("Compact conversation", "think")]
+    assert shown == "firstafter"
     assert agent.frames.problems == []
 
 
