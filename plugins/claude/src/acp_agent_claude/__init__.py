@@ -1,7 +1,8 @@
 """The Claude Code provider for acp-agent.
 
-Registers the provider record only; the SDK and the runtime are imported when the first session
-starts, so `acp-agent --help`, `providers` and `initialize` stay fast.
+Registers the provider record only; the runtime is imported when the first session starts, so
+`acp-agent --help`, `providers` and `initialize` stay fast. claude-agent-sdk is never imported on
+the way to a session: it is the distribution that ships the CLI (see `locate`).
 """
 
 from __future__ import annotations
@@ -13,27 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 from acp_agent import hookimpl
 from acp_agent.provider import BackendStatus, CredentialSpec, ProviderSpec, RuntimeCapabilities
+from acp_agent_claude.locate import CLI_ENV, find_cli
 
 if TYPE_CHECKING:
     from acp_agent.events import HistoryFailure
     from acp_agent.failures import FailureKind, FailureObservation
     from acp_agent.provider import ProviderRuntime, RuntimeContext
 
-CLI_ENV = "ACP_AGENT_CLAUDE_CLI"
+__all__ = ["CLI_ENV", "cli_path", "provider_spec"]
 
 
 def cli_path(environ: Mapping[str, str] | None = None) -> str | None:
-    """The CLI to run: ACP_AGENT_CLAUDE_CLI, else the SDK's bundled binary (None: let the SDK search)."""
-    environ = os.environ if environ is None else environ
-    if environ.get(CLI_ENV):
-        return environ[CLI_ENV]
-    import importlib.util
-
-    spec = importlib.util.find_spec("claude_agent_sdk")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    bundled = os.path.join(next(iter(spec.submodule_search_locations)), "_bundled", "claude")
-    return bundled if os.path.exists(bundled) else None
+    """The CLI to run: ACP_AGENT_CLAUDE_CLI, else the SDK's bundled binary (see `locate`)."""
+    return find_cli(environ)
 
 
 def check_backend() -> BackendStatus:
@@ -54,7 +47,7 @@ def stored_credentials(environ: Mapping[str, str]) -> list[str]:
 def check_cli(environ: Mapping[str, str]) -> None:
     """Refuse to start when the configured or bundled CLI is missing or cannot run, saying which and why.
 
-    Without a path (nothing bundled, no variable) the SDK searches its own places and reports itself.
+    Without a path (nothing bundled, no variable) `claude` on PATH is tried when a session starts.
     """
     path = cli_path(environ)
     if not path:
@@ -74,11 +67,12 @@ async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime
 
     import anyio
 
+    from acp_agent_claude.locate import program
     from acp_agent_claude.runtime import ClaudeRuntime
 
     # The task group runs the CLIs' connects and the stops of failed attempts; leaving it waits for them.
     async with anyio.create_task_group() as task_group:
-        runtime = ClaudeRuntime(context, cli_path(context.environ), task_group)
+        runtime = ClaudeRuntime(context, program(context.environ), task_group)
         try:
             yield runtime
         finally:
@@ -102,7 +96,7 @@ def provider_spec() -> ProviderSpec:
         capabilities=RuntimeCapabilities(load_session=True, list_sessions=True, resume_session=True,
                                          close_session=True, image=True, embedded_context=True,
                                          mcp_http=True, mcp_sse=True),
-        description="Claude Code through the official claude-agent-sdk",
+        description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
     )
 
 
