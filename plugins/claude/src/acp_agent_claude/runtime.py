@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -63,6 +64,8 @@ log = logging.getLogger(__name__)
 PROVIDER = "claude"
 
 STOP_GRACE_S = 5.0  # after stdin EOF, as the SDK waited, then SIGTERM, then (after 2 s) SIGKILL
+EXIT_GRACE_S = 0.05  # at the agent's exit, a settled idle CLI: stdin EOF and SIGTERM, then SIGKILL
+SETTLED_S = 1.0  # a CLI whose last turn ended this long ago has written its transcript
 PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
 INTERRUPT_BUDGET_S = 5.0
 PAGE_SIZE = 50
@@ -102,6 +105,8 @@ class ClaudeSession:
     credentials: dict[str, str] = field(factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
+    last_used: float = field(factory=time.monotonic)  # when its last turn ended (or it was opened)
+    prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
 
 
 class _NotSubmitted(Exception):
@@ -405,6 +410,7 @@ class ClaudeRuntime(ProviderRuntime):
                                                phase=Phase.SUBMITTING.value)
             finally:
                 session.turn = None
+                session.last_used = time.monotonic()
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
         return outcome
@@ -439,6 +445,7 @@ class ClaudeRuntime(ProviderRuntime):
                 except CLIGone:
                     log.info("claude CLI took no input")
                     raise _NotSubmitted from None
+                session.prompted = True
                 first = await cli.messages.receive()
             await self._handle(fold, first, turn)
             if not fold.finished:
@@ -515,6 +522,18 @@ class ClaudeRuntime(ProviderRuntime):
             denied["interrupt"] = True
         return denied
 
+    @staticmethod
+    async def _stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:
+        """The agent is exiting. A CLI between turns that never had a prompt, or whose last turn
+        ended SETTLED_S ago, has written its transcript: its stdin is closed and it is sent SIGTERM at once (its own orderly
+        exit), and killed after EXIT_GRACE_S, so the agent exits at once and leaves nothing behind.
+        One that was just busy is stopped as always (its stdin closed, time to write)."""
+        settled = not session.prompted or time.monotonic() - session.last_used >= SETTLED_S
+        if session.turn is None and settled:
+            await cli.stop(grace_s=0, term_s=EXIT_GRACE_S)
+        else:
+            await cli.stop(grace_s=STOP_GRACE_S)
+
     async def aclose(self) -> None:
         """Stop every session's CLI and remove the private files; stops of failed attempts still
         running in the runtime's task group finish before `open_runtime` returns."""
@@ -523,7 +542,7 @@ class ClaudeRuntime(ProviderRuntime):
             async with anyio.create_task_group() as task_group:
                 for session in sessions:
                     if session.cli is not None:
-                        task_group.start_soon(self._stop, session.cli)
+                        task_group.start_soon(self._stop_at_exit, session, session.cli)
         finally:
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
