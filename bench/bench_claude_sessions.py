@@ -8,7 +8,7 @@ Each run interleaves the subjects under the same load and reports median [min–
 - for streaming, the raw CLI: `claude -p --output-format stream-json --include-partial-messages`.
 
 All against the loopback fake Anthropic API. Run: `python bench/bench_claude_sessions.py [runs]
-[--base DIR] [--reference PATH] [--only ready,stream,idle]`. Reports numbers; asserts nothing.
+[--base DIR] [--reference PATH] [--only ready,stream,idle,exit1,released]`. Reports numbers; asserts nothing.
 """
 
 from __future__ import annotations
@@ -69,10 +69,14 @@ class Agent:
             if on_frame is not None:
                 on_frame(frame)
             if frame.get("id") == request_id and "method" not in frame:
-                return frame
+                return dict(frame)
 
     def call(self, method: str, params: Any) -> dict[str, Any]:
-        return self.until(self.send(method, params))
+        answer = self.until(self.send(method, params))
+        if "error" in answer:
+            self.process.kill()
+            raise SystemExit(f"{method} failed: {answer['error']}")
+        return answer
 
     def tree(self) -> list[int]:
         """The agent and every descendant."""
@@ -189,6 +193,35 @@ def one_session_exit(argv: list[str], env: dict[str, str], cwd: str) -> dict[str
     return {"exit": exit_s, "left": float(alive)}
 
 
+def first_chunk(agent: Agent, session: str) -> float:
+    """Seconds from sending a prompt to its first agent_message_chunk."""
+    started = time.perf_counter()
+    seen: list[float] = []
+
+    def chunk(frame: dict[str, Any]) -> None:
+        update = (frame.get("params") or {}).get("update") or {}
+        if update.get("sessionUpdate") == "agent_message_chunk" and not seen:
+            seen.append(time.perf_counter())
+
+    agent.until(agent.send("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}), chunk)
+    return seen[0] - started
+
+
+def released(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
+    """First-chunk latency of a prompt on a live session and on one whose CLI was released (the
+    bound set to one live CLI: opening a second session releases the first)."""
+    agent = Agent(argv, {**env, "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS": "1"}, cwd)
+    agent.call("initialize", INITIALIZE)
+    first = agent.call("session/new", {"cwd": cwd, "mcpServers": []})["result"]["sessionId"]
+    first_chunk(agent, first)
+    live = first_chunk(agent, first)
+    agent.call("session/new", {"cwd": cwd, "mcpServers": []})
+    time.sleep(1)  # a benchmark: let the released CLI go
+    revived = first_chunk(agent, first)
+    agent.close()
+    return {"live session": live, "released session": revived}
+
+
 def answer() -> str:
     return " ".join(f"w{i}" for i in range(WORDS))
 
@@ -217,18 +250,22 @@ def main() -> None:
         path = os.pathsep.join([str(base / "core" / "src"), str(base / "plugins" / "claude" / "src")])
         subjects["acp-agent (base)"] = ([executable(), "--provider", "claude"], {"PYTHONPATH": path})
     if args.reference:
-        subjects["reference"] = ([args.reference], {})
-    from acp_agent_claude.locate import find_cli
+        # as root the reference refuses to start unless told it runs in a sandbox
+        subjects["reference"] = ([args.reference], {"IS_SANDBOX": "1"})
+    from acp_agent_claude.locate import find_cli  # type: ignore[import-untyped]
 
     cli = find_cli()
     assert cli is not None
     measures: dict[str, Callable[[list[str], dict[str, str], str], dict[str, float]]] = {
-        "ready": ready, "stream": stream, "idle": idle, "exit1": one_session_exit}
+        "ready": ready, "stream": stream, "idle": idle, "exit1": one_session_exit,
+        "released": released}
     for measure in args.only.split(","):
         print(f"{measure}:", flush=True)
         results: dict[str, list[dict[str, float]]] = {}
         for _ in range(args.runs):
             for name, (argv, extra) in subjects.items():
+                if measure == "released" and name != "acp-agent":
+                    continue
                 step = {"reply": answer()} if measure == "stream" else {"reply": "ok"}
                 with tempfile.TemporaryDirectory() as home, FakeAnthropicAPI([step]) as api:
                     results.setdefault(name, []).append(measures[measure](argv, {**fake_env(api, home), **extra}, home))

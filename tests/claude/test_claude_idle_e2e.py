@@ -43,7 +43,8 @@ def user_texts(body: dict[str, Any] | None) -> list[str]:
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         texts += [f"{message['role']}: {block['text']}" for block in blocks
-                  if block.get("type") == "text" and not block["text"].startswith("<system-reminder>")]
+                  if message.get("role") in ("user", "assistant") and block.get("type") == "text"
+                  and not block["text"].startswith("<system-reminder>")]
     return texts
 
 
@@ -69,6 +70,7 @@ async def test_the_least_recently_used_cli_is_released_and_comes_back_with_histo
             second_cli = cli_of(pid, second.session_id)
             result = await agent.conn.prompt(session_id=first.session_id, prompt=text("Which word?"))
             after = argv_of(cli_of(pid, first.session_id))
+            config = json.loads(Path(flag(after, "--mcp-config")).read_text())
             await wait_ended([second_cli], within_s=30)  # the bound holds for the session used second too
             texts = agent_texts(agent, first.session_id)
     assert result.stop_reason == "end_turn"
@@ -79,7 +81,6 @@ async def test_the_least_recently_used_cli_is_released_and_comes_back_with_histo
     assert f"--resume={first.session_id}".encode() in after
     assert f"--session-id={first.session_id}".encode() in before
     assert flag(after, "--permission-mode") == "acceptEdits"
-    config = json.loads(Path(flag(after, "--mcp-config")).read_text())
     assert list(config["mcpServers"]) == ["editor-tools"]
     assert agent.frames.problems == []
 

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,10 @@ PROVIDER = "claude"
 STOP_GRACE_S = 5.0  # after stdin EOF, as the SDK waited, then SIGTERM, then (after 2 s) SIGKILL
 EXIT_GRACE_S = 0.05  # at the agent's exit, a settled idle CLI: stdin EOF and SIGTERM, then SIGKILL
 SETTLED_S = 1.0  # a CLI whose last turn ended this long ago has written its transcript
+MAX_LIVE_VAR = "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS"
+DEFAULT_MAX_LIVE = 3  # each idle CLI holds about 150 MB
+IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
+DEFAULT_IDLE_MS = 600_000
 PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
 INTERRUPT_BUDGET_S = 5.0
 PAGE_SIZE = 50
@@ -80,6 +84,20 @@ PERMISSION_OPTIONS = (
     PermissionOption("allow_always", "Always allow", "allow_always"),
     PermissionOption("reject", "Reject", "reject_once"),
 )
+
+
+def max_live_clis(environ: Mapping[str, str]) -> int:
+    """How many sessions may keep a CLI running between turns (least recently used go first)."""
+    raw = environ.get(MAX_LIVE_VAR, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_LIVE
+
+
+def idle_release_s(environ: Mapping[str, str]) -> float | None:
+    """After how long without use a session's CLI is released (None: never, when set to 0)."""
+    raw = environ.get(IDLE_VAR, "").strip()
+    if raw.isdigit():
+        return int(raw) / 1000 if int(raw) > 0 else None
+    return DEFAULT_IDLE_MS / 1000
 
 
 def available_modes(environ: dict[str, str] | Any) -> list[tuple[str, str, str]]:
@@ -107,6 +125,8 @@ class ClaudeSession:
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
     last_used: float = field(factory=time.monotonic)  # when its last turn ended (or it was opened)
     prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
+    released: bool = False  # its CLI was stopped while idle; the next prompt or setting starts one
+    stopping: anyio.Event | None = None  # set once the released CLI is gone (it may still write)
 
 
 class _NotSubmitted(Exception):
@@ -156,6 +176,12 @@ class ClaudeRuntime(ProviderRuntime):
         self._dir: Path | None = None
         self._files = 0
         _remove_stale_dirs()  # MCP secrets that agents killed before their `aclose` left behind
+        self.max_live = max_live_clis(context.environ)
+        self.idle_s = idle_release_s(context.environ)
+        self._expiry = anyio.CancelScope()
+        self._expiry_changed = anyio.Event()
+        if self.idle_s is not None:
+            task_group.start_soon(self._release_expired, self.idle_s)
 
     # -- private files: the CLI launcher and MCP configurations -------------------------------------
 
@@ -215,7 +241,65 @@ class ClaudeRuntime(ProviderRuntime):
         session.commands = [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")]
         session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
         session.cli = cli
-        session.dead = False
+        session.dead = session.released = False
+        session.prompted = session.prompted or resume
+        session.last_used = time.monotonic()
+        self._make_room(keep=session)
+        self._expiry_changed.set()
+
+    # -- idle CLIs: a bounded number live, least recently used released first -------------------
+
+    def _idle(self, session: ClaudeSession) -> bool:
+        return (session.cli is not None and not session.dead and session.turn is None
+                and not session.lock.locked())
+
+    def _make_room(self, keep: ClaudeSession) -> None:
+        """Release the least recently used idle CLIs beyond `max_live` (busy ones stay)."""
+        live = [s for s in self.sessions.values() if s is not keep and s.cli is not None and not s.dead]
+        excess = len(live) + 1 - self.max_live
+        for session in sorted((s for s in live if self._idle(s)), key=lambda s: s.last_used)[:max(excess, 0)]:
+            self._release(session, "least recently used")
+
+    def _release(self, session: ClaudeSession, why: str) -> None:
+        """Stop an idle session's CLI; the session keeps its settings, MCP configuration and
+        transcript, and its next prompt or mode/model change starts a CLI again (resuming it)."""
+        cli, session.cli = session.cli, None
+        session.released = True
+        if cli is not None:
+            log.info("released the CLI of session %s (%s)", session.session_id, why)
+            stopped = session.stopping = anyio.Event()
+
+            async def stop() -> None:
+                try:
+                    await self._stop(cli)
+                finally:
+                    stopped.set()
+
+            self._tg.start_soon(stop)
+
+    async def _release_expired(self, idle_s: float) -> None:
+        """Release CLIs unused for `idle_s`; wakes when the next one is due or a CLI starts."""
+        with self._expiry:
+            while True:
+                now = time.monotonic()
+                due = now + idle_s
+                for session in list(self.sessions.values()):
+                    if self._idle(session):
+                        if session.last_used + idle_s <= now:
+                            self._release(session, "idle")
+                        else:
+                            due = min(due, session.last_used + idle_s)
+                self._expiry_changed = anyio.Event()
+                with anyio.move_on_after(due - now):
+                    await self._expiry_changed.wait()
+
+    async def _revive(self, session: ClaudeSession) -> None:
+        """A CLI again for a released session: resuming its transcript, or, never prompted (no
+        transcript yet), under the same session id."""
+        if session.stopping is not None:
+            await session.stopping.wait()  # never two CLIs on one transcript (bounded: `_stop`)
+            session.stopping = None
+        await self._connect(session, resume=session.prompted)
 
     async def _spawn(self, session: ClaudeSession, *, resume: bool) -> ClaudeCLI:
         """The CLI process, its reader running in the runtime's task group."""
@@ -372,14 +456,45 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         session = self._session(session_id)
+        if session.released:
+            await self._revive_with(session, mode=mode_id)
+            return
         if session.cli is not None and not session.dead:
             await session.cli.request("set_permission_mode", mode=mode_id)
+            session.last_used = time.monotonic()
         session.mode = mode_id
+
+    async def _revive_with(self, session: ClaudeSession, **settings: Any) -> None:
+        """A mode or model change of a released session: its CLI starts again with the new setting
+        (which it verifies); on failure the session keeps the old one."""
+        async with session.lock:
+            if not session.released:  # a prompt brought it back meanwhile
+                if session.cli is not None and not session.dead:
+                    if "mode" in settings:
+                        await session.cli.request("set_permission_mode", mode=settings["mode"])
+                    else:
+                        await session.cli.request("set_model", model=settings["model"])
+                for name, value in settings.items():
+                    setattr(session, name, value)
+                return
+            previous = {name: getattr(session, name) for name in settings}
+            for name, value in settings.items():
+                setattr(session, name, value)
+            try:
+                await self._revive(session)
+            except BaseException:
+                for name, value in previous.items():
+                    setattr(session, name, value)
+                raise
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         session = self._session(session_id)  # the one option ("model") and one of its values: the core checked
+        if session.released:
+            await self._revive_with(session, model=value)
+            return self._config_options(session)
         if session.cli is not None and not session.dead:
             await session.cli.request("set_model", model=value)
+            session.last_used = time.monotonic()
         session.model = value
         return self._config_options(session)
 
@@ -423,6 +538,9 @@ class ClaudeRuntime(ProviderRuntime):
     async def _ensure_cli(self, session: ClaudeSession, turn: TurnChannel) -> None:
         """A running CLI for the session: started (resuming its transcript) if it has none or it died."""
         if session.cli is not None and not session.dead:
+            return
+        if session.released and not session.dead:
+            await self._revive(session)
             return
         replaced = session.dead
         if session.cli is not None:
@@ -537,6 +655,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def aclose(self) -> None:
         """Stop every session's CLI and remove the private files; stops of failed attempts still
         running in the runtime's task group finish before `open_runtime` returns."""
+        self._expiry.cancel()
         sessions, self.sessions = list(self.sessions.values()), {}
         try:
             async with anyio.create_task_group() as task_group:
