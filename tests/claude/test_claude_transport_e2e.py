@@ -61,3 +61,19 @@ def test_the_bundled_cli_is_found_without_importing_the_sdk() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0].endswith("/claude_agent_sdk/_bundled/claude") and Path(out[0]).is_file()
     assert out[1] == "False"
+
+
+@BOTH
+async def test_a_long_streamed_answer_arrives_whole_and_in_order(tmp_path: Path, capable: bool) -> None:
+    """2,000 deltas, read from the CLI in bursts and handed over without a pass per line: every
+    chunk arrives, once, in order, as the API streamed it."""
+    answer = " ".join(f"w{i}" for i in range(2000))
+    with FakeAnthropicAPI([{"reply": answer}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            result = await agent.conn.prompt(session_id=session.session_id, prompt=text("Go"))
+            texts = agent_texts(agent, session.session_id)
+    assert result.stop_reason == "end_turn"
+    assert len(texts) == 2000
+    assert "".join(texts) == answer
+    assert agent.frames.problems == []

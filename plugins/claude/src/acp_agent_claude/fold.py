@@ -71,7 +71,7 @@ class TurnFold:
         if event.get("type") == "message_start":
             self.streaming_id = _mapping(event.get("message")).get("id")
             return []
-        chunk = content.stream_delta(dict(event))
+        chunk = content.stream_delta(event)
         if chunk is None:
             return []
         if self.streaming_id:
@@ -185,4 +185,5 @@ class TurnFold:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # (dict, not the Mapping ABC: this runs for every streamed delta, and parsed JSON is dicts)
+    return value if isinstance(value, dict) else {}

@@ -564,12 +564,12 @@ class ClaudeRuntime(ProviderRuntime):
                     log.info("claude CLI took no input")
                     raise _NotSubmitted from None
                 session.prompted = True
-                first = await cli.messages.receive()
+                first = await cli.receive()
             await self._handle(fold, first, turn)
             if not fold.finished:
                 async with self.context.clock.phase(Phase.RUNNING, label="claude"):
                     while not fold.finished:
-                        await self._handle(fold, await cli.messages.receive(), turn)
+                        await self._handle(fold, await cli.receive(), turn)
         except anyio.EndOfStream:
             pass
         except PhaseDeadlineExceeded as exc:

@@ -119,6 +119,14 @@ class ClaudeCLI:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 raise CLIGone from None
 
+    async def receive(self) -> Message:
+        """The CLI's next conversation message; anyio.EndOfStream once its output ended. Takes
+        what is already read without an event-loop pass (streamed deltas come in bursts)."""
+        try:
+            return self.messages.receive_nowait()
+        except anyio.WouldBlock:
+            return await self.messages.receive()
+
     async def send_user(self, message: Message) -> None:
         """A user message: a turn's prompt, or one sent into the running turn (the CLI queues it)."""
         await self.write(message)
@@ -196,7 +204,14 @@ class ClaudeCLI:
                     cancelled.cancel()
             else:
                 try:
-                    await self._send.send(message)
+                    # without a checkpoint while there is room: a read of many lines is handed
+                    # over at once instead of one event-loop pass per streamed delta
+                    self._send.send_nowait(message)
+                except anyio.WouldBlock:
+                    try:
+                        await self._send.send(message)
+                    except anyio.BrokenResourceError:
+                        return
                 except anyio.BrokenResourceError:  # nobody reads this CLI's messages any more
                     return
 
