@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -97,8 +98,13 @@ class Agent:
         assert self.process.stdin is not None
         start = time.perf_counter()
         self.process.stdin.close()
-        self.process.wait(timeout=60)
+        # a blocking waitpid: Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which
+        # rounds an exit time up to 64, 114, 164... ms
+        killer = threading.Timer(60, self.process.kill)
+        killer.start()
+        self.process.wait()
         elapsed = time.perf_counter() - start
+        killer.cancel()
         alive = sum(1 for pid in tree[1:] if _alive(pid))
         return elapsed, alive
 

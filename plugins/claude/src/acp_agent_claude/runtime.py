@@ -642,12 +642,13 @@ class ClaudeRuntime(ProviderRuntime):
 
     @staticmethod
     async def _stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:
-        """The agent is exiting. A CLI between turns that never had a prompt, or whose last turn
-        ended SETTLED_S ago, has written its transcript: its stdin is closed and it is sent SIGTERM at once (its own orderly
-        exit), and killed after EXIT_GRACE_S, so the agent exits at once and leaves nothing behind.
-        One that was just busy is stopped as always (its stdin closed, time to write)."""
-        settled = not session.prompted or time.monotonic() - session.last_used >= SETTLED_S
-        if session.turn is None and settled:
+        """The agent is exiting. A CLI that never had a prompt holds nothing: it is killed. One
+        between turns whose last turn ended SETTLED_S ago has written its transcript: stdin EOF
+        and SIGTERM at once (its own orderly exit), SIGKILL after EXIT_GRACE_S. So the agent exits
+        at once and leaves nothing behind. One that was just busy gets the orderly stop."""
+        if session.turn is None and not session.prompted:
+            await cli.stop(grace_s=0, term_s=0)  # nothing of it to keep: no transcript, no turn
+        elif session.turn is None and time.monotonic() - session.last_used >= SETTLED_S:
             await cli.stop(grace_s=0, term_s=EXIT_GRACE_S)
         else:
             await cli.stop(grace_s=STOP_GRACE_S)

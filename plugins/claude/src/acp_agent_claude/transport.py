@@ -267,7 +267,7 @@ class ClaudeCLI:
                             pass
                 for deadline, action in ((grace_s, None), (term_s, signal.SIGTERM), (REAP_BUDGET_S, signal.SIGKILL)):
                     if action is not None and process.returncode is None:
-                        if action is signal.SIGKILL:
+                        if action is signal.SIGKILL and term_s > 0:
                             log.warning("claude CLI (pid %s) did not stop in time; killing it", process.pid)
                         try:
                             process.send_signal(action)
