@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk._internal.message_parser import parse_message
-
 import acp_agent_claude
 from acp_agent.events import Event, TurnEnd
 from acp_agent.failure_hooks import FailureHooks, bound
@@ -41,16 +39,11 @@ def raw_lines(name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return lines[0]["_fixture"], lines[1:]
 
 
-def messages(name: str) -> list[Any]:
-    """The fixture's stdout as the SDK parses it for the runtime (control frames skipped)."""
-    parsed = []
-    for line in raw_lines(name)[1]:
-        if line.get("type") in ("control_request", "control_response"):
-            continue
-        message = parse_message(line)
-        if message is not None:
-            parsed.append(message)
-    return parsed
+def messages(name: str) -> list[dict[str, Any]]:
+    """The fixture's stdout as the runtime's transport hands it to the fold (control frames are
+    the transport's own)."""
+    return [line for line in raw_lines(name)[1]
+            if line.get("type") not in ("control_request", "control_response", "control_cancel_request")]
 
 
 def fold_turns(name: str, *, cancel: bool = False) -> list[tuple[list[Event], TurnEnd | FailureObservation]]:

@@ -214,7 +214,7 @@ async def test_logout_signs_out_of_the_vendor_cli_and_the_status_says_so(tmp_pat
 
 def bundled(provider: str) -> str:
     if provider == "claude":
-        from acp_agent_claude.cli_path import bundled_cli
+        from acp_agent_claude.locate import bundled_cli
 
         path = bundled_cli()
     else:

@@ -1,7 +1,8 @@
 """The Claude Code provider for acp-agent.
 
-Registers the provider record only; the SDK and the runtime are imported when the first session
-starts, so `acp-agent --help`, `providers` and `initialize` stay fast.
+Registers the provider record only; the runtime is imported when the first session starts, so
+`acp-agent --help`, `providers` and `initialize` stay fast. claude-agent-sdk is never imported on
+the way to a session: it is the distribution that ships the CLI (see `locate`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from acp_agent.provider import (
     RuntimeCapabilities,
     TerminalLogin,
 )
-from acp_agent_claude.cli_path import CLI_ENV, find_cli
+from acp_agent_claude.locate import CLI_ENV, find_cli
 
 if TYPE_CHECKING:
     from acp_agent.events import HistoryFailure
@@ -44,7 +45,7 @@ def stored_credentials(environ: Mapping[str, str]) -> list[str]:
 def check_cli(environ: Mapping[str, str]) -> None:
     """Refuse to start when the configured or bundled CLI is missing or cannot run, saying which and why.
 
-    Without a path (nothing bundled, no variable) the SDK searches its own places and reports itself.
+    Without a path (nothing bundled, no variable) `claude` on PATH is tried when a session starts.
     """
     path = find_cli(environ)
     if not path:
@@ -64,11 +65,12 @@ async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime
 
     import anyio
 
+    from acp_agent_claude.locate import program
     from acp_agent_claude.runtime import ClaudeRuntime
 
     # The task group runs the CLIs' connects and the stops of failed attempts; leaving it waits for them.
     async with anyio.create_task_group() as task_group:
-        runtime = ClaudeRuntime(context, find_cli(context.environ), task_group)
+        runtime = ClaudeRuntime(context, program(context.environ), task_group)
         try:
             yield runtime
         finally:
@@ -110,7 +112,7 @@ def provider_spec() -> ProviderSpec:
         capabilities=RuntimeCapabilities(load_session=True, list_sessions=True, resume_session=True,
                                          close_session=True, image=True, embedded_context=True,
                                          mcp_http=True, mcp_sse=True),
-        description="Claude Code through the official claude-agent-sdk",
+        description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
     )
 
 

@@ -1,14 +1,12 @@
 """Pure classification of Claude Code CLI output: failure kinds, titles, retries and notices.
 
 Failures are classified from the CLI's stream-json lines as plain JSON (`classify_failure`,
-`failure_title`: this provider's answers to the core's failure hooks); the SDK's typed messages
-are turned back into those lines by `native_assistant` / `native_result`, whose fields map 1:1 to
-the stream-json keys. No I/O. Tested from tables of real CLI 2.1.332 output.
+`failure_title`: this provider's answers to the core's failure hooks), exactly as the runtime read
+them from the CLI. No I/O. Tested from tables of real CLI 2.1.332 output.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -86,14 +84,6 @@ def error_kind(error: str | None, api_error_status: int | None = None) -> Failur
     return FailureKind.PROVIDER_ERROR
 
 
-def message_text(content: Any) -> str:
-    """The text of an SDK message's content (text blocks joined), or the string itself."""
-    if isinstance(content, str):
-        return content
-    parts = [getattr(block, "text", None) for block in content or ()]
-    return "".join(part for part in parts if isinstance(part, str))
-
-
 def synthetic_failure_kind(text: str, error: str | None, api_error_status: int | None) -> FailureKind | None:
     """For a `<synthetic>` assistant message: the failure it reports, or None for ordinary text."""
     if is_usage_limit_text(text):
@@ -166,54 +156,6 @@ def cli_unavailable(problem: str) -> FailureObservation:
 
 
 # --- the CLI's own lines, for the failure hooks -------------------------------------------------
-
-_BLOCK_TYPES: Mapping[str, str] = {
-    "TextBlock": "text", "ThinkingBlock": "thinking", "ToolUseBlock": "tool_use",
-    "ToolResultBlock": "tool_result", "ServerToolUseBlock": "server_tool_use",
-    "ServerToolResultBlock": "advisor_tool_result",
-}
-
-
-def _block(block: Any) -> dict[str, Any]:
-    if isinstance(block, Mapping):
-        return dict(block)
-    fields = dataclasses.asdict(block) if dataclasses.is_dataclass(block) and not isinstance(block, type) else {}
-    return {"type": _BLOCK_TYPES.get(type(block).__name__, type(block).__name__), **fields}
-
-
-def _present(line: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in line.items() if value is not None}
-
-
-def native_assistant(message: Any) -> dict[str, Any]:
-    """An SDK `AssistantMessage` as the stream-json `assistant` line it was parsed from.
-
-    The SDK copies these keys one to one (`message_parser.parse_message`); keys it drops (such as
-    `api_error_status` on an assistant line) are absent here too.
-    """
-    return _present({
-        "type": "assistant",
-        "message": {"id": message.message_id, "model": message.model, "role": "assistant",
-                    "stop_reason": message.stop_reason, "usage": message.usage,
-                    "content": [_block(block) for block in message.content]},
-        "parent_tool_use_id": message.parent_tool_use_id,
-        "session_id": message.session_id,
-        "uuid": message.uuid,
-        "error": message.error,
-    })
-
-
-def native_result(result: Any) -> dict[str, Any]:
-    """An SDK `ResultMessage` as the stream-json `result` line it was parsed from."""
-    return _present({
-        "type": "result", "subtype": result.subtype, "is_error": result.is_error,
-        "duration_ms": result.duration_ms, "duration_api_ms": result.duration_api_ms,
-        "num_turns": result.num_turns, "session_id": result.session_id, "stop_reason": result.stop_reason,
-        "total_cost_usd": result.total_cost_usd, "usage": result.usage, "result": result.result,
-        "modelUsage": result.model_usage, "permission_denials": result.permission_denials,
-        "errors": result.errors, "api_error_status": result.api_error_status, "uuid": result.uuid,
-        "terminal_reason": result.terminal_reason,
-    })
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -1,4 +1,4 @@
-"""The per-turn fold: one turn's SDK messages in, neutral events and the turn's outcome out.
+"""The per-turn fold: one turn's stream-json lines in, neutral events and the turn's outcome out.
 
 Pure state machine (no I/O), so real CLI output replayed from fixtures drives it in tests exactly
 as the live runtime does.
@@ -41,29 +41,35 @@ class TurnFold:
     tools: dict[str, str] = field(factory=dict)
     answered_tools: set[str] = field(factory=set)
 
-    def feed(self, message: Any) -> list[Event]:
-        kind = type(message).__name__
-        if kind == "StreamEvent":
-            return self._stream_event(message.event)
-        if kind == "AssistantMessage":
+    @property
+    def finished(self) -> bool:
+        """Whether the turn's result arrived."""
+        return self.outcome is not None
+
+    def feed(self, message: Mapping[str, Any]) -> list[Event]:
+        """One stream-json line of the CLI (a dict as it wrote it)."""
+        kind = message.get("type")
+        if kind == "stream_event":
+            return self._stream_event(_mapping(message.get("event")))
+        if kind == "assistant":
             return self._assistant(message)
-        if kind == "UserMessage":
+        if kind == "user":
             return self._user(message)
-        if kind == "SystemMessage":
-            return self._system(message.subtype, message.data)
-        if kind == "ResultMessage":
+        if kind == "system":
+            return self._system(str(message.get("subtype") or ""), message)
+        if kind == "result":
             self.outcome = self._result(message)
             events = self._usage(message)
             if self.outcome == TurnEnd("refusal") and self.refusal_text:
                 events.insert(0, agent_text(self.refusal_text))
-            if isinstance(self.outcome, TurnEnd) and not message.is_error:
+            if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
                 events.append(AuthConfirmed())  # the API accepted the credentials for this turn
             return events
         return []
 
-    def _stream_event(self, event: dict[str, Any]) -> list[Event]:
+    def _stream_event(self, event: Mapping[str, Any]) -> list[Event]:
         if event.get("type") == "message_start":
-            self.streaming_id = (event.get("message") or {}).get("id")
+            self.streaming_id = _mapping(event.get("message")).get("id")
             return []
         chunk = content.stream_delta(event)
         if chunk is None:
@@ -72,51 +78,58 @@ class TurnFold:
             self.streamed.add(self.streaming_id)
         return [chunk]
 
-    def _assistant(self, message: Any) -> list[Event]:
-        text = classify.message_text(message.content)
-        line = classify.native_assistant(message)
+    def _assistant(self, line: Mapping[str, Any]) -> list[Event]:
+        message = _mapping(line.get("message"))
+        blocks = message.get("content")
+        text = classify.assistant_text(line)
         failing = classify.assistant_failure_kind(line) is not None
-        if message.model == classify.SYNTHETIC_MODEL:
-            if message.stop_reason == "refusal":
+        if message.get("model") == classify.SYNTHETIC_MODEL:
+            if message.get("stop_reason") == "refusal":
                 self.refusal_text = text
                 return []
             if failing:
-                self.pending_error = line
+                self.pending_error = dict(line)
                 return []
             return [agent_text(text)] if text else []
         if failing:
-            self.pending_error = line
+            self.pending_error = dict(line)
         events: list[Event] = []
-        streamed = message.message_id in self.streamed if message.message_id else False
-        for block in message.content:
-            block_kind = type(block).__name__
-            if block_kind == "TextBlock" and not streamed and block.text:
-                events.append(agent_text(block.text))
-            elif block_kind == "ThinkingBlock" and not streamed and block.thinking:
-                events.append(thought_text(block.thinking))
-            elif block_kind == "ToolUseBlock":
-                self.tools[block.id] = block.name
-                if block.name == "TodoWrite":
-                    plan = content.plan_from_todos(block.input)
+        message_id = message.get("id")
+        streamed = message_id in self.streamed if message_id else False
+        for block in blocks if isinstance(blocks, list) else ():
+            if not isinstance(block, Mapping):
+                continue
+            block_kind = block.get("type")
+            if block_kind == "text" and not streamed and block.get("text"):
+                events.append(agent_text(str(block["text"])))
+            elif block_kind == "thinking" and not streamed and block.get("thinking"):
+                events.append(thought_text(str(block["thinking"])))
+            elif block_kind == "tool_use":
+                tool_id, name, tool_input = str(block.get("id")), str(block.get("name")), block.get("input") or {}
+                self.tools[tool_id] = name
+                if name == "TodoWrite":
+                    plan = content.plan_from_todos(tool_input)
                     if plan is not None:
                         events.append(plan)
-                events.append(content.tool_call(block.id, block.name, block.input, self.cwd))
-        if message.stop_reason == "refusal":
+                events.append(content.tool_call(tool_id, name, tool_input, self.cwd))
+        if message.get("stop_reason") == "refusal":
             self.refusal_text = text or self.refusal_text
         return events
 
-    def _user(self, message: Any) -> list[Event]:
-        if isinstance(message.content, str):
+    def _user(self, line: Mapping[str, Any]) -> list[Event]:
+        blocks = _mapping(line.get("message")).get("content")
+        if not isinstance(blocks, list):
             return []
         events: list[Event] = []
-        for block in message.content:
-            if type(block).__name__ == "ToolResultBlock":
-                self.answered_tools.add(block.tool_use_id)
-                events.append(content.tool_result(block.tool_use_id, block.content, block.is_error,
-                                                  self.tools.get(block.tool_use_id), message.tool_use_result))
+        for block in blocks:
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                tool_id = str(block.get("tool_use_id"))
+                self.answered_tools.add(tool_id)
+                events.append(content.tool_result(tool_id, block.get("content"), block.get("is_error"),
+                                                  self.tools.get(tool_id), line.get("tool_use_result")))
         return events
 
-    def _system(self, subtype: str, data: dict[str, Any]) -> list[Event]:
+    def _system(self, subtype: str, data: Mapping[str, Any]) -> list[Event]:
         if subtype == "api_retry":
             # The content of the next attempt ends this incident: the core treats live model content so.
             return [classify.retry_progress(data)]
@@ -127,16 +140,16 @@ class TurnFold:
             self.worker_shutting_down = True
         return []
 
-    def _usage(self, result: Any) -> list[Event]:
-        update = content.usage_update(result.usage, result.model_usage)
+    def _usage(self, result: Mapping[str, Any]) -> list[Event]:
+        update = content.usage_update(result.get("usage"), result.get("modelUsage"))
         return [update] if update is not None else []
 
-    def _result(self, result: Any) -> Outcome:
-        subtype, is_error = result.subtype, bool(result.is_error)
+    def _result(self, result: Mapping[str, Any]) -> Outcome:
+        subtype, is_error = result.get("subtype"), bool(result.get("is_error"))
         if self.cancel_requested and (subtype == "error_during_execution" or
-                                      result.terminal_reason in ("aborted_streaming", "aborted_tools")):
+                                      result.get("terminal_reason") in ("aborted_streaming", "aborted_tools")):
             return TurnEnd("cancelled")
-        if result.stop_reason == "refusal" or self.refusal_text is not None:
+        if result.get("stop_reason") == "refusal" or self.refusal_text is not None:
             return TurnEnd("refusal")
         if is_error:
             return self._failure(result)
@@ -144,7 +157,7 @@ class TurnFold:
             return TurnEnd("max_turn_requests")
         if subtype == "error_during_execution":
             return TurnEnd("end_turn")
-        if result.stop_reason == "max_tokens":
+        if result.get("stop_reason") == "max_tokens":
             return TurnEnd("max_tokens")
         if subtype != "success":
             return TurnEnd("end_turn")
@@ -154,9 +167,9 @@ class TurnFold:
                                     "Claude ended the turn with a tool call still unanswered.", source="adapter")
         return TurnEnd("end_turn")
 
-    def _failure(self, result: Any) -> FailureObservation:
-        """The failed result, classified from the CLI's lines through `classify`."""
-        native: dict[str, Any] = {"result": classify.native_result(result)}
+    def _failure(self, result: Mapping[str, Any]) -> FailureObservation:
+        """The failed result, classified from the CLI's own lines through the failure hooks."""
+        native: dict[str, Any] = {"result": dict(result)}
         if self.pending_error is not None:
             native["assistant"] = self.pending_error
         observation = self.observe(native)
@@ -169,3 +182,8 @@ class TurnFold:
         if self.cancel_requested:
             return TurnEnd("cancelled")
         return classify.transport_lost(worker_shutting_down=self.worker_shutting_down)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    # (dict, not the Mapping ABC: this runs for every streamed delta, and parsed JSON is dicts)
+    return value if isinstance(value, dict) else {}

@@ -1,8 +1,8 @@
-"""The Claude runtime: one Claude Code CLI per ACP session, driven through claude-agent-sdk.
+"""The Claude runtime: one Claude Code CLI per ACP session, driven over its stream-json protocol.
 
-Owns the SDK clients (spawn, handshake, resume, disconnect), feeds each turn's messages through
-the pure `TurnFold`, bridges permission callbacks to the editor, and marks phase boundaries.
-Imported only when the first session starts, so `initialize` never loads the SDK.
+Owns the CLIs (spawn, handshake, resume, stop) through `transport`, feeds each turn's lines
+through the pure `TurnFold`, bridges permission requests to the editor, and marks phase
+boundaries. claude-agent-sdk is imported only to read stored sessions (load, list, resume).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,6 @@ from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.process import kill_process_group, parent_death_available, runnable, write_launcher
 from acp_agent.provider import (
     ProviderRuntime,
     RuntimeContext,
@@ -57,13 +57,19 @@ from acp_agent.provider import (
 from acp_agent.wire import UNSET
 from acp_agent_claude import classify, content, history
 from acp_agent_claude.fold import TurnFold
+from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
 
 log = logging.getLogger(__name__)
 
 PROVIDER = "claude"
 
-DISCONNECT_BUDGET_S = 7.0  # the SDK's orderly close (stdin EOF, SIGTERM after 5 s) before SIGKILL
-REAP_BUDGET_S = 5.0
+STOP_GRACE_S = 5.0  # after stdin EOF, as the SDK waited, then SIGTERM, then (after 2 s) SIGKILL
+EXIT_GRACE_S = 0.05  # at the agent's exit, a settled idle CLI: stdin EOF and SIGTERM, then SIGKILL
+SETTLED_S = 1.0  # a CLI whose last turn ended this long ago has written its transcript
+MAX_LIVE_VAR = "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS"
+DEFAULT_MAX_LIVE = 3  # each idle CLI holds about 150 MB
+IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
+DEFAULT_IDLE_MS = 600_000
 PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
 INTERRUPT_BUDGET_S = 5.0
 PAGE_SIZE = 50
@@ -80,6 +86,20 @@ PERMISSION_OPTIONS = (
 )
 
 
+def max_live_clis(environ: Mapping[str, str]) -> int:
+    """How many sessions may keep a CLI running between turns (least recently used go first)."""
+    raw = environ.get(MAX_LIVE_VAR, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_LIVE
+
+
+def idle_release_s(environ: Mapping[str, str]) -> float | None:
+    """After how long without use a session's CLI is released (None: never, when set to 0)."""
+    raw = environ.get(IDLE_VAR, "").strip()
+    if raw.isdigit():
+        return int(raw) / 1000 if int(raw) > 0 else None
+    return DEFAULT_IDLE_MS / 1000
+
+
 def available_modes(environ: dict[str, str] | Any) -> list[tuple[str, str, str]]:
     """The CLI refuses bypassPermissions as root unless IS_SANDBOX=1: offer it only where it works."""
     root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -93,7 +113,7 @@ class ClaudeSession:
     cwd: str
     mode: str = "default"
     model: str | None = None
-    client: Any = None
+    cli: ClaudeCLI | None = None
     dead: bool = False
     turn: TurnChannel | None = None
     fold: TurnFold | None = None
@@ -103,28 +123,14 @@ class ClaudeSession:
     credentials: dict[str, str] = field(factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
-
-
-def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    async def stream() -> AsyncIterator[dict[str, Any]]:
-        yield message
-
-    return stream()
+    last_used: float = field(factory=time.monotonic)  # when its last turn ended (or it was opened)
+    prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
+    released: bool = False  # its CLI was stopped while idle; the next prompt or setting starts one
+    stopping: anyio.Event | None = None  # set once the released CLI is gone (it may still write)
 
 
 class _NotSubmitted(Exception):
     """Writing the user message to the CLI failed: the CLI is gone and nothing was submitted."""
-
-
-def _process_of(client: Any) -> Any:
-    """The SDK's CLI process (an anyio Process), or None before the spawn and after the close."""
-    return getattr(getattr(client, "_transport", None), "_process", None)
-
-
-def _cli_running(client: Any) -> bool:
-    """Whether the SDK's CLI process is still running (True when the SDK does not say)."""
-    process = _process_of(client)
-    return process is None or process.returncode is None
 
 
 def _remove_stale_dirs() -> None:
@@ -151,14 +157,6 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _own_group(pid: int) -> bool:
-    """Whether the CLI leads a process group of its own (started through the launcher's setsid)."""
-    try:
-        return os.getpgid(pid) == pid
-    except OSError:
-        return False
-
-
 def _start_failure(what: str) -> FailureObservation:
     phase = Phase.INITIALIZING if what == "started" else Phase.PREPARING
     return FailureObservation(
@@ -176,37 +174,29 @@ class ClaudeRuntime(ProviderRuntime):
         self.sessions: dict[str, ClaudeSession] = {}
         self._tg = task_group
         self._dir: Path | None = None
-        self._launcher: str | None = None
         self._files = 0
+        _remove_stale_dirs()  # MCP secrets that agents killed before their `aclose` left behind
+        self.max_live = max_live_clis(context.environ)
+        self.idle_s = idle_release_s(context.environ)
+        self._expiry = anyio.CancelScope()
+        self._expiry_changed = anyio.Event()
+        if self.idle_s is not None:
+            task_group.start_soon(self._release_expired, self.idle_s)
 
     # -- private files: the CLI launcher and MCP configurations -------------------------------------
 
     def _private_dir(self) -> Path:
         """A directory only the agent's user can enter (0700), removed by `aclose`; those that agents
-        killed before their `aclose` left behind are removed when the next one is made."""
+        killed before their `aclose` left behind are removed when the next runtime starts."""
         if self._dir is None:
-            _remove_stale_dirs()
             self._dir = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_DIR_PREFIX}{os.getpid()}-"))
         return self._dir
 
-    def _program(self) -> str | None:
-        """The CLI as the SDK starts it: through a launcher that gives it a parent-death signal and a
-        process group of its own, so it dies with the agent and what it started can be killed with it."""
-        if self.cli_path is None or not runnable(self.cli_path, self.context.environ):
-            # the SDK searches for it, or reports it missing, as without a launcher
-            log.debug("claude CLI not wrapped (not found here): no parent-death signal")
-            return self.cli_path
-        if not parent_death_available():
-            return self.cli_path  # (logged by the core) a launcher would add nothing
-        if self._launcher is None:
-            self._launcher = write_launcher(self._private_dir() / "claude", [self.cli_path], new_session=True)
-        return self._launcher
-
-    def _mcp_config(self, session: ClaudeSession) -> str | dict[str, Any]:
-        """The session's MCP servers as a path: their env values and headers are secrets, and the
-        SDK would put a dict on the CLI's command line, readable by every local user."""
+    def _mcp_config(self, session: ClaudeSession) -> str | None:
+        """The session's MCP servers as a path: their env values and headers are secrets, and on
+        the CLI's command line they would be readable by every local user."""
         if not session.mcp_servers:
-            return {}
+            return None
         if session.mcp_config is None:
             self._files += 1
             path = self._private_dir() / f"mcp-{self._files}.json"
@@ -223,134 +213,126 @@ class ClaudeRuntime(ProviderRuntime):
         if path is not None:
             path.unlink(missing_ok=True)
 
-    # -- the SDK client ---------------------------------------------------------------------------
-
-    def _options(self, session: ClaudeSession, *, resume: bool) -> Any:
-        from claude_agent_sdk import ClaudeAgentOptions
-
-        return ClaudeAgentOptions(
-            cwd=session.cwd,
-            cli_path=self._program(),
-            env={**self.context.environ, **session.credentials},
-            resume=session.session_id if resume else None,
-            extra_args={} if resume else {"session-id": session.session_id},
-            permission_mode=session.mode,  # type: ignore[arg-type]
-            model=session.model,
-            can_use_tool=functools.partial(self._can_use_tool, session),
-            include_partial_messages=True,
-            system_prompt={"type": "preset", "preset": "claude_code"},
-            setting_sources=["user", "project", "local"],
-            stderr=lambda line: log.debug("claude stderr: %s", line),
-            mcp_servers=self._mcp_config(session),
-        )
+    # -- the CLI ----------------------------------------------------------------------------------
 
     async def _connect(self, session: ClaudeSession, *, resume: bool) -> None:
         """Start and prepare a CLI for the session. On any failure the CLI is stopped in the
         background (`_retire`), so the error answers the client at once, within its deadline."""
-        from claude_agent_sdk import ClaudeSDKClient
-
-        client = ClaudeSDKClient(self._options(session, resume=resume))
-        settled = anyio.Event()
-        process = None
+        cli: ClaudeCLI | None = None
         try:
-            try:
-                async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
-                    await self._handshake(client, settled)
-            except BaseException:
-                process = _process_of(client)  # the SDK forgets it once its own close ran
-                raise
-            process = _process_of(client)
-            try:
-                async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
-                    # Apply and verify the session's settings: the CLI answers only once they hold.
-                    await client.set_permission_mode(session.mode)  # type: ignore[arg-type]
-            except PhaseDeadlineExceeded:
-                raise
-            except Exception as exc:
-                log.warning("claude CLI rejected the session settings: %s", type(exc).__name__)
-                raise PhaseFailed(_start_failure("prepared")) from None
+            async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
+                cli = await self._spawn(session, resume=resume)
+                try:
+                    info = await cli.request("initialize", hooks=None)
+                except (CLIGone, ControlError) as exc:
+                    log.warning("claude CLI failed to start: %s", type(exc).__name__)
+                    raise PhaseFailed(_start_failure("started")) from None
+            async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
+                # Apply and verify the session's settings: the CLI answers only once they hold.
+                try:
+                    await cli.request("set_permission_mode", mode=session.mode)
+                except (CLIGone, ControlError) as exc:
+                    log.warning("claude CLI rejected the session settings: %s", type(exc).__name__)
+                    raise PhaseFailed(_start_failure("prepared")) from None
         except BaseException:
-            self._retire(client, settled=settled, process=process)
+            if cli is not None:
+                self._retire(cli)
             raise
-        info = await client.get_server_info() or {}
         session.commands = [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")]
         session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
-        session.client = client
-        session.dead = False
+        session.cli = cli
+        session.dead = session.released = False
+        session.prompted = session.prompted or resume
+        session.last_used = time.monotonic()
+        self._make_room(keep=session)
+        self._expiry_changed.set()
 
-    async def _handshake(self, client: Any, settled: anyio.Event) -> None:
-        """`client.connect()` in the runtime's task group, awaited here.
+    # -- idle CLIs: a bounded number live, least recently used released first -------------------
 
-        A connect cancelled in place would first close the CLI (the SDK does that, shielded, for
-        seconds) and only then let the deadline through; run apart, the caller gets the failure as
-        the deadline fires while the close goes on in that task. `settled` is set when it ended.
-        """
-        errors: list[Exception] = []
-        scope = anyio.CancelScope()
+    def _idle(self, session: ClaudeSession) -> bool:
+        return (session.cli is not None and not session.dead and session.turn is None
+                and not session.lock.locked())
 
-        async def connect() -> None:
-            try:
-                with scope:
-                    await client.connect()
-            except Exception as exc:
-                errors.append(exc)
-            finally:
-                settled.set()
+    def _make_room(self, keep: ClaudeSession) -> None:
+        """Release the least recently used idle CLIs beyond `max_live` (busy ones stay)."""
+        live = [s for s in self.sessions.values() if s is not keep and s.cli is not None and not s.dead]
+        excess = len(live) + 1 - self.max_live
+        for session in sorted((s for s in live if self._idle(s)), key=lambda s: s.last_used)[:max(excess, 0)]:
+            self._release(session, "least recently used")
 
-        self._tg.start_soon(connect)
-        try:
-            await settled.wait()
-        finally:
-            scope.cancel()
-        if errors:
-            log.warning("claude CLI failed to start: %s", type(errors[0]).__name__)
+    def _release(self, session: ClaudeSession, why: str) -> None:
+        """Stop an idle session's CLI; the session keeps its settings, MCP configuration and
+        transcript, and its next prompt or mode/model change starts a CLI again (resuming it)."""
+        cli, session.cli = session.cli, None
+        session.released = True
+        if cli is not None:
+            log.info("released the CLI of session %s (%s)", session.session_id, why)
+            stopped = session.stopping = anyio.Event()
+
+            async def stop() -> None:
+                try:
+                    await self._stop(cli)
+                finally:
+                    stopped.set()
+
+            self._tg.start_soon(stop)
+
+    async def _release_expired(self, idle_s: float) -> None:
+        """Release CLIs unused for `idle_s`; wakes when the next one is due or a CLI starts."""
+        with self._expiry:
+            while True:
+                now = time.monotonic()
+                due = now + idle_s
+                for session in list(self.sessions.values()):
+                    if self._idle(session):
+                        if session.last_used + idle_s <= now:
+                            self._release(session, "idle")
+                        else:
+                            due = min(due, session.last_used + idle_s)
+                self._expiry_changed = anyio.Event()
+                with anyio.move_on_after(due - now):
+                    await self._expiry_changed.wait()
+
+    async def _revive(self, session: ClaudeSession) -> None:
+        """A CLI again for a released session: resuming its transcript, or, never prompted (no
+        transcript yet), under the same session id."""
+        if session.stopping is not None:
+            await session.stopping.wait()  # never two CLIs on one transcript (bounded: `_stop`)
+            session.stopping = None
+        await self._connect(session, resume=session.prompted)
+
+    async def _spawn(self, session: ClaudeSession, *, resume: bool) -> ClaudeCLI:
+        """The CLI process, its reader running in the runtime's task group."""
+        if self.cli_path is None:
+            log.warning("claude CLI not found")
             raise PhaseFailed(_start_failure("started"))
+        argv = command(self.cli_path, session_id=session.session_id, resume=resume, mode=session.mode,
+                       model=session.model, mcp_config=self._mcp_config(session))
+        env = environment(self.context.environ, session.credentials, session.cwd)
+        try:
+            cli = await ClaudeCLI.start(argv, env=env, cwd=session.cwd,
+                                        on_request=functools.partial(self._on_request, session))
+        except OSError as exc:
+            log.warning("claude CLI failed to start: %s", type(exc).__name__)
+            raise PhaseFailed(_start_failure("started")) from None
+        self._tg.start_soon(cli.run)
+        return cli
 
-    def _retire(self, client: Any, *, settled: anyio.Event | None = None, process: Any = None) -> None:
+    def _retire(self, cli: ClaudeCLI) -> None:
         """Stop a CLI of a failed attempt in the runtime's task group (shielded, bounded, reaped)."""
-        self._tg.start_soon(functools.partial(self._disconnect, client, settled=settled, process=process))
+        self._tg.start_soon(self._stop, cli)
 
     def _abandon(self, session: ClaudeSession) -> None:
         """The session's CLI failed a phase: it is stopped now; the next prompt starts another."""
         session.dead = True
-        client, session.client = session.client, None
-        if client is not None:
-            self._retire(client)
-
-    async def _disconnect(self, client: Any, *, settled: anyio.Event | None = None, process: Any = None) -> None:
-        """Stop a client's CLI: the SDK's orderly close (stdin EOF, then signals), cut short with SIGKILL
-        after DISCONNECT_BUDGET_S; always reaped, then whatever the CLI left in its process group is killed.
-
-        `settled` is the connect task of a failed start, which runs the SDK's close itself.
-        """
-        process = process or _process_of(client)
-        group = process.pid if process is not None and _own_group(process.pid) else None
-        with anyio.CancelScope(shield=True):
-            async with anyio.create_task_group() as watchdog:
-                if process is not None:
-                    watchdog.start_soon(self._kill_after, process, DISCONNECT_BUDGET_S)
-                if settled is not None:
-                    await settled.wait()
-                try:
-                    await client.disconnect()
-                except Exception as exc:
-                    log.debug("claude disconnect: %s", type(exc).__name__)
-                watchdog.cancel_scope.cancel()
-            if process is not None:
-                if process.returncode is None:
-                    process.kill()
-                with anyio.move_on_after(REAP_BUDGET_S):
-                    await process.wait()
-                log.debug("claude CLI (pid %s) stopped with %s", process.pid, process.returncode)
-            if group is not None:
-                kill_process_group(group)
+        cli, session.cli = session.cli, None
+        if cli is not None:
+            self._retire(cli)
 
     @staticmethod
-    async def _kill_after(process: Any, delay_s: float) -> None:
-        await anyio.sleep(delay_s)
-        if process.returncode is None:
-            log.warning("claude CLI (pid %s) did not stop in time; killing it", process.pid)
-            process.kill()
+    async def _stop(cli: ClaudeCLI) -> None:
+        """Stop a CLI: stdin EOF, SIGTERM after STOP_GRACE_S, SIGKILL; reaped, its group killed."""
+        await cli.stop(grace_s=STOP_GRACE_S)
 
     def _session(self, session_id: str) -> ClaudeSession:
         session = self.sessions.get(session_id)
@@ -415,8 +397,8 @@ class ClaudeRuntime(ProviderRuntime):
                 await channel.emit(event)
         existing = self.sessions.pop(session_id, None)
         if existing is not None:
-            if existing.client is not None:
-                await self._disconnect(existing.client)
+            if existing.cli is not None:
+                await self._stop(existing.cli)
             self._forget_files(existing)
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers))
@@ -447,9 +429,9 @@ class ClaudeRuntime(ProviderRuntime):
         credentials = dict(channel.credentials)
         if (cwd, servers, credentials) != (session.cwd, session.mcp_servers, session.credentials):
             session.cwd, session.mcp_servers, session.credentials = cwd, servers, credentials
-            if session.client is not None:
-                client, session.client = session.client, None
-                await self._disconnect(client)
+            if session.cli is not None:
+                cli, session.cli = session.cli, None
+                await self._stop(cli)
         await self._announce(session, channel)
         return SessionStart(session.session_id, self._modes(session), self._config_options(session))
 
@@ -468,20 +450,51 @@ class ClaudeRuntime(ProviderRuntime):
     async def close_session(self, session_id: str) -> None:
         session = self.sessions.pop(session_id, None)
         if session is not None:
-            if session.client is not None:
-                await self._disconnect(session.client)
+            if session.cli is not None:
+                await self._stop(session.cli)
             self._forget_files(session)
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         session = self._session(session_id)
-        if session.client is not None and not session.dead:
-            await session.client.set_permission_mode(mode_id)
+        if session.released:
+            await self._revive_with(session, mode=mode_id)
+            return
+        if session.cli is not None and not session.dead:
+            await session.cli.request("set_permission_mode", mode=mode_id)
+            session.last_used = time.monotonic()
         session.mode = mode_id
+
+    async def _revive_with(self, session: ClaudeSession, **settings: Any) -> None:
+        """A mode or model change of a released session: its CLI starts again with the new setting
+        (which it verifies); on failure the session keeps the old one."""
+        async with session.lock:
+            if not session.released:  # a prompt brought it back meanwhile
+                if session.cli is not None and not session.dead:
+                    if "mode" in settings:
+                        await session.cli.request("set_permission_mode", mode=settings["mode"])
+                    else:
+                        await session.cli.request("set_model", model=settings["model"])
+                for name, value in settings.items():
+                    setattr(session, name, value)
+                return
+            previous = {name: getattr(session, name) for name in settings}
+            for name, value in settings.items():
+                setattr(session, name, value)
+            try:
+                await self._revive(session)
+            except BaseException:
+                for name, value in previous.items():
+                    setattr(session, name, value)
+                raise
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         session = self._session(session_id)  # the one option ("model") and one of its values: the core checked
-        if session.client is not None and not session.dead:
-            await session.client.set_model(value)
+        if session.released:
+            await self._revive_with(session, model=value)
+            return self._config_options(session)
+        if session.cli is not None and not session.dead:
+            await session.cli.request("set_model", model=value)
+            session.last_used = time.monotonic()
         session.model = value
         return self._config_options(session)
 
@@ -490,7 +503,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
         session = self._session(session_id)
         async with session.lock:
-            if session.client is not None and not session.dead and not _cli_running(session.client):
+            if session.cli is not None and not session.dead and not session.cli.alive:
                 await self._lost_while_idle(session, turn)
             await self._ensure_cli(session, turn)
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
@@ -512,6 +525,7 @@ class ClaudeRuntime(ProviderRuntime):
                                                phase=Phase.SUBMITTING.value)
             finally:
                 session.turn = None
+                session.last_used = time.monotonic()
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
         return outcome
@@ -523,12 +537,15 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def _ensure_cli(self, session: ClaudeSession, turn: TurnChannel) -> None:
         """A running CLI for the session: started (resuming its transcript) if it has none or it died."""
-        if session.client is not None and not session.dead:
+        if session.cli is not None and not session.dead:
+            return
+        if session.released and not session.dead:
+            await self._revive(session)
             return
         replaced = session.dead
-        if session.client is not None:
-            await self._disconnect(session.client)
-            session.client = None
+        if session.cli is not None:
+            cli, session.cli = session.cli, None
+            await self._stop(cli)
         await self._connect(session, resume=await self._stored(session))
         if replaced:
             await turn.emit(RuntimeReplaced())
@@ -537,27 +554,27 @@ class ClaudeRuntime(ProviderRuntime):
                         fold: TurnFold) -> TurnEnd | FailureObservation:
         message = {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},
                    "parent_tool_use_id": None, "session_id": session.session_id, "uuid": turn.turn_id}
-        client = session.client
-        messages = client.receive_response()
+        cli = session.cli
+        assert cli is not None
         try:
             async with self.context.clock.phase(Phase.SUBMITTING, label="claude"):
                 try:
-                    await client.query(_one(message))
-                except Exception as exc:
-                    log.info("claude CLI took no input: %s", type(exc).__name__)
+                    await cli.send_user(message)
+                except CLIGone:
+                    log.info("claude CLI took no input")
                     raise _NotSubmitted from None
-                first = await messages.__anext__()
+                session.prompted = True
+                first = await cli.receive()
             await self._handle(fold, first, turn)
-            async with self.context.clock.phase(Phase.RUNNING, label="claude"):
-                async for item in messages:
-                    await self._handle(fold, item, turn)
-        except StopAsyncIteration:
+            if not fold.finished:
+                async with self.context.clock.phase(Phase.RUNNING, label="claude"):
+                    while not fold.finished:
+                        await self._handle(fold, await cli.receive(), turn)
+        except anyio.EndOfStream:
             pass
         except PhaseDeadlineExceeded as exc:
             turn.record_failure(exc.observation)
             self._abandon(session)
-            raise
-        except _NotSubmitted:
             raise
         except anyio.get_cancelled_exc_class():
             # Cut off before the turn's result (the cancel grace ran out, or shutdown): the CLI may
@@ -566,17 +583,12 @@ class ClaudeRuntime(ProviderRuntime):
             if fold.outcome is None:
                 session.dead = True
             raise
-        except Exception as exc:  # the SDK reports a dead CLI as a plain exception: never shown raw
-            log.warning("claude turn stream failed: %s", type(exc).__name__)
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                await messages.aclose()
         if fold.outcome is None:
             self._abandon(session)
             return fold.finish_without_result()
         return fold.outcome
 
-    async def _handle(self, fold: TurnFold, message: Any, turn: TurnChannel) -> None:
+    async def _handle(self, fold: TurnFold, message: dict[str, Any], turn: TurnChannel) -> None:
         for event in fold.feed(message):
             await turn.emit(event)
 
@@ -585,44 +597,72 @@ class ClaudeRuntime(ProviderRuntime):
         if session is None or session.fold is None or session.turn is None:
             return
         session.fold.cancel_requested = True
-        if session.client is not None and not session.dead:
-            with anyio.move_on_after(INTERRUPT_BUDGET_S):
-                try:
-                    await session.client.interrupt()
-                except Exception as exc:
-                    log.info("claude interrupt failed: %s", type(exc).__name__)
+        if session.cli is not None and not session.dead:
+            try:
+                await session.cli.request("interrupt", timeout_s=INTERRUPT_BUDGET_S)
+            except (CLIGone, ControlError) as exc:
+                log.info("claude interrupt failed: %s", type(exc).__name__)
 
-    async def _can_use_tool(self, session: ClaudeSession, tool_name: str, tool_input: dict[str, Any],
-                            context: Any) -> Any:
-        from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
+    async def _on_request(self, session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
+        """The CLI's control requests: permission to use a tool. The agent registers no hook
+        callbacks and no in-process MCP servers, so any other request is refused."""
+        if request.get("subtype") != "can_use_tool":
+            raise ControlError(f"unsupported control request {request.get('subtype')}")
+        return await self._can_use_tool(session, request)
 
+    async def _can_use_tool(self, session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
+        tool_name = str(request.get("tool_name"))
+        raw_input = request.get("input")
+        tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
         turn = session.turn
         if turn is None or (session.fold is not None and session.fold.cancel_requested):
-            return PermissionResultDeny(message="The turn was cancelled.", interrupt=True)
-        call = content.tool_call(context.tool_use_id or f"permission-{uuid.uuid4()}", tool_name, tool_input, session.cwd)
-        request = ToolCallUpdate(tool_call_id=call.tool_call_id, title=getattr(context, "title", None) or call.title,
-                                 kind=call.kind, status="pending", content=call.content, locations=call.locations,
-                                 raw_input=dict(tool_input))
-        choice = await turn.request_permission(request, PERMISSION_OPTIONS)
+            return {"behavior": "deny", "message": "The turn was cancelled.", "interrupt": True}
+        call = content.tool_call(request.get("tool_use_id") or f"permission-{uuid.uuid4()}", tool_name, tool_input,
+                                 session.cwd)
+        update = ToolCallUpdate(tool_call_id=call.tool_call_id, title=request.get("title") or call.title,
+                                kind=call.kind, status="pending", content=call.content, locations=call.locations,
+                                raw_input=dict(tool_input))
+        choice = await turn.request_permission(update, PERMISSION_OPTIONS)
         if choice in ("allow", "allow_always"):
             # Allowed: the CLI runs the tool now; its result completes or fails the call.
             await turn.emit(ToolCallUpdate(tool_call_id=call.tool_call_id, status="in_progress"))
         if choice == "allow":
-            return PermissionResultAllow(updated_input=tool_input)
+            return {"behavior": "allow", "updatedInput": tool_input}
         if choice == "allow_always":
-            return PermissionResultAllow(updated_input=tool_input, updated_permissions=list(context.suggestions or []) or None)
+            suggestions = request.get("permission_suggestions")
+            allowed: dict[str, Any] = {"behavior": "allow", "updatedInput": tool_input}
+            if isinstance(suggestions, list) and suggestions:
+                allowed["updatedPermissions"] = suggestions
+            return allowed
         cancelled = choice is None and session.fold is not None and session.fold.cancel_requested
-        return PermissionResultDeny(message="The user rejected this tool call.", interrupt=cancelled)
+        denied: dict[str, Any] = {"behavior": "deny", "message": "The user rejected this tool call."}
+        if cancelled:
+            denied["interrupt"] = True
+        return denied
+
+    @staticmethod
+    async def _stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:
+        """The agent is exiting. A CLI that never had a prompt holds nothing: it is killed. One
+        between turns whose last turn ended SETTLED_S ago has written its transcript: stdin EOF
+        and SIGTERM at once (its own orderly exit), SIGKILL after EXIT_GRACE_S. So the agent exits
+        at once and leaves nothing behind. One that was just busy gets the orderly stop."""
+        if session.turn is None and not session.prompted:
+            await cli.stop(grace_s=0, term_s=0)  # nothing of it to keep: no transcript, no turn
+        elif session.turn is None and time.monotonic() - session.last_used >= SETTLED_S:
+            await cli.stop(grace_s=0, term_s=EXIT_GRACE_S)
+        else:
+            await cli.stop(grace_s=STOP_GRACE_S)
 
     async def aclose(self) -> None:
         """Stop every session's CLI and remove the private files; stops of failed attempts still
         running in the runtime's task group finish before `open_runtime` returns."""
+        self._expiry.cancel()
         sessions, self.sessions = list(self.sessions.values()), {}
         try:
             async with anyio.create_task_group() as task_group:
                 for session in sessions:
-                    if session.client is not None:
-                        task_group.start_soon(self._disconnect, session.client)
+                    if session.cli is not None:
+                        task_group.start_soon(self._stop_at_exit, session, session.cli)
         finally:
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
