@@ -21,17 +21,13 @@ import anyio.lowlevel
 import cattrs
 from attrs import define, field
 
-from acp_agent import acp, terminal_auth
+from acp_agent import acp
 from acp_agent.acp import Methods as M
 from acp_agent.admission import PromptLine, ReleaseOnce
 from acp_agent.auth import (
     CredentialState,
     KeyringStore,
-    KeyringUnavailable,
-    auth_status_key,
     auth_status_negotiated,
-    configuration_status,
-    resolve_credentials,
     with_keyring_credential,
 )
 from acp_agent.events import TurnEnd
@@ -45,7 +41,6 @@ from acp_agent.failures import (
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.presentation import ClientFeatures
-from acp_agent.process import parent_death_argv
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -66,8 +61,9 @@ from acp_agent.rpc import (
     RpcError,
 )
 from acp_agent.scrub import ScrubbingSendStream
+from acp_agent.signin import SignIn
 from acp_agent.turn import PERMISSION_TIMEOUT_S, LoadingSession, Outbox, PendingSession, Session, Turn, baseline_error
-from acp_agent.wire import UNSET, Unset, clip, describe_error
+from acp_agent.wire import UNSET, clip, describe_error
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +111,9 @@ class Agent:
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
         self.provider = settings.provider
+        self.signin = SignIn(self.provider, settings.environ, settings.keyring, settings.redact,
+                             settings.agent_command, backend_environ=self._backend_environ,
+                             logout_budget_s=LOGOUT_COMMAND_BUDGET_S)
         self.converter = acp.make_acp_converter()
         self.sessions: dict[str, Session] = {}
         self.router = SessionRouter()
@@ -313,19 +312,13 @@ class Agent:
                 execution="notSubmitted"), self.settings.redact) from None
 
     def credentials(self) -> CredentialState:
-        return resolve_credentials(self.provider.name, self.provider.credentials, self.settings.environ,
-                                   self.settings.keyring)
-
-    def _auth_meta(self) -> dict[str, Any] | Unset:
-        if not self.outbox.auth_status:
-            return UNSET
-        return {auth_status_key(self.provider.name): configuration_status(self.credentials())}
+        return self.signin.credentials()
 
     # -- initialize and auth ------------------------------------------------------------------------
 
     async def initialize(self, params: Any) -> Any:
         request = self._parse(params, acp.InitializeRequest)
-        self.client_capabilities = request.client_capabilities
+        self.client_capabilities = self.signin.client_capabilities = request.client_capabilities
         client_meta = request.client_capabilities.meta
         self.outbox.capable = negotiated(client_meta)
         self.outbox.auth_status = auth_status_negotiated(client_meta, self.provider.name)
@@ -344,7 +337,7 @@ class Agent:
             meta["steering"] = {"supported": True}
         if self.outbox.capable:
             meta.update(advertised_meta())
-        auth_meta = self._auth_meta()
+        auth_meta = self.signin.auth_meta(self.outbox.auth_status)
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -357,7 +350,7 @@ class Agent:
                 session_capabilities=session_caps,
                 auth=acp.AgentAuthCapabilities(logout={}),
             ),
-            auth_methods=self._auth_methods(),
+            auth_methods=self.signin.auth_methods(),
             agent_info=acp.Implementation(name=f"acp-agent-{self.provider.name}",
                                           version=self.settings.agent_version,
                                           title=f"{self.provider.title} (acp-agent)"),
@@ -365,40 +358,11 @@ class Agent:
         )
         return self._dump(response)
 
-    def _auth_methods(self) -> list[acp.AuthMethod]:
-        return terminal_auth.auth_methods(self.provider, self.client_capabilities, self.settings.environ,
-                                          self.settings.agent_command)
-
     async def authenticate(self, params: Any) -> Any:
         request = self._parse(params, acp.AuthenticateRequest)
-        known = {method.id for method in self._auth_methods()}
-        if request.method_id not in known:
-            raise RpcError(INVALID_PARAMS, f"Unknown auth method: {clip(request.method_id)}", {"field": "methodId"})
-        spec = self.provider.credentials
-        login = next((login for login in spec.terminal_logins if login.id == request.method_id), None)
-        if login is not None:
-            await self._check_vendor_sign_in(login.name, login.id)
-        elif not self.credentials().configured:
-            variables = " or ".join(spec.env_vars) if spec.env_vars else "the provider's credentials"
-            hint = spec.login_hint or f"run `acp-agent auth set --provider {self.provider.name}`"
-            raise RpcError(-32000, f"No {self.provider.title} credentials are configured: set {variables}, or {hint}.",
-                           {"provider": self.provider.name})
+        await self.signin.authenticate(request.method_id)
         await self._pick_up_new_credentials()
-        return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
-
-    async def _check_vendor_sign_in(self, name: str, method_id: str) -> None:
-        """After a terminal sign-in: ask the vendor CLI's status command, else the credential evidence."""
-        spec = self.provider.credentials
-        program = spec.vendor_cli(self.settings.environ) if spec.vendor_cli and spec.status_args else None
-        signed_in = None
-        if program:
-            signed_in = await terminal_auth.vendor_status(program, spec.status_args, self._backend_environ())
-        if signed_in is None:
-            signed_in = self.credentials().configured
-        if not signed_in:
-            raise RpcError(-32000, f"Not signed in to {self.provider.title}: the sign-in ({name}) did not "
-                           "complete. Run it again in the terminal.",
-                           {"provider": self.provider.name, "methodId": method_id})
+        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.outbox.auth_status)))
 
     async def _pick_up_new_credentials(self) -> None:
         """Let the next session start a backend that sees what the sign-in stored.
@@ -421,31 +385,8 @@ class Agent:
         for session in list(self.sessions.values()):
             await self._end_session(session)
         await self._close_runtime()
-        await self._run_logout_command()
-        if self.settings.keyring is not None:
-            try:
-                secret = self.settings.keyring.get(self.provider.name)
-                self.settings.keyring.delete(self.provider.name)
-                self.settings.redact.add(secret)
-            except KeyringUnavailable as exc:
-                log.info("logout could not reach the keyring: %s", exc)
-        return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
-
-    async def _run_logout_command(self) -> None:
-        """The vendor's own logout (e.g. `muse logout`), bounded; its output only reaches the log."""
-        spec = self.provider.credentials
-        program = spec.vendor_cli(self.settings.environ) if spec.vendor_cli and spec.logout_args else None
-        if not program:
-            return
-        command = (program, *spec.logout_args)
-        try:
-            with anyio.fail_after(LOGOUT_COMMAND_BUDGET_S):
-                result = await anyio.run_process(parent_death_argv(command, self.settings.environ),
-                                                 env=dict(self.settings.environ),
-                                                 check=False)
-            log.info("%s exited with %d", command[0], result.returncode)
-        except (OSError, TimeoutError) as exc:
-            log.warning("%s could not be run: %s", command[0], type(exc).__name__)
+        await self.signin.logout()
+        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.outbox.auth_status)))
 
     # -- sessions ---------------------------------------------------------------------------------
 
