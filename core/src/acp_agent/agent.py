@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -23,14 +22,13 @@ from attrs import define, field
 
 from acp_agent import acp
 from acp_agent.acp import Methods as M
-from acp_agent.admission import PromptLine, ReleaseOnce
+from acp_agent.admission import ReleaseOnce
 from acp_agent.auth import (
     CredentialState,
     KeyringStore,
     auth_status_negotiated,
     with_keyring_credential,
 )
-from acp_agent.events import TurnEnd
 from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import (
     FailureKind,
@@ -63,6 +61,7 @@ from acp_agent.rpc import (
 from acp_agent.scrub import ScrubbingSendStream
 from acp_agent.signin import SignIn
 from acp_agent.turn import PERMISSION_TIMEOUT_S, LoadingSession, Outbox, PendingSession, Session, Turn, baseline_error
+from acp_agent.turn_runner import InputWatch, TurnRunner
 from acp_agent.wire import UNSET, clip, describe_error
 
 log = logging.getLogger(__name__)
@@ -127,8 +126,10 @@ class Agent:
         self._host_lock = anyio.Lock()
         self._backend_outdated = False
         """A sign-in happened while sessions were open: replace the backend once none is."""
-        self._lines: weakref.WeakKeyDictionary[Session, PromptLine] = weakref.WeakKeyDictionary()
-        self.input_ended = False
+        self.turns = TurnRunner(self.provider.name, start_runtime=self.runtime,
+                                running_runtime=lambda: self._host.runtime if self._host is not None else None,
+                                cancel_grace_s=CANCEL_GRACE_S, input_gone_cancel_grace_s=INPUT_GONE_CANCEL_GRACE_S)
+        """Runs the prompts: a turn's lifecycle, its cancellation, each session's prompt line."""
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -169,7 +170,7 @@ class Agent:
         Every frame goes out through the scrubber, so no secret the redactor holds reaches the
         client, whichever part of the agent wrote it.
         """
-        self.connection = Connection(_InputWatch(receive, self), ScrubbingSendStream(send, self.settings.redact),
+        self.connection = Connection(InputWatch(receive, self.turns), ScrubbingSendStream(send, self.settings.redact),
                                      self.methods())
         self.outbox.connection = self.connection
         if max_line_bytes:
@@ -472,7 +473,7 @@ class Agent:
         request = self._parse(params, acp.LoadSessionRequest)
         self._check_cwd(request.cwd)
         existing = self.sessions.get(request.session_id)
-        if existing is not None and (existing.turn is not None or self._line(existing).busy):
+        if existing is not None and (existing.turn is not None or self.turns.line(existing).busy):
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
         credentials = self._client_credentials(request.meta)
         session = existing or self._new_session_state(request.session_id, request.cwd)
@@ -523,9 +524,9 @@ class Agent:
     async def _end_session(self, session: Session) -> None:
         self.sessions.pop(session.session_id, None)
         self.router.close(session.session_id)
-        self._line(session).drop_waiting()
+        self.turns.line(session).drop_waiting()
         if session.turn is not None:
-            await self._cancel_turn(session.turn)
+            await self.turns.cancel_turn(session.turn)
         host = self._host
         if host is not None and host.runtime is not None:
             async with self._provider_call("session/close"):
@@ -564,12 +565,6 @@ class Agent:
 
     # -- turns ------------------------------------------------------------------------------------
 
-    def _line(self, session: Session) -> PromptLine:
-        line = self._lines.get(session)
-        if line is None:
-            line = self._lines[session] = PromptLine()
-        return line
-
     async def prompt(self, params: Any) -> Any:
         request = self._parse(params, acp.PromptRequest)
         session = self._session(request.session_id)
@@ -583,16 +578,16 @@ class Agent:
         prompt starts only once this one's answer is written (`ReleaseOnce` as `on_written`), so
         no update of the next turn precedes it.
         """
-        line = self._line(session)
+        line = self.turns.line(session)
         queued = line.busy
         if not await line.enter():
             return self._dump(acp.PromptResponse(stop_reason="cancelled"))
         release = ReleaseOnce(line)
         try:
-            if queued and (self.input_ended or self.sessions.get(session.session_id) is not session):
+            if queued and (self.turns.input_ended or self.sessions.get(session.session_id) is not session):
                 result: Any = self._dump(acp.PromptResponse(stop_reason="cancelled"))
             else:
-                result = await self._run_prompt(session, prompt)
+                result = await self.turns.run(session, prompt)
         except RpcError as exc:
             exc.on_written = _both(exc.on_written, release)
             raise
@@ -645,123 +640,11 @@ class Agent:
         if isinstance(result, Reply):
             result.on_written(False)
 
-    async def _run_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
-        turn = session.start_turn(str(uuid.uuid4()))
-        stop_reason: acp.StopReason = "end_turn"
-        try:
-            # What was kept for the session (or for whichever session came next) goes first.
-            await session.open()
-            async with anyio.create_task_group() as watch:
-                watch.start_soon(self._stop_backend_if_abandoned, turn)
-                stop_reason = await self._run_provider_turn(session, turn, prompt)
-                turn.backend_done = True
-                watch.cancel_scope.cancel()
-        finally:
-            turn.end()
-        # A cancelled request is answered -32800 now that its turn is over (the watcher cancelled it).
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        if turn.cancel_requested and turn.failure is None:
-            stop_reason = "cancelled"
-        return await turn.finish(stop_reason)
-
-    async def _run_provider_turn(self, session: Session, turn: Turn,
-                                 prompt: Sequence[acp.ContentBlock]) -> acp.StopReason:
-        """The provider's turn, shielded from the request's own cancellation.
-
-        A cancelled request (`$/cancel_request`, the client gone) must not cut the provider off
-        mid-turn: its backend would go on and the next prompt would read this turn's answer. The
-        watcher asks the provider to cancel instead; only `run_scope` (the cancel grace, shutdown)
-        ends the provider's turn by force.
-        """
-        stop_reason: acp.StopReason = "end_turn"
-        with anyio.CancelScope(shield=True) as turn.run_scope:
-            try:
-                runtime = await self.runtime()
-                end = await runtime.prompt(session.session_id, prompt, turn)
-                stop_reason = end.stop_reason if isinstance(end, TurnEnd) else "end_turn"
-            except PhaseDeadlineExceeded as exc:
-                turn.record_failure(exc.observation)
-                # The deadline ended the prompt, not necessarily the backend's turn.
-                await self._cancel_backend(turn)
-            except (TurnFailed, PhaseFailed) as exc:
-                turn.record_failure(exc.observation)
-            except NotSupported as exc:
-                turn.record_failure(self._internal_failure(f"The provider cannot run this prompt ({exc})."))
-            except Exception:
-                log.exception("turn %s failed in provider %s", turn.turn_id, self.provider.name)
-                turn.record_failure(self._internal_failure("The agent hit an internal error while running the turn."))
-        return stop_reason
-
-    async def _stop_backend_if_abandoned(self, turn: Turn) -> None:
-        """Runs beside the provider's turn; when the request is cancelled, cancel the turn like `session/cancel`."""
-        try:
-            await anyio.sleep_forever()
-        finally:
-            if not turn.backend_done:
-                with anyio.CancelScope(shield=True):
-                    log.info("prompt request of turn %s ended early; cancelling the backend turn", turn.turn_id)
-                    grace_s = INPUT_GONE_CANCEL_GRACE_S if self.input_ended else CANCEL_GRACE_S
-                    await self._cancel_turn(turn, grace_s)
-
-    def input_gone(self) -> None:
-        """The client closed its input: queued prompts will not run (nobody reads their turns)."""
-        self.input_ended = True
-        for line in list(self._lines.values()):
-            line.drop_waiting()
-
-    def _internal_failure(self, title: str) -> FailureObservation:
-        return FailureObservation(kind=FailureKind.INTERNAL_ERROR, native_kind="internalError", title=title,
-                                  source="adapter", outcome="unknown", execution="possiblySubmitted")
-
     async def cancel(self, params: Any) -> None:
         request = self._parse(params, acp.SessionIdRequest)
         session = self.sessions.get(request.session_id)
-        if session is None:
-            return
-        # The prompts queued before this cancel are cancelled with the running turn (as both
-        # reference adapters do); a prompt sent after it runs.
-        self._line(session).drop_waiting()
-        if session.turn is not None:
-            await self._cancel_turn(session.turn)
-
-    async def _cancel_turn(self, turn: Turn, grace_s: float = CANCEL_GRACE_S) -> None:
-        """Ask the provider to cancel; its prompt is cut off by force once the grace is over."""
-        turn.cancel_requested = True
-        for scope in list(turn.permission_scopes):
-            scope.cancel()
-        host = self._host
-        if host is None or host.runtime is None:
-            grace_s = 0  # the runtime is closed (shutdown): no backend turn is left to wait for
-        if turn.run_scope is not None:
-            turn.run_scope.deadline = min(turn.run_scope.deadline, anyio.current_time() + grace_s)
-        await self._cancel_backend(turn, grace_s)
-
-    async def _cancel_backend(self, turn: Turn, grace_s: float = CANCEL_GRACE_S) -> None:
-        """The provider's `cancel` for the turn's session, bounded by the grace; never raises."""
-        host = self._host
-        try:
-            if host is not None and host.runtime is not None:
-                with anyio.move_on_after(grace_s):
-                    await host.runtime.cancel(turn.session_id)
-        except Exception:
-            log.exception("cancel failed in provider %s", self.provider.name)
-
-class _InputWatch(anyio.abc.ByteReceiveStream):
-    """The client's input stream; tells the agent when it ended (the client is gone)."""
-
-    def __init__(self, stream: anyio.abc.ByteReceiveStream, agent: Agent) -> None:
-        self._stream = stream
-        self._agent = agent
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        try:
-            return await self._stream.receive(max_bytes)
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._agent.input_gone()
-            raise
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
+        if session is not None:
+            await self.turns.cancel(session)
 
 
 def _session_not_found(session_id: str) -> RpcError:
