@@ -1,8 +1,10 @@
 """The provider-neutral ACP agent: routes ACP methods to the provider runtime.
 
-It owns the runtime, the sessions and the cancellation of turns; what a turn does with the
-neutral events the provider emits (ACP updates, failure records, baseline errors, auth status)
-lives in `acp_agent.turn`. It never imports a vendor SDK and knows no vendor's event shapes.
+It owns the runtime and the sessions; running a prompt (a turn's start, the provider's turn,
+its cancellation, its end) lives in `acp_agent.turn_runner`, what a turn does with the neutral
+events the provider emits (ACP updates, failure records, baseline errors, auth status) in
+`acp_agent.turn`, and sign-in in `acp_agent.signin`. It never imports a vendor SDK and knows no
+vendor's event shapes.
 """
 
 from __future__ import annotations
