@@ -1,8 +1,10 @@
 """The provider-neutral ACP agent: routes ACP methods to the provider runtime.
 
-It owns the runtime, the sessions and the cancellation of turns; what a turn does with the
-neutral events the provider emits (ACP updates, failure records, baseline errors, auth status)
-lives in `acp_agent.turn`. It never imports a vendor SDK and knows no vendor's event shapes.
+It owns the runtime and the sessions; running a prompt (a turn's start, the provider's turn,
+its cancellation, its end) lives in `acp_agent.turn_runner`, what a turn does with the neutral
+events the provider emits (ACP updates, failure records, baseline errors, auth status) in
+`acp_agent.turn`, and sign-in in `acp_agent.signin`. It never imports a vendor SDK and knows no
+vendor's event shapes.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -21,20 +22,15 @@ import anyio.lowlevel
 import cattrs
 from attrs import define, field
 
-from acp_agent import acp, terminal_auth
+from acp_agent import acp
 from acp_agent.acp import Methods as M
-from acp_agent.admission import PromptLine, ReleaseOnce
+from acp_agent.admission import ReleaseOnce
 from acp_agent.auth import (
     CredentialState,
     KeyringStore,
-    KeyringUnavailable,
-    auth_status_key,
     auth_status_negotiated,
-    configuration_status,
-    resolve_credentials,
     with_keyring_credential,
 )
-from acp_agent.events import TurnEnd
 from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import (
     FailureKind,
@@ -45,7 +41,6 @@ from acp_agent.failures import (
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.presentation import ClientFeatures
-from acp_agent.process import parent_death_argv
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -66,8 +61,10 @@ from acp_agent.rpc import (
     RpcError,
 )
 from acp_agent.scrub import ScrubbingSendStream
+from acp_agent.signin import SignIn
 from acp_agent.turn import PERMISSION_TIMEOUT_S, LoadingSession, Outbox, PendingSession, Session, Turn, baseline_error
-from acp_agent.wire import UNSET, Unset, clip, describe_error
+from acp_agent.turn_runner import InputWatch, TurnRunner
+from acp_agent.wire import UNSET, clip, describe_error
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +114,9 @@ class Agent:
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
         self.provider = settings.provider
+        self.signin = SignIn(self.provider, settings.environ, settings.keyring, settings.redact,
+                             settings.agent_command, backend_environ=self._backend_environ,
+                             logout_budget_s=LOGOUT_COMMAND_BUDGET_S)
         self.converter = acp.make_acp_converter()
         self.sessions: dict[str, Session] = {}
         self.router = SessionRouter()
@@ -130,8 +130,10 @@ class Agent:
         self._host_lock = anyio.Lock()
         self._backend_outdated = False
         """A sign-in happened while sessions were open: replace the backend once none is."""
-        self._lines: weakref.WeakKeyDictionary[Session, PromptLine] = weakref.WeakKeyDictionary()
-        self.input_ended = False
+        self.turns = TurnRunner(self.provider.name, start_runtime=self.runtime,
+                                running_runtime=lambda: self._host.runtime if self._host is not None else None,
+                                cancel_grace_s=CANCEL_GRACE_S, input_gone_cancel_grace_s=INPUT_GONE_CANCEL_GRACE_S)
+        """Runs the prompts: a turn's lifecycle, its cancellation, each session's prompt line."""
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -174,7 +176,7 @@ class Agent:
         Every frame goes out through the scrubber, so no secret the redactor holds reaches the
         client, whichever part of the agent wrote it.
         """
-        self.connection = Connection(_InputWatch(receive, self), ScrubbingSendStream(send, self.settings.redact),
+        self.connection = Connection(InputWatch(receive, self.turns), ScrubbingSendStream(send, self.settings.redact),
                                      self.methods())
         self.outbox.connection = self.connection
         if max_line_bytes:
@@ -333,19 +335,13 @@ class Agent:
                 execution="notSubmitted"), self.settings.redact) from None
 
     def credentials(self) -> CredentialState:
-        return resolve_credentials(self.provider.name, self.provider.credentials, self.settings.environ,
-                                   self.settings.keyring)
-
-    def _auth_meta(self) -> dict[str, Any] | Unset:
-        if not self.outbox.auth_status:
-            return UNSET
-        return {auth_status_key(self.provider.name): configuration_status(self.credentials())}
+        return self.signin.credentials()
 
     # -- initialize and auth ------------------------------------------------------------------------
 
     async def initialize(self, params: Any) -> Any:
         request = self._parse(params, acp.InitializeRequest)
-        self.client_capabilities = request.client_capabilities
+        self.client_capabilities = self.signin.client_capabilities = request.client_capabilities
         client_meta = request.client_capabilities.meta
         self.outbox.capable = negotiated(client_meta)
         self.outbox.auth_status = auth_status_negotiated(client_meta, self.provider.name)
@@ -366,7 +362,7 @@ class Agent:
             meta["steering"] = {"supported": True}
         if self.outbox.capable:
             meta.update(advertised_meta())
-        auth_meta = self._auth_meta()
+        auth_meta = self.signin.auth_meta(self.outbox.auth_status)
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -379,7 +375,7 @@ class Agent:
                 session_capabilities=session_caps,
                 auth=acp.AgentAuthCapabilities(logout={}),
             ),
-            auth_methods=self._auth_methods(),
+            auth_methods=self.signin.auth_methods(),
             agent_info=acp.Implementation(name=f"acp-agent-{self.provider.name}",
                                           version=self.settings.agent_version,
                                           title=f"{self.provider.title} (acp-agent)"),
@@ -387,40 +383,11 @@ class Agent:
         )
         return self._dump(response)
 
-    def _auth_methods(self) -> list[acp.AuthMethod]:
-        return terminal_auth.auth_methods(self.provider, self.client_capabilities, self.settings.environ,
-                                          self.settings.agent_command)
-
     async def authenticate(self, params: Any) -> Any:
         request = self._parse(params, acp.AuthenticateRequest)
-        known = {method.id for method in self._auth_methods()}
-        if request.method_id not in known:
-            raise RpcError(INVALID_PARAMS, f"Unknown auth method: {clip(request.method_id)}", {"field": "methodId"})
-        spec = self.provider.credentials
-        login = next((login for login in spec.terminal_logins if login.id == request.method_id), None)
-        if login is not None:
-            await self._check_vendor_sign_in(login.name, login.id)
-        elif not self.credentials().configured:
-            variables = " or ".join(spec.env_vars) if spec.env_vars else "the provider's credentials"
-            hint = spec.login_hint or f"run `acp-agent auth set --provider {self.provider.name}`"
-            raise RpcError(-32000, f"No {self.provider.title} credentials are configured: set {variables}, or {hint}.",
-                           {"provider": self.provider.name})
+        await self.signin.authenticate(request.method_id)
         await self._pick_up_new_credentials()
-        return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
-
-    async def _check_vendor_sign_in(self, name: str, method_id: str) -> None:
-        """After a terminal sign-in: ask the vendor CLI's status command, else the credential evidence."""
-        spec = self.provider.credentials
-        program = spec.vendor_cli(self.settings.environ) if spec.vendor_cli and spec.status_args else None
-        signed_in = None
-        if program:
-            signed_in = await terminal_auth.vendor_status(program, spec.status_args, self._backend_environ())
-        if signed_in is None:
-            signed_in = self.credentials().configured
-        if not signed_in:
-            raise RpcError(-32000, f"Not signed in to {self.provider.title}: the sign-in ({name}) did not "
-                           "complete. Run it again in the terminal.",
-                           {"provider": self.provider.name, "methodId": method_id})
+        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.outbox.auth_status)))
 
     async def _pick_up_new_credentials(self) -> None:
         """Let the next session start a backend that sees what the sign-in stored.
@@ -443,31 +410,8 @@ class Agent:
         for session in list(self.sessions.values()):
             await self._end_session(session)
         await self._close_runtime()
-        await self._run_logout_command()
-        if self.settings.keyring is not None:
-            try:
-                secret = self.settings.keyring.get(self.provider.name)
-                self.settings.keyring.delete(self.provider.name)
-                self.settings.redact.add(secret)
-            except KeyringUnavailable as exc:
-                log.info("logout could not reach the keyring: %s", exc)
-        return self._dump(acp.MetaOnlyResponse(meta=self._auth_meta()))
-
-    async def _run_logout_command(self) -> None:
-        """The vendor's own logout (e.g. `muse logout`), bounded; its output only reaches the log."""
-        spec = self.provider.credentials
-        program = spec.vendor_cli(self.settings.environ) if spec.vendor_cli and spec.logout_args else None
-        if not program:
-            return
-        command = (program, *spec.logout_args)
-        try:
-            with anyio.fail_after(LOGOUT_COMMAND_BUDGET_S):
-                result = await anyio.run_process(parent_death_argv(command, self.settings.environ),
-                                                 env=dict(self.settings.environ),
-                                                 check=False)
-            log.info("%s exited with %d", command[0], result.returncode)
-        except (OSError, TimeoutError) as exc:
-            log.warning("%s could not be run: %s", command[0], type(exc).__name__)
+        await self.signin.logout()
+        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.outbox.auth_status)))
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -569,7 +513,7 @@ class Agent:
         request = self._parse(params, acp.LoadSessionRequest)
         self._check_cwd(request.cwd)
         existing = self.sessions.get(request.session_id)
-        if existing is not None and (existing.turn is not None or self._line(existing).busy):
+        if existing is not None and (existing.turn is not None or self.turns.line(existing).busy):
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
         credentials = self._client_credentials(request.meta)
         directories = self._additional_directories(request.additional_directories)
@@ -634,9 +578,9 @@ class Agent:
     async def _end_session(self, session: Session) -> None:
         self.sessions.pop(session.session_id, None)
         self.router.close(session.session_id)
-        self._line(session).drop_waiting()
+        self.turns.line(session).drop_waiting()
         if session.turn is not None:
-            await self._cancel_turn(session.turn)
+            await self.turns.cancel_turn(session.turn)
         host = self._host
         if host is not None and host.runtime is not None:
             async with self._provider_call("session/close"):
@@ -675,12 +619,6 @@ class Agent:
 
     # -- turns ------------------------------------------------------------------------------------
 
-    def _line(self, session: Session) -> PromptLine:
-        line = self._lines.get(session)
-        if line is None:
-            line = self._lines[session] = PromptLine()
-        return line
-
     async def prompt(self, params: Any) -> Any:
         request = self._parse(params, acp.PromptRequest)
         session = self._session(request.session_id)
@@ -694,16 +632,16 @@ class Agent:
         prompt starts only once this one's answer is written (`ReleaseOnce` as `on_written`), so
         no update of the next turn precedes it.
         """
-        line = self._line(session)
+        line = self.turns.line(session)
         queued = line.busy
         if not await line.enter():
             return self._dump(acp.PromptResponse(stop_reason="cancelled"))
         release = ReleaseOnce(line)
         try:
-            if queued and (self.input_ended or self.sessions.get(session.session_id) is not session):
+            if queued and (self.turns.input_ended or self.sessions.get(session.session_id) is not session):
                 result: Any = self._dump(acp.PromptResponse(stop_reason="cancelled"))
             else:
-                result = await self._run_prompt(session, prompt)
+                result = await self.turns.run(session, prompt)
         except RpcError as exc:
             exc.on_written = _both(exc.on_written, release)
             raise
@@ -756,123 +694,11 @@ class Agent:
         if isinstance(result, Reply):
             result.on_written(False)
 
-    async def _run_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
-        turn = session.start_turn(str(uuid.uuid4()))
-        stop_reason: acp.StopReason = "end_turn"
-        try:
-            # What was kept for the session (or for whichever session came next) goes first.
-            await session.open()
-            async with anyio.create_task_group() as watch:
-                watch.start_soon(self._stop_backend_if_abandoned, turn)
-                stop_reason = await self._run_provider_turn(session, turn, prompt)
-                turn.backend_done = True
-                watch.cancel_scope.cancel()
-        finally:
-            turn.end()
-        # A cancelled request is answered -32800 now that its turn is over (the watcher cancelled it).
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        if turn.cancel_requested and turn.failure is None:
-            stop_reason = "cancelled"
-        return await turn.finish(stop_reason)
-
-    async def _run_provider_turn(self, session: Session, turn: Turn,
-                                 prompt: Sequence[acp.ContentBlock]) -> acp.StopReason:
-        """The provider's turn, shielded from the request's own cancellation.
-
-        A cancelled request (`$/cancel_request`, the client gone) must not cut the provider off
-        mid-turn: its backend would go on and the next prompt would read this turn's answer. The
-        watcher asks the provider to cancel instead; only `run_scope` (the cancel grace, shutdown)
-        ends the provider's turn by force.
-        """
-        stop_reason: acp.StopReason = "end_turn"
-        with anyio.CancelScope(shield=True) as turn.run_scope:
-            try:
-                runtime = await self.runtime()
-                end = await runtime.prompt(session.session_id, prompt, turn)
-                stop_reason = end.stop_reason if isinstance(end, TurnEnd) else "end_turn"
-            except PhaseDeadlineExceeded as exc:
-                turn.record_failure(exc.observation)
-                # The deadline ended the prompt, not necessarily the backend's turn.
-                await self._cancel_backend(turn)
-            except (TurnFailed, PhaseFailed) as exc:
-                turn.record_failure(exc.observation)
-            except NotSupported as exc:
-                turn.record_failure(self._internal_failure(f"The provider cannot run this prompt ({exc})."))
-            except Exception:
-                log.exception("turn %s failed in provider %s", turn.turn_id, self.provider.name)
-                turn.record_failure(self._internal_failure("The agent hit an internal error while running the turn."))
-        return stop_reason
-
-    async def _stop_backend_if_abandoned(self, turn: Turn) -> None:
-        """Runs beside the provider's turn; when the request is cancelled, cancel the turn like `session/cancel`."""
-        try:
-            await anyio.sleep_forever()
-        finally:
-            if not turn.backend_done:
-                with anyio.CancelScope(shield=True):
-                    log.info("prompt request of turn %s ended early; cancelling the backend turn", turn.turn_id)
-                    grace_s = INPUT_GONE_CANCEL_GRACE_S if self.input_ended else CANCEL_GRACE_S
-                    await self._cancel_turn(turn, grace_s)
-
-    def input_gone(self) -> None:
-        """The client closed its input: queued prompts will not run (nobody reads their turns)."""
-        self.input_ended = True
-        for line in list(self._lines.values()):
-            line.drop_waiting()
-
-    def _internal_failure(self, title: str) -> FailureObservation:
-        return FailureObservation(kind=FailureKind.INTERNAL_ERROR, native_kind="internalError", title=title,
-                                  source="adapter", outcome="unknown", execution="possiblySubmitted")
-
     async def cancel(self, params: Any) -> None:
         request = self._parse(params, acp.SessionIdRequest)
         session = self.sessions.get(request.session_id)
-        if session is None:
-            return
-        # The prompts queued before this cancel are cancelled with the running turn (as both
-        # reference adapters do); a prompt sent after it runs.
-        self._line(session).drop_waiting()
-        if session.turn is not None:
-            await self._cancel_turn(session.turn)
-
-    async def _cancel_turn(self, turn: Turn, grace_s: float = CANCEL_GRACE_S) -> None:
-        """Ask the provider to cancel; its prompt is cut off by force once the grace is over."""
-        turn.cancel_requested = True
-        for scope in list(turn.permission_scopes):
-            scope.cancel()
-        host = self._host
-        if host is None or host.runtime is None:
-            grace_s = 0  # the runtime is closed (shutdown): no backend turn is left to wait for
-        if turn.run_scope is not None:
-            turn.run_scope.deadline = min(turn.run_scope.deadline, anyio.current_time() + grace_s)
-        await self._cancel_backend(turn, grace_s)
-
-    async def _cancel_backend(self, turn: Turn, grace_s: float = CANCEL_GRACE_S) -> None:
-        """The provider's `cancel` for the turn's session, bounded by the grace; never raises."""
-        host = self._host
-        try:
-            if host is not None and host.runtime is not None:
-                with anyio.move_on_after(grace_s):
-                    await host.runtime.cancel(turn.session_id)
-        except Exception:
-            log.exception("cancel failed in provider %s", self.provider.name)
-
-class _InputWatch(anyio.abc.ByteReceiveStream):
-    """The client's input stream; tells the agent when it ended (the client is gone)."""
-
-    def __init__(self, stream: anyio.abc.ByteReceiveStream, agent: Agent) -> None:
-        self._stream = stream
-        self._agent = agent
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        try:
-            return await self._stream.receive(max_bytes)
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._agent.input_gone()
-            raise
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
+        if session is not None:
+            await self.turns.cancel(session)
 
 
 def _session_not_found(session_id: str) -> RpcError:
