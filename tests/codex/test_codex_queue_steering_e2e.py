@@ -55,6 +55,12 @@ def joined(parts: list[str]) -> str:
     return "|".join(out)
 
 
+async def shown(agent: CodexAgent, session_id: str, words: str) -> None:
+    """Wait until the client has been shown `words` of the running turn's answer: codex has then
+    streamed that answer out, so input steered afterwards cannot replace it."""
+    await agent.watched.wait_for(lambda _: words in joined(transcript(agent, session_id)), timeout_s=30)
+
+
 async def release(api: FakeResponsesAPI) -> None:
     api.release()
 
@@ -125,6 +131,7 @@ async def test_a_steer_joins_the_running_turn(tmp_path: Path, capable: bool) -> 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(prompt, "alpha")
                 await wait_for_turn_requests(api, 1)
+                await shown(agent, sid, "echo: alpha")
                 steer = await agent.conn.ext_method("session/steering", {
                     "sessionId": sid, "prompt": [{"type": "text", "text": "bravo"}]})
                 assert steer == {"outcome": "injected"}
