@@ -107,9 +107,12 @@ async def test_a_client_that_steers_the_running_turn(tmp_path: Path, capable: bo
         async def prompt(text: str) -> None:
             results.append((await agent.conn.prompt(session_id=sid, prompt=text_prompt(text))).stop_reason)
 
+        running = anyio.Event()  # the turn's first text is shown: the backend is in its turn
+        agent.client.update_hook = lambda _sid, update: (
+            running.set() if update.session_update == "agent_message_chunk" else None)
         async with anyio.create_task_group() as tg:
             tg.start_soon(prompt, "alpha")
-            await agent.conn.list_sessions()
+            await running.wait()
             steer = await agent.conn.ext_method("session/steering", {
                 "sessionId": sid, "prompt": [{"type": "text", "text": "and this"}]})
             assert steer == {"outcome": "injected"}
