@@ -31,6 +31,7 @@ from acp_agent.auth import (
     auth_status_negotiated,
     with_keyring_credential,
 )
+from acp_agent.backend_host import BackendHost, RuntimeHost
 from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import (
     FailureKind,
@@ -95,19 +96,6 @@ class AgentSettings:
     """How a terminal starts this agent again (`_meta["terminal-auth"]` of terminal auth methods)."""
 
 
-@define(eq=False)
-class _RuntimeHost:
-    """Owns the provider runtime in one long-lived task, so its task groups enter and exit together."""
-
-    ready: anyio.Event = field(factory=anyio.Event)
-    stop: anyio.Event = field(factory=anyio.Event)
-    done: anyio.Event = field(factory=anyio.Event)
-    runtime: ProviderRuntime | None = None
-    error: BaseException | None = None
-    early_environ: Mapping[str, str] | None = None
-    """Set while a runtime opened at start-up (`ProviderSpec.start_early`) awaits its first use."""
-
-
 class Agent:
     """The ACP agent for one provider over one connection."""
 
@@ -126,12 +114,10 @@ class Agent:
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
-        self._host: _RuntimeHost | None = None
-        self._host_lock = anyio.Lock()
-        self._backend_outdated = False
-        """A sign-in happened while sessions were open: replace the backend once none is."""
+        self.backend = BackendHost(self.provider)
+        """Opens, replaces and closes the provider runtime."""
         self.turns = TurnRunner(self.provider.name, start_runtime=self.runtime,
-                                running_runtime=lambda: self._host.runtime if self._host is not None else None,
+                                running_runtime=lambda: self.backend.running,
                                 cancel_grace_s=CANCEL_GRACE_S, input_gone_cancel_grace_s=INPUT_GONE_CANCEL_GRACE_S)
         """Runs the prompts: a turn's lifecycle, its cancellation, each session's prompt line."""
 
@@ -184,10 +170,11 @@ class Agent:
         self.connection.eof_grace_s = EOF_GRACE_S
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
+            self.backend.attach(task_group)
             if self.provider.start_early:
                 # Without the keyring: loading its backends costs ~200 ms, which would delay
                 # `initialize`. A secret found there later makes the first session reopen it.
-                self._open_host(self.runtime_context(dict(self.settings.environ)), early=True)
+                self.backend.open(self.runtime_context(dict(self.settings.environ)), early=True)
             try:
                 await self.connection.serve()
             finally:
@@ -202,7 +189,7 @@ class Agent:
                 if session.turn is not None and session.turn.run_scope is not None:
                     session.turn.run_scope.cancel()
             self.sessions.clear()
-            await self._close_runtime()
+            await self.backend.close()
 
     # -- the runtime ------------------------------------------------------------------------------
 
@@ -224,65 +211,13 @@ class Agent:
             self.settings.redact.add(state.secret)
         return with_keyring_credential(self.settings.environ, state, self.provider.credentials)
 
-    def _open_host(self, context: RuntimeContext, *, early: bool = False) -> _RuntimeHost:
-        host = _RuntimeHost(early_environ=context.environ if early else None)
-        self._host = host
-        self._backend_outdated = False  # a new backend starts with what is configured now
-        assert self._task_group is not None
-        self._task_group.start_soon(self._host_runtime, host, context)
-        return host
-
     async def runtime(self) -> ProviderRuntime:
-        async with self._host_lock:
-            host = self._host
-            if host is not None and self._backend_outdated and not self.sessions:
-                await self._close_runtime()
-                host = None
-            if host is not None and host.early_environ is not None:
-                # The runtime opened at start-up is adopted only if a session would get the same
-                # environment (credentials may have changed since, e.g. through the keyring).
-                context = self.runtime_context()
-                host.early_environ, early_environ = None, host.early_environ
-                if early_environ != context.environ and not host.done.is_set():
-                    host.stop.set()  # it closes in its own task; the session need not wait
-                    host = self._open_host(context)
-            if host is None or host.done.is_set():
-                host = self._open_host(self.runtime_context())
-        await host.ready.wait()
-        if host.runtime is None:
-            error = host.error
-            if isinstance(error, PhaseDeadlineExceeded | PhaseFailed):
-                raise error
-            raise PhaseFailed(FailureObservation(
-                kind=FailureKind.INTERNAL_ERROR, native_kind="internalError",
-                title=f"The {self.provider.title} backend could not be started.", source="adapter",
-                execution="notSubmitted", phase="initializing"))
-        return host.runtime
+        return await self.backend.runtime(self.runtime_context, sessions_open=bool(self.sessions))
 
-    async def _host_runtime(self, host: _RuntimeHost, context: RuntimeContext) -> None:
-        try:
-            async with self.provider.open_runtime(context) as runtime:
-                host.runtime = runtime
-                host.ready.set()
-                await host.stop.wait()
-        except Exception as exc:
-            if not host.ready.is_set():
-                log.warning("runtime of %s failed to start: %s", self.provider.name, type(exc).__name__)
-            else:
-                log.exception("runtime of %s failed", self.provider.name)
-            host.error = exc
-        finally:
-            host.runtime = None
-            host.ready.set()
-            host.done.set()
-
-    async def _close_runtime(self) -> None:
-        host = self._host
-        self._host = None
-        if host is None:
-            return
-        host.stop.set()
-        await host.done.wait()
+    @property
+    def _host(self) -> RuntimeHost | None:
+        """The runtime's current opening (tests reach the runtime through it)."""
+        return self.backend.current
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -386,30 +321,14 @@ class Agent:
     async def authenticate(self, params: Any) -> Any:
         request = self._parse(params, acp.AuthenticateRequest)
         await self.signin.authenticate(request.method_id)
-        await self._pick_up_new_credentials()
+        await self.backend.replace_when_idle(sessions_open=bool(self.sessions))
         return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.outbox.auth_status)))
-
-    async def _pick_up_new_credentials(self) -> None:
-        """Let the next session start a backend that sees what the sign-in stored.
-
-        A running backend keeps the environment (and, for some vendors, the sign-in) it started
-        with; it is replaced as soon as no session uses it, so the next `session/new` starts a
-        fresh one (an open session keeps its backend: ending it under the client is worse).
-        """
-        if self._host is None:
-            return
-        if self.sessions:
-            self._backend_outdated = True
-            return
-        async with self._host_lock:
-            self._backend_outdated = False
-            await self._close_runtime()
 
     async def logout(self, params: Any) -> Any:
         self._parse(params, acp.LogoutRequest)
         for session in list(self.sessions.values()):
             await self._end_session(session)
-        await self._close_runtime()
+        await self.backend.close()
         await self.signin.logout()
         return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.outbox.auth_status)))
 
@@ -581,10 +500,10 @@ class Agent:
         self.turns.line(session).drop_waiting()
         if session.turn is not None:
             await self.turns.cancel_turn(session.turn)
-        host = self._host
-        if host is not None and host.runtime is not None:
+        runtime = self.backend.running
+        if runtime is not None:
             async with self._provider_call("session/close"):
-                await host.runtime.close_session(session.session_id)
+                await runtime.close_session(session.session_id)
 
     async def set_mode(self, params: Any) -> Any:
         request = self._parse(params, acp.SetModeRequest)

@@ -1,0 +1,133 @@
+"""The provider runtime's home: one long-lived task that opens it, keeps it, and closes it.
+
+The runtime's task groups must enter and leave in one task, so the runtime lives in a task of
+the agent's task group rather than in whichever request first needed it. Kept apart from the
+agent so ACP methods only ask for "the runtime" and never see how it is opened (at start-up for
+`ProviderSpec.start_early`, else on first use), replaced (its backend died, or a sign-in made it
+outdated) or closed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+import anyio
+import anyio.abc
+from attrs import define, field
+
+from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.phases import PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.provider import ProviderRuntime, ProviderSpec, RuntimeContext
+
+log = logging.getLogger(__name__)
+
+
+@define(eq=False)
+class RuntimeHost:
+    """One opening of the runtime, owned by its task."""
+
+    ready: anyio.Event = field(factory=anyio.Event)
+    stop: anyio.Event = field(factory=anyio.Event)
+    done: anyio.Event = field(factory=anyio.Event)
+    runtime: ProviderRuntime | None = None
+    error: BaseException | None = None
+    early_environ: Mapping[str, str] | None = None
+    """Set while a runtime opened at start-up (`ProviderSpec.start_early`) awaits its first use."""
+
+
+class BackendHost:
+    """Opens the provider's runtime when asked, and replaces or closes it."""
+
+    def __init__(self, provider: ProviderSpec) -> None:
+        self.provider = provider
+        self.current: RuntimeHost | None = None
+        self.outdated = False
+        """A sign-in happened while sessions were open: replace the backend once none is."""
+        self._lock = anyio.Lock()
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    def attach(self, task_group: anyio.abc.TaskGroup) -> None:
+        """The task group the runtime's task runs in (the agent's, for one connection)."""
+        self._task_group = task_group
+
+    @property
+    def running(self) -> ProviderRuntime | None:
+        return self.current.runtime if self.current is not None else None
+
+    def open(self, context: RuntimeContext, *, early: bool = False) -> RuntimeHost:
+        host = RuntimeHost(early_environ=context.environ if early else None)
+        self.current = host
+        self.outdated = False  # a new backend starts with what is configured now
+        assert self._task_group is not None
+        self._task_group.start_soon(self._serve, host, context)
+        return host
+
+    async def runtime(self, context: Callable[[], RuntimeContext], *, sessions_open: bool) -> ProviderRuntime:
+        """The runtime, opened (or replaced) first if need be; `context` is what a new one gets."""
+        async with self._lock:
+            host = self.current
+            if host is not None and self.outdated and not sessions_open:
+                await self.close()
+                host = None
+            if host is not None and host.early_environ is not None:
+                # The runtime opened at start-up is adopted only if a session would get the same
+                # environment (credentials may have changed since, e.g. through the keyring).
+                fresh = context()
+                host.early_environ, early_environ = None, host.early_environ
+                if early_environ != fresh.environ and not host.done.is_set():
+                    host.stop.set()  # it closes in its own task; the session need not wait
+                    host = self.open(fresh)
+            if host is None or host.done.is_set():
+                host = self.open(context())
+        await host.ready.wait()
+        if host.runtime is None:
+            error = host.error
+            if isinstance(error, PhaseDeadlineExceeded | PhaseFailed):
+                raise error
+            raise PhaseFailed(FailureObservation(
+                kind=FailureKind.INTERNAL_ERROR, native_kind="internalError",
+                title=f"The {self.provider.title} backend could not be started.", source="adapter",
+                execution="notSubmitted", phase="initializing"))
+        return host.runtime
+
+    async def replace_when_idle(self, *, sessions_open: bool) -> None:
+        """Let the next session start a backend that sees what a sign-in stored.
+
+        A running backend keeps the environment (and, for some vendors, the sign-in) it started
+        with; it is replaced as soon as no session uses it, so the next `session/new` starts a
+        fresh one (an open session keeps its backend: ending it under the client is worse).
+        """
+        if self.current is None:
+            return
+        if sessions_open:
+            self.outdated = True
+            return
+        async with self._lock:
+            self.outdated = False
+            await self.close()
+
+    async def close(self) -> None:
+        host = self.current
+        self.current = None
+        if host is None:
+            return
+        host.stop.set()
+        await host.done.wait()
+
+    async def _serve(self, host: RuntimeHost, context: RuntimeContext) -> None:
+        try:
+            async with self.provider.open_runtime(context) as runtime:
+                host.runtime = runtime
+                host.ready.set()
+                await host.stop.wait()
+        except Exception as exc:
+            if not host.ready.is_set():
+                log.warning("runtime of %s failed to start: %s", self.provider.name, type(exc).__name__)
+            else:
+                log.exception("runtime of %s failed", self.provider.name)
+            host.error = exc
+        finally:
+            host.runtime = None
+            host.ready.set()
+            host.done.set()
