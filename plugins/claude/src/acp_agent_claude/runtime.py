@@ -33,6 +33,7 @@ from acp_agent.acp import (
     ConfigOption,
     ConfigOptionValue,
     ContentBlock,
+    CurrentModeUpdate,
     McpServer,
     PermissionOption,
     SessionInfo,
@@ -55,7 +56,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.wire import UNSET
-from acp_agent_claude import classify, content, history
+from acp_agent_claude import asking, classify, content, history
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
 
@@ -617,11 +618,17 @@ class ClaudeRuntime(ProviderRuntime):
         turn = session.turn
         if turn is None or (session.fold is not None and session.fold.cancel_requested):
             return {"behavior": "deny", "message": "The turn was cancelled.", "interrupt": True}
+        if tool_name == asking.ASK_TOOL:
+            return await self._ask_user(session, turn, tool_input)
         call = content.tool_call(request.get("tool_use_id") or f"permission-{uuid.uuid4()}", tool_name, tool_input,
                                  session.cwd)
-        update = ToolCallUpdate(tool_call_id=call.tool_call_id, title=request.get("title") or call.title,
+        exit_plan = tool_name == asking.EXIT_PLAN_TOOL
+        update = ToolCallUpdate(tool_call_id=call.tool_call_id,
+                                title=asking.EXIT_PLAN_TITLE if exit_plan else request.get("title") or call.title,
                                 kind=call.kind, status="pending", content=call.content, locations=call.locations,
                                 raw_input=dict(tool_input))
+        if exit_plan:
+            return await self._leave_plan_mode(session, turn, update, tool_input)
         choice = await turn.request_permission(update, PERMISSION_OPTIONS)
         if choice in ("allow", "allow_always"):
             # Allowed: the CLI runs the tool now; its result completes or fails the call.
@@ -639,6 +646,40 @@ class ClaudeRuntime(ProviderRuntime):
         if cancelled:
             denied["interrupt"] = True
         return denied
+
+    async def _ask_user(self, session: ClaudeSession, turn: TurnChannel, tool_input: dict[str, Any]) -> dict[str, Any]:
+        """AskUserQuestion: the core asks (elicitation or permission options); the answers go back
+        as the tool's input. A dismissed question (or a cancelled turn) refuses the tool."""
+        question = asking.question(tool_input)
+        if question is None:
+            return {"behavior": "deny", "message": "AskUserQuestion called with no valid questions."}
+        answer = await turn.ask(question)
+        if answer.action == "cancel":
+            denied: dict[str, Any] = {"behavior": "deny", "message": "The user dismissed the question."}
+            if session.fold is not None and session.fold.cancel_requested:
+                denied["interrupt"] = True
+            return denied
+        return {"behavior": "allow", "updatedInput": asking.answered_input(tool_input, answer)}
+
+    async def _leave_plan_mode(self, session: ClaudeSession, turn: TurnChannel, update: ToolCallUpdate,
+                               tool_input: dict[str, Any]) -> dict[str, Any]:
+        """ExitPlanMode: approve the plan and switch to a mode (the CLI switches; the client hears
+        `current_mode_update`), or keep planning (the turn stops, as in claude-agent-acp)."""
+        modes = [mode[0] for mode in available_modes(self.context.environ)]
+        choice = await turn.request_permission(update, asking.exit_plan_options(modes))
+        mode = asking.EXIT_PLAN_MODES.get(choice or "")
+        if mode is None:
+            cancelled = choice is None and session.fold is not None and session.fold.cancel_requested
+            if session.fold is not None:
+                # The interrupt ends the turn with an error result: an intended stop, so the
+                # turn ends `cancelled` (as claude-agent-acp maps it) and the user types feedback.
+                session.fold.cancel_requested = True
+            message = "The turn was cancelled." if cancelled else "User chose to keep planning"
+            return {"behavior": "deny", "message": message, "interrupt": True}
+        session.mode = mode
+        await turn.emit(ToolCallUpdate(tool_call_id=update.tool_call_id, status="in_progress"))
+        await turn.emit(CurrentModeUpdate(current_mode_id=mode))
+        return asking.exit_plan_approval(tool_input, mode)
 
     @staticmethod
     async def _stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:

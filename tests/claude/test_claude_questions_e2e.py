@@ -1,0 +1,158 @@
+"""Claude Code asking the user (issue 12, items 3 and 4): AskUserQuestion becomes an ACP
+elicitation for a client that offers one, else permission requests whose options are the answers,
+and the answers reach the CLI as the tool's input; leaving plan mode (ExitPlanMode) offers
+claude-agent-acp's choices and switches the session's mode.
+
+Real Claude Code CLI against the fake Anthropic API, which scripts the tool calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp import schema
+
+from tests.claude.e2e_support import claude_agent, text
+from tests.fakes.anthropic_api import FakeAnthropicAPI, RecordedRequest
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(150)]
+
+ASK = {"tool_use": {"name": "AskUserQuestion", "id": "toolu_ask1", "input": {"questions": [
+    {"question": "Which color?", "header": "Color", "multiSelect": False,
+     "options": [{"label": "Blue", "description": "cool"}, {"label": "Red", "description": "warm"}]}]}}}
+FORM = schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities())
+PLAN = "1. Write the code\n2. Test it"
+EXIT_PLAN = {"tool_use": {"name": "ExitPlanMode", "id": "toolu_plan1", "input": {"plan": PLAN}}}
+
+
+def tool_result(request: RecordedRequest, tool_use_id: str) -> dict[str, Any]:
+    """The tool_result block the CLI sent back to the model for `tool_use_id`."""
+    for message in (request.body or {}).get("messages") or []:
+        for block in message.get("content") or [] if isinstance(message.get("content"), list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+                return block
+    raise AssertionError(f"no tool_result for {tool_use_id}")
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content)
+
+
+async def ask_once(tmp_path: Path, *, elicitation: Any = None, **answer: Any) -> tuple[Any, FakeAnthropicAPI, str, str]:
+    with FakeAnthropicAPI([ASK, {"reply": "noted"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False, elicitation=elicitation) as agent:
+            if "elicit" in answer:
+                agent.client.elicitation = answer["elicit"]
+            if "permission" in answer:
+                agent.client.permission = answer["permission"]
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask me"))
+    assert agent.frames.problems == []
+    return agent, api, session.session_id, outcome.stop_reason
+
+
+@pytest.mark.parametrize(("response", "expected"), [
+    (schema.AcceptElicitationResponse(action="accept", content={"question_0": "Red"}), '"Which color?"="Red"'),
+    (schema.DeclineElicitationResponse(action="decline"), None),
+], ids=["accept", "decline"])
+async def test_ask_user_question_is_an_elicitation_for_a_client_that_offers_it(
+        tmp_path: Path, response: Any, expected: str | None) -> None:
+    agent, api, _, stop = await ask_once(tmp_path, elicitation=FORM, elicit=lambda message, mode: response)
+    assert stop == "end_turn"
+    [(message, mode)] = agent.client.elicitations
+    assert message == "Which color?"
+    field = mode.requested_schema.model_dump(by_alias=True, exclude_none=True)["properties"]["question_0"]
+    assert field["title"] == "Color"
+    assert [(o["const"], o.get("description")) for o in field["oneOf"]] == [("Blue", "cool"), ("Red", "warm")]
+    assert agent.client.permission_requests == []
+    answer = result_text(tool_result(api.turn_requests[1], "toolu_ask1"))
+    if expected is not None:
+        assert expected in answer
+    else:
+        assert "Red" not in answer and "Blue" not in answer
+
+
+async def test_ask_user_question_is_a_permission_whose_options_are_the_answers_otherwise(tmp_path: Path) -> None:
+    agent, api, _, stop = await ask_once(tmp_path, permission=lambda options: options[1].option_id)
+    assert stop == "end_turn"
+    assert agent.client.elicitations == []
+    [(tool_call, options)] = agent.client.permission_requests
+    assert tool_call.title == "Which color?"
+    assert [(o.option_id, o.name) for o in options] == [("choice-0", "Blue"), ("choice-1", "Red"), ("decline", "Decline")]
+    assert '"Which color?"="Red"' in result_text(tool_result(api.turn_requests[1], "toolu_ask1"))
+
+
+async def test_a_dismissed_question_refuses_the_tool(tmp_path: Path) -> None:
+    _agent, api, _, stop = await ask_once(tmp_path, permission=lambda options: None)
+    assert stop == "end_turn"
+    block = tool_result(api.turn_requests[1], "toolu_ask1")
+    assert block.get("is_error") is True
+    assert "Red" not in result_text(block) and "Blue" not in result_text(block)
+
+
+async def test_cancel_while_a_question_is_open_ends_the_turn_cancelled(tmp_path: Path) -> None:
+    with FakeAnthropicAPI([ASK, {"reply": "noted"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False, elicitation=FORM) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            prompt_done = anyio.Event()
+
+            async def cancel_instead(message: str, mode: Any) -> Any:
+                await agent.conn.cancel(session_id=session.session_id)
+                await prompt_done.wait()  # the agent stopped waiting for this answer by itself
+                return schema.AcceptElicitationResponse(action="accept", content={"question_0": "Blue"})
+
+            agent.client.elicitation = cancel_instead
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask me"))
+            prompt_done.set()
+            assert len(api.turn_requests) == 1  # the model never heard an answer
+    assert outcome.stop_reason == "cancelled"
+    assert len(agent.client.elicitations) == 1
+    assert agent.frames.problems == []
+
+
+# --- leaving plan mode --------------------------------------------------------------------------
+
+
+async def plan_once(tmp_path: Path, choose: Any, *, capable: bool) -> tuple[Any, FakeAnthropicAPI, str, str]:
+    with FakeAnthropicAPI([EXIT_PLAN, {"reply": "done"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            agent.client.permission = choose
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("plan it"))
+            if outcome.stop_reason == "end_turn":
+                # the CLI itself left plan mode: the next turn's model call sees the new mode's tools
+                api.set_script([{"reply": "again"}])
+                await agent.conn.prompt(session_id=session.session_id, prompt=text("go on"))
+    assert agent.frames.problems == []
+    return agent, api, session.session_id, outcome.stop_reason
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_leaving_plan_mode_offers_the_modes_and_switches_to_the_chosen_one(tmp_path: Path, capable: bool) -> None:
+    agent, api, sid, stop = await plan_once(tmp_path, lambda options: "exit-plan-accept-edits", capable=capable)
+    assert stop == "end_turn"
+    [(tool_call, options)] = agent.client.permission_requests
+    assert tool_call.title == "Ready to code?"
+    ids = [o.option_id for o in options]
+    assert ids[-3:] == ["exit-plan-accept-edits", "exit-plan-default", "reject"]
+    assert [o.name for o in options][-1] == "No, keep planning"
+    modes = [u["currentModeId"] for u in agent.frames.updates(sid) if u["sessionUpdate"] == "current_mode_update"]
+    assert modes == ["plan", "acceptEdits"]
+    block = tool_result(api.turn_requests[1], "toolu_plan1")
+    assert block.get("is_error") is not True
+    assert "approved" in result_text(block).lower()
+
+
+async def test_keep_planning_refuses_and_ends_the_turn_in_plan_mode(tmp_path: Path) -> None:
+    agent, api, sid, stop = await plan_once(tmp_path, lambda options: "reject", capable=False)
+    assert stop == "cancelled"  # the user stopped it to say what to plan instead
+    assert len(api.turn_requests) == 1
+    modes = [u["currentModeId"] for u in agent.frames.updates(sid) if u["sessionUpdate"] == "current_mode_update"]
+    assert modes == ["plan"]
