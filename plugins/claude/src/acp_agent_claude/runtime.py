@@ -128,6 +128,10 @@ class ClaudeSession:
     prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
     released: bool = False  # its CLI was stopped while idle; the next prompt or setting starts one
     stopping: anyio.Event | None = None  # set once the released CLI is gone (it may still write)
+    steers: set[str] = field(factory=set)  # uuids of messages steered into the turn, not started yet
+    steer_running: bool = False  # a steered message started after the turn's last result
+    turn_over: bool = True  # the running turn's last result is in: nothing can join it
+    asking: int = 0  # permission requests and questions open: a steer waits for them
 
 
 class _NotSubmitted(Exception):
@@ -509,6 +513,8 @@ class ClaudeRuntime(ProviderRuntime):
             await self._ensure_cli(session, turn)
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
             session.fold, session.turn = fold, turn
+            session.steers.clear()
+            session.steer_running = session.turn_over = False
             try:
                 try:
                     outcome = await self._run_turn(session, prompt, turn, fold)
@@ -526,6 +532,11 @@ class ClaudeRuntime(ProviderRuntime):
                                                phase=Phase.SUBMITTING.value)
             finally:
                 session.turn = None
+                session.turn_over = True
+                if session.steers:
+                    # A steered message the CLI never started (the turn was cancelled or cut
+                    # off): it could still run and answer into the next prompt. Replaced first.
+                    session.dead = True
                 session.last_used = time.monotonic()
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
@@ -566,11 +577,11 @@ class ClaudeRuntime(ProviderRuntime):
                     raise _NotSubmitted from None
                 session.prompted = True
                 first = await cli.receive()
-            await self._handle(fold, first, turn)
-            if not fold.finished:
+            await self._handle(session, fold, first, turn)
+            if not self._turn_ended(session, fold):
                 async with self.context.clock.phase(Phase.RUNNING, label="claude"):
-                    while not fold.finished:
-                        await self._handle(fold, await cli.receive(), turn)
+                    while not self._turn_ended(session, fold):
+                        await self._handle(session, fold, await cli.receive(), turn)
         except anyio.EndOfStream:
             pass
         except PhaseDeadlineExceeded as exc:
@@ -589,9 +600,53 @@ class ClaudeRuntime(ProviderRuntime):
             return fold.finish_without_result()
         return fold.outcome
 
-    async def _handle(self, fold: TurnFold, message: dict[str, Any], turn: TurnChannel) -> None:
+    async def _handle(self, session: ClaudeSession, fold: TurnFold, message: dict[str, Any],
+                      turn: TurnChannel) -> None:
+        if message.get("type") == "command_lifecycle" and message.get("command_uuid") in session.steers:
+            # The CLI took up (or dropped) a steered message; a started one owes a result.
+            if message.get("state") in ("started", "cancelled", "completed"):
+                session.steers.discard(str(message["command_uuid"]))
+                session.steer_running = session.steer_running or message.get("state") == "started"
+        elif message.get("type") == "result":
+            session.steer_running = False
         for event in fold.feed(message):
             await turn.emit(event)
+
+    @staticmethod
+    def _turn_ended(session: ClaudeSession, fold: TurnFold) -> bool:
+        """Whether the turn is over: its result is in and no steered message is queued or running
+        (a steer at priority `now` aborts the cycle, whose result comes first; the steered
+        message's own cycle ends with the result that answers the turn). A cancel ends it at once."""
+        if not fold.finished:
+            return False
+        if (session.steers or session.steer_running) and not fold.cancel_requested:
+            fold.outcome = None  # the aborted cycle's result: the turn goes on with the steer
+            return False
+        session.turn_over = True
+        return True
+
+    async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
+        """A user message into the running turn, as claude-agent-acp sends it: priority `now`
+        (the CLI aborts the current cycle and runs the message next), `later` while a permission
+        request or question is open (so the user's answer is not thrown away). Its output streams
+        into `turn`, which ends with the result after it. False when the turn is already over."""
+        session = self.sessions.get(session_id)
+        if (session is None or session.turn is not turn or session.turn_over or session.cli is None
+                or session.dead or session.fold is None or session.fold.cancel_requested):
+            return False
+        steer_id = str(uuid.uuid4())
+        message = {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},
+                   "parent_tool_use_id": None, "session_id": session.session_id, "uuid": steer_id,
+                   "priority": "later" if session.asking else "now"}
+        session.steers.add(steer_id)  # before the write: the turn must not end without it
+        try:
+            async with self.context.clock.phase(Phase.SUBMITTING, label="claude steer"):
+                await session.cli.send_user(message)
+        except CLIGone:
+            session.steers.discard(steer_id)
+            log.info("claude CLI took no steered input")
+            return False
+        return True
 
     async def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
@@ -609,7 +664,11 @@ class ClaudeRuntime(ProviderRuntime):
         callbacks and no in-process MCP servers, so any other request is refused."""
         if request.get("subtype") != "can_use_tool":
             raise ControlError(f"unsupported control request {request.get('subtype')}")
-        return await self._can_use_tool(session, request)
+        session.asking += 1
+        try:
+            return await self._can_use_tool(session, request)
+        finally:
+            session.asking -= 1
 
     async def _can_use_tool(self, session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
         tool_name = str(request.get("tool_name"))
