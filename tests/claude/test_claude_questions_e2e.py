@@ -1,6 +1,7 @@
 """Claude Code asking the user (issue 12, items 3 and 4): AskUserQuestion becomes an ACP
 elicitation for a client that offers one, else permission requests whose options are the answers,
-and the answers reach the CLI as the tool's input; leaving plan mode (ExitPlanMode) offers
+and the answers reach the CLI as the tool's input; an MCP server's elicitation (the CLI's
+`elicitation` control request) is asked the same way and its answer reaches the server; leaving plan mode (ExitPlanMode) offers
 claude-agent-acp's choices and switches the session's mode.
 
 Real Claude Code CLI against the fake Anthropic API, which scripts the tool calls.
@@ -8,6 +9,7 @@ Real Claude Code CLI against the fake Anthropic API, which scripts the tool call
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from acp import schema
 
 from tests.claude.e2e_support import claude_agent, text
 from tests.fakes.anthropic_api import FakeAnthropicAPI, RecordedRequest
+from tests.fakes.mcp_http import FakeMcpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(150)]
 
@@ -156,3 +159,53 @@ async def test_keep_planning_refuses_and_ends_the_turn_in_plan_mode(tmp_path: Pa
     assert len(api.turn_requests) == 1
     modes = [u["currentModeId"] for u in agent.frames.updates(sid) if u["sessionUpdate"] == "current_mode_update"]
     assert modes == ["plan"]
+
+
+# --- MCP servers' elicitations ----------------------------------------------------------------------
+
+
+async def elicit_once(tmp_path: Path, *, url: bool = False, elicitation: Any = None,
+                      **answer: Any) -> tuple[Any, FakeAnthropicAPI, FakeMcpHttp, str]:
+    """The model calls the MCP server's `ask` tool, which elicits while it runs."""
+    call = {"tool_use": {"name": "mcp__asker__ask", "id": "toolu_mcp1", "input": {"mode": "url"} if url else {}}}
+    with FakeMcpHttp() as mcp, FakeAnthropicAPI([call, {"reply": "noted"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False, elicitation=elicitation) as agent:
+            if "elicit" in answer:
+                agent.client.elicitation = answer["elicit"]
+            agent.client.permission = answer.get("permission", lambda options: options[0].option_id)
+            server = schema.HttpMcpServer(name="asker", url=mcp.url, headers=[], type="http")
+            session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[server])
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask via mcp"))
+    assert outcome.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    return agent, api, mcp, result_text(tool_result(api.turn_requests[1], "toolu_mcp1"))
+
+
+async def test_an_mcp_elicitation_is_an_elicitation_for_a_client_that_offers_it(tmp_path: Path) -> None:
+    accept = schema.AcceptElicitationResponse(action="accept", content={"color": "red"})
+    agent, _, _, answer = await elicit_once(tmp_path, elicitation=FORM, elicit=lambda message, mode: accept)
+    [(message, mode)] = agent.client.elicitations
+    assert message == "Pick a color"
+    assert mode.requested_schema.model_dump(by_alias=True, exclude_none=True)["properties"]["color"]["enum"] == [
+        "blue", "red"]
+    assert 'answer: {"action": "accept", "content": {"color": "red"}}' in answer
+
+
+async def test_an_mcp_url_elicitation_without_the_url_capability_is_a_permission_request(tmp_path: Path) -> None:
+    def choose(options: list[Any]) -> str:
+        ids = [o.option_id for o in options]
+        return "done" if "done" in ids else ids[0]
+
+    agent, _, _, answer = await elicit_once(tmp_path, url=True, elicitation=FORM, permission=choose)
+    assert agent.client.elicitations == []
+    [_, (tool_call, options)] = agent.client.permission_requests  # the tool's permission, then the URL
+    assert [o.option_id for o in options] == ["done", "decline"]
+    assert "https://example.invalid/authorize" in json.dumps(tool_call.model_dump(mode="json"))
+    assert 'answer: {"action": "accept"' in answer
+
+
+async def test_an_mcp_form_a_client_without_elicitation_cannot_fill_is_declined(tmp_path: Path) -> None:
+    agent, _, _, answer = await elicit_once(tmp_path)
+    assert agent.client.elicitations == []
+    assert len(agent.client.permission_requests) == 1  # only the tool's own permission
+    assert 'answer: {"action": "decline"}' in answer

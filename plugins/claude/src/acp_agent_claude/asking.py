@@ -4,8 +4,9 @@ AskUserQuestion and ExitPlanMode reach the agent as `can_use_tool` control reque
 a question (`acp_agent.questions`: an ACP elicitation, else permission requests whose options are
 the answers), answered to the CLI as the tool's `updatedInput` with `answers`, as
 claude-agent-acp's `elicitation.js` does. The second offers claude-agent-acp's choices for
-leaving plan mode (approve and switch to a mode, or keep planning). Pure translation: the runtime
-asks and answers.
+leaving plan mode (approve and switch to a mode, or keep planning). An MCP server's elicitation
+arrives as an `elicitation` control request and is asked the same way. Pure translation: the
+runtime asks and answers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from acp_agent.acp import PermissionOption
-from acp_agent.questions import Answer, Choice, Question, QuestionField
+from acp_agent.questions import Answer, Choice, Question, QuestionField, UrlQuestion
 
 ASK_TOOL: Final = "AskUserQuestion"
 EXIT_PLAN_TOOL: Final = "ExitPlanMode"
@@ -84,3 +85,23 @@ def exit_plan_approval(tool_input: Mapping[str, Any], mode: str) -> dict[str, An
     """The CLI leaves plan mode for `mode` (for this session) and runs the tool."""
     return {"behavior": "allow", "updatedInput": dict(tool_input),
             "updatedPermissions": [{"type": "setMode", "mode": mode, "destination": "session"}]}
+
+
+def elicitation_question(request: Mapping[str, Any]) -> Question | UrlQuestion | None:
+    """The CLI's `elicitation` control request: the MCP server's form (its schema handed on as it
+    is) or URL; None for what ACP cannot carry."""
+    message = str(request.get("message") or "")
+    if request.get("mode") == "url":
+        url = request.get("url")
+        if not isinstance(url, str) or not url:
+            return None
+        return UrlQuestion(message, url, str(request.get("elicitation_id") or url))
+    schema = request.get("requested_schema")
+    return Question(message, schema=schema if isinstance(schema, Mapping) else None)
+
+
+def elicitation_result(answer: Answer) -> dict[str, Any]:
+    """MCP's ElicitResult, which the CLI hands to the server."""
+    if answer.action == "accept":
+        return {"action": "accept", "content": dict(answer.content)}
+    return {"action": answer.action}

@@ -660,15 +660,28 @@ class ClaudeRuntime(ProviderRuntime):
                 log.info("claude interrupt failed: %s", type(exc).__name__)
 
     async def _on_request(self, session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
-        """The CLI's control requests: permission to use a tool. The agent registers no hook
-        callbacks and no in-process MCP servers, so any other request is refused."""
-        if request.get("subtype") != "can_use_tool":
-            raise ControlError(f"unsupported control request {request.get('subtype')}")
+        """The CLI's control requests: permission to use a tool, an MCP server's elicitation. The
+        agent registers no hook callbacks and no in-process MCP servers, so any other is refused."""
+        subtype = request.get("subtype")
+        if subtype not in ("can_use_tool", "elicitation"):
+            raise ControlError(f"unsupported control request {subtype}")
         session.asking += 1
         try:
+            if subtype == "elicitation":
+                return await self._elicit(session, request)
             return await self._can_use_tool(session, request)
         finally:
             session.asking -= 1
+
+    @staticmethod
+    async def _elicit(session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
+        """An MCP server asks the user (a form or a URL): asked through the core; outside a turn,
+        or for a request it cannot carry, the answer is `cancel`."""
+        question = asking.elicitation_question(request)
+        turn = session.turn
+        if question is None or turn is None or (session.fold is not None and session.fold.cancel_requested):
+            return {"action": "cancel"}
+        return asking.elicitation_result(await turn.ask(question))
 
     async def _can_use_tool(self, session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
         tool_name = str(request.get("tool_name"))
