@@ -209,3 +209,30 @@ async def test_an_mcp_form_a_client_without_elicitation_cannot_fill_is_declined(
     assert agent.client.elicitations == []
     assert len(agent.client.permission_requests) == 1  # only the tool's own permission
     assert 'answer: {"action": "decline"}' in answer
+
+
+async def test_a_steer_while_a_question_is_open_waits_for_the_answer(tmp_path: Path) -> None:
+    """Steered at priority `later` while the user answers: the answer still reaches the model,
+    the steered message runs after it, and the turn ends once it is answered."""
+    with FakeAnthropicAPI([ASK, {"echo": True}, {"echo": True}]) as api:
+        async with claude_agent(api, tmp_path, capable=False, elicitation=FORM) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+
+            async def steer_then_answer(message: str, mode: Any) -> Any:
+                steer = await agent.conn.ext_method("session/steering", {
+                    "sessionId": sid, "prompt": [{"type": "text", "text": "bravo"}]})
+                assert steer == {"outcome": "injected"}
+                return schema.AcceptElicitationResponse(action="accept", content={"question_0": "Blue"})
+
+            agent.client.elicitation = steer_then_answer
+            outcome = await agent.conn.prompt(session_id=sid, prompt=text("ask me"))
+            api.set_script([{"echo": True}])
+            after = await agent.conn.prompt(session_id=sid, prompt=text("charlie"))
+    assert outcome.stop_reason == "end_turn" and after.stop_reason == "end_turn"
+    assert '"Which color?"="Blue"' in result_text(tool_result(api.turn_requests[1], "toolu_ask1"))
+    texts = [u["content"]["text"] for u in agent.frames.updates(sid) if u["sessionUpdate"] == "agent_message_chunk"]
+    joined = "".join(texts)
+    assert "echo: bravo" in joined and joined.endswith("echo: charlie")
+    assert joined.index("echo: bravo") < joined.index("echo: charlie")
+    assert agent.frames.problems == []
