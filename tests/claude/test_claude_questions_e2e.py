@@ -70,6 +70,8 @@ async def test_ask_user_question_is_an_elicitation_for_a_client_that_offers_it(
     assert stop == "end_turn"
     [(message, mode)] = agent.client.elicitations
     assert message == "Which color?"
+    [params] = [f["params"] for f in agent.frames.incoming if f.get("method") == "elicitation/create"]
+    assert params["toolCallId"] == "toolu_ask1"
     field = mode.requested_schema.model_dump(by_alias=True, exclude_none=True)["properties"]["question_0"]
     assert field["title"] == "Color"
     assert [(o["const"], o.get("description")) for o in field["oneOf"]] == [("Blue", "cool"), ("Red", "warm")]
@@ -82,11 +84,16 @@ async def test_ask_user_question_is_an_elicitation_for_a_client_that_offers_it(
 
 
 async def test_ask_user_question_is_a_permission_whose_options_are_the_answers_otherwise(tmp_path: Path) -> None:
-    agent, api, _, stop = await ask_once(tmp_path, permission=lambda options: options[1].option_id)
+    agent, api, sid, stop = await ask_once(tmp_path, permission=lambda options: options[1].option_id)
     assert stop == "end_turn"
     assert agent.client.elicitations == []
     [(tool_call, options)] = agent.client.permission_requests
     assert tool_call.title == "Which color?"
+    assert tool_call.tool_call_id == "toolu_ask1"  # asked on the tool's own call, shown once
+    reports = [u for u in agent.frames.updates(sid) if u.get("toolCallId") == "toolu_ask1"]
+    assert [u["sessionUpdate"] for u in reports].count("tool_call") == 1
+    assert reports[-1]["status"] == "completed"
+    assert len({u.get("toolCallId") for u in agent.frames.updates(sid) if u["sessionUpdate"] == "tool_call"}) == 1
     assert [(o.option_id, o.name) for o in options] == [("choice-0", "Blue"), ("choice-1", "Red"), ("decline", "Decline")]
     assert '"Which color?"="Red"' in result_text(tool_result(api.turn_requests[1], "toolu_ask1"))
 

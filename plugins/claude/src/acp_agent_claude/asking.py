@@ -41,8 +41,8 @@ def _questions(tool_input: Mapping[str, Any]) -> list[Mapping[str, Any]]:
             and isinstance(q.get("options"), list) and q["options"]] if isinstance(raw, list) else []
 
 
-def question(tool_input: Mapping[str, Any]) -> Question | None:
-    """AskUserQuestion's questions as one form (None: none is valid)."""
+def question(tool_input: Mapping[str, Any], tool_call_id: str | None = None) -> Question | None:
+    """AskUserQuestion's questions as one form (None: none is valid), asked on the tool's own call."""
     questions = _questions(tool_input)
     if not questions:
         return None
@@ -53,7 +53,7 @@ def question(tool_input: Mapping[str, Any]) -> Question | None:
         fields.append(QuestionField(_field_id(index), str(entry["question"]), str(entry.get("header") or ""),
                                     choices, bool(entry.get("multiSelect"))))
     message = fields[0].question if len(fields) == 1 else ASK_MESSAGE
-    return Question(message, tuple(fields))
+    return Question(message, tuple(fields), tool_call_id=tool_call_id)
 
 
 def answered_input(tool_input: Mapping[str, Any], answer: Answer) -> dict[str, Any]:

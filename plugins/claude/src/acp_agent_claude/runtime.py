@@ -691,7 +691,8 @@ class ClaudeRuntime(ProviderRuntime):
         if turn is None or (session.fold is not None and session.fold.cancel_requested):
             return {"behavior": "deny", "message": "The turn was cancelled.", "interrupt": True}
         if tool_name == asking.ASK_TOOL:
-            return await self._ask_user(session, turn, tool_input)
+            tool_use_id = request.get("tool_use_id")
+            return await self._ask_user(session, turn, tool_input, tool_use_id if isinstance(tool_use_id, str) else None)
         call = content.tool_call(request.get("tool_use_id") or f"permission-{uuid.uuid4()}", tool_name, tool_input,
                                  session.cwd)
         exit_plan = tool_name == asking.EXIT_PLAN_TOOL
@@ -719,10 +720,12 @@ class ClaudeRuntime(ProviderRuntime):
             denied["interrupt"] = True
         return denied
 
-    async def _ask_user(self, session: ClaudeSession, turn: TurnChannel, tool_input: dict[str, Any]) -> dict[str, Any]:
-        """AskUserQuestion: the core asks (elicitation or permission options); the answers go back
-        as the tool's input. A dismissed question (or a cancelled turn) refuses the tool."""
-        question = asking.question(tool_input)
+    async def _ask_user(self, session: ClaudeSession, turn: TurnChannel, tool_input: dict[str, Any],
+                        tool_use_id: str | None) -> dict[str, Any]:
+        """AskUserQuestion: the core asks (elicitation or permission options) on the tool's own
+        call; the answers go back as the tool's input. A dismissed question (or a cancelled turn)
+        refuses the tool."""
+        question = asking.question(tool_input, tool_use_id)
         if question is None:
             return {"behavior": "deny", "message": "AskUserQuestion called with no valid questions."}
         answer = await turn.ask(question)
