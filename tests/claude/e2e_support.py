@@ -42,10 +42,12 @@ def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: 
 
 @asynccontextmanager
 async def claude_agent(api: FakeAnthropicAPI, tmp_path: Path, *, capable: bool, meta: dict[str, Any] | None = None,
+                       elicitation: schema.ElicitationCapabilities | None = None,
                        **env_options: Any) -> AsyncIterator[AgentProcess]:
     env = claude_env(api, tmp_path, **env_options)
-    async with spawn_agent("claude", tmp_path, env) as agent:  # "" unsets an inherited variable
-        await agent.initialize(capable=capable, meta=meta)
+    # "" unsets an inherited variable; unstable: the client answers elicitation/create
+    async with spawn_agent("claude", tmp_path, env, unstable=elicitation is not None) as agent:
+        await agent.initialize(capable=capable, meta=meta, elicitation=elicitation)
         yield agent
 
 

@@ -33,6 +33,7 @@ from acp_agent.acp import (
     ConfigOption,
     ConfigOptionValue,
     ContentBlock,
+    CurrentModeUpdate,
     McpServer,
     PermissionOption,
     SessionInfo,
@@ -55,7 +56,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.wire import UNSET
-from acp_agent_claude import classify, content, history
+from acp_agent_claude import asking, classify, content, history
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
 
@@ -127,6 +128,10 @@ class ClaudeSession:
     prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
     released: bool = False  # its CLI was stopped while idle; the next prompt or setting starts one
     stopping: anyio.Event | None = None  # set once the released CLI is gone (it may still write)
+    steers: set[str] = field(factory=set)  # uuids of messages steered into the turn, not started yet
+    steer_running: bool = False  # a steered message started after the turn's last result
+    turn_over: bool = True  # the running turn's last result is in: nothing can join it
+    asking: int = 0  # permission requests and questions open: a steer waits for them
 
 
 class _NotSubmitted(Exception):
@@ -508,6 +513,8 @@ class ClaudeRuntime(ProviderRuntime):
             await self._ensure_cli(session, turn)
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
             session.fold, session.turn = fold, turn
+            session.steers.clear()
+            session.steer_running = session.turn_over = False
             try:
                 try:
                     outcome = await self._run_turn(session, prompt, turn, fold)
@@ -525,6 +532,11 @@ class ClaudeRuntime(ProviderRuntime):
                                                phase=Phase.SUBMITTING.value)
             finally:
                 session.turn = None
+                session.turn_over = True
+                if session.steers:
+                    # A steered message the CLI never started (the turn was cancelled or cut
+                    # off): it could still run and answer into the next prompt. Replaced first.
+                    session.dead = True
                 session.last_used = time.monotonic()
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
@@ -565,11 +577,11 @@ class ClaudeRuntime(ProviderRuntime):
                     raise _NotSubmitted from None
                 session.prompted = True
                 first = await cli.receive()
-            await self._handle(fold, first, turn)
-            if not fold.finished:
+            await self._handle(session, fold, first, turn)
+            if not self._turn_ended(session, fold):
                 async with self.context.clock.phase(Phase.RUNNING, label="claude"):
-                    while not fold.finished:
-                        await self._handle(fold, await cli.receive(), turn)
+                    while not self._turn_ended(session, fold):
+                        await self._handle(session, fold, await cli.receive(), turn)
         except anyio.EndOfStream:
             pass
         except PhaseDeadlineExceeded as exc:
@@ -588,9 +600,53 @@ class ClaudeRuntime(ProviderRuntime):
             return fold.finish_without_result()
         return fold.outcome
 
-    async def _handle(self, fold: TurnFold, message: dict[str, Any], turn: TurnChannel) -> None:
+    async def _handle(self, session: ClaudeSession, fold: TurnFold, message: dict[str, Any],
+                      turn: TurnChannel) -> None:
+        if message.get("type") == "command_lifecycle" and message.get("command_uuid") in session.steers:
+            # The CLI took up (or dropped) a steered message; a started one owes a result.
+            if message.get("state") in ("started", "cancelled", "completed"):
+                session.steers.discard(str(message["command_uuid"]))
+                session.steer_running = session.steer_running or message.get("state") == "started"
+        elif message.get("type") == "result":
+            session.steer_running = False
         for event in fold.feed(message):
             await turn.emit(event)
+
+    @staticmethod
+    def _turn_ended(session: ClaudeSession, fold: TurnFold) -> bool:
+        """Whether the turn is over: its result is in and no steered message is queued or running
+        (a steer at priority `now` aborts the cycle, whose result comes first; the steered
+        message's own cycle ends with the result that answers the turn). A cancel ends it at once."""
+        if not fold.finished:
+            return False
+        if (session.steers or session.steer_running) and not fold.cancel_requested:
+            fold.outcome = None  # the aborted cycle's result: the turn goes on with the steer
+            return False
+        session.turn_over = True
+        return True
+
+    async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
+        """A user message into the running turn, as claude-agent-acp sends it: priority `now`
+        (the CLI aborts the current cycle and runs the message next), `later` while a permission
+        request or question is open (so the user's answer is not thrown away). Its output streams
+        into `turn`, which ends with the result after it. False when the turn is already over."""
+        session = self.sessions.get(session_id)
+        if (session is None or session.turn is not turn or session.turn_over or session.cli is None
+                or session.dead or session.fold is None or session.fold.cancel_requested):
+            return False
+        steer_id = str(uuid.uuid4())
+        message = {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},
+                   "parent_tool_use_id": None, "session_id": session.session_id, "uuid": steer_id,
+                   "priority": "later" if session.asking else "now"}
+        session.steers.add(steer_id)  # before the write: the turn must not end without it
+        try:
+            async with self.context.clock.phase(Phase.SUBMITTING, label="claude steer"):
+                await session.cli.send_user(message)
+        except CLIGone:
+            session.steers.discard(steer_id)
+            log.info("claude CLI took no steered input")
+            return False
+        return True
 
     async def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
@@ -604,11 +660,28 @@ class ClaudeRuntime(ProviderRuntime):
                 log.info("claude interrupt failed: %s", type(exc).__name__)
 
     async def _on_request(self, session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
-        """The CLI's control requests: permission to use a tool. The agent registers no hook
-        callbacks and no in-process MCP servers, so any other request is refused."""
-        if request.get("subtype") != "can_use_tool":
-            raise ControlError(f"unsupported control request {request.get('subtype')}")
-        return await self._can_use_tool(session, request)
+        """The CLI's control requests: permission to use a tool, an MCP server's elicitation. The
+        agent registers no hook callbacks and no in-process MCP servers, so any other is refused."""
+        subtype = request.get("subtype")
+        if subtype not in ("can_use_tool", "elicitation"):
+            raise ControlError(f"unsupported control request {subtype}")
+        session.asking += 1
+        try:
+            if subtype == "elicitation":
+                return await self._elicit(session, request)
+            return await self._can_use_tool(session, request)
+        finally:
+            session.asking -= 1
+
+    @staticmethod
+    async def _elicit(session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
+        """An MCP server asks the user (a form or a URL): asked through the core; outside a turn,
+        or for a request it cannot carry, the answer is `cancel`."""
+        question = asking.elicitation_question(request)
+        turn = session.turn
+        if question is None or turn is None or (session.fold is not None and session.fold.cancel_requested):
+            return {"action": "cancel"}
+        return asking.elicitation_result(await turn.ask(question))
 
     async def _can_use_tool(self, session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
         tool_name = str(request.get("tool_name"))
@@ -617,11 +690,18 @@ class ClaudeRuntime(ProviderRuntime):
         turn = session.turn
         if turn is None or (session.fold is not None and session.fold.cancel_requested):
             return {"behavior": "deny", "message": "The turn was cancelled.", "interrupt": True}
+        if tool_name == asking.ASK_TOOL:
+            tool_use_id = request.get("tool_use_id")
+            return await self._ask_user(session, turn, tool_input, tool_use_id if isinstance(tool_use_id, str) else None)
         call = content.tool_call(request.get("tool_use_id") or f"permission-{uuid.uuid4()}", tool_name, tool_input,
                                  session.cwd)
-        update = ToolCallUpdate(tool_call_id=call.tool_call_id, title=request.get("title") or call.title,
+        exit_plan = tool_name == asking.EXIT_PLAN_TOOL
+        update = ToolCallUpdate(tool_call_id=call.tool_call_id,
+                                title=asking.EXIT_PLAN_TITLE if exit_plan else request.get("title") or call.title,
                                 kind=call.kind, status="pending", content=call.content, locations=call.locations,
                                 raw_input=dict(tool_input))
+        if exit_plan:
+            return await self._leave_plan_mode(session, turn, update, tool_input)
         choice = await turn.request_permission(update, PERMISSION_OPTIONS)
         if choice in ("allow", "allow_always"):
             # Allowed: the CLI runs the tool now; its result completes or fails the call.
@@ -639,6 +719,42 @@ class ClaudeRuntime(ProviderRuntime):
         if cancelled:
             denied["interrupt"] = True
         return denied
+
+    async def _ask_user(self, session: ClaudeSession, turn: TurnChannel, tool_input: dict[str, Any],
+                        tool_use_id: str | None) -> dict[str, Any]:
+        """AskUserQuestion: the core asks (elicitation or permission options) on the tool's own
+        call; the answers go back as the tool's input. A dismissed question (or a cancelled turn)
+        refuses the tool."""
+        question = asking.question(tool_input, tool_use_id)
+        if question is None:
+            return {"behavior": "deny", "message": "AskUserQuestion called with no valid questions."}
+        answer = await turn.ask(question)
+        if answer.action == "cancel":
+            denied: dict[str, Any] = {"behavior": "deny", "message": "The user dismissed the question."}
+            if session.fold is not None and session.fold.cancel_requested:
+                denied["interrupt"] = True
+            return denied
+        return {"behavior": "allow", "updatedInput": asking.answered_input(tool_input, answer)}
+
+    async def _leave_plan_mode(self, session: ClaudeSession, turn: TurnChannel, update: ToolCallUpdate,
+                               tool_input: dict[str, Any]) -> dict[str, Any]:
+        """ExitPlanMode: approve the plan and switch to a mode (the CLI switches; the client hears
+        `current_mode_update`), or keep planning (the turn stops, as in claude-agent-acp)."""
+        modes = [mode[0] for mode in available_modes(self.context.environ)]
+        choice = await turn.request_permission(update, asking.exit_plan_options(modes))
+        mode = asking.EXIT_PLAN_MODES.get(choice or "")
+        if mode is None:
+            cancelled = choice is None and session.fold is not None and session.fold.cancel_requested
+            if session.fold is not None:
+                # The interrupt ends the turn with an error result: an intended stop, so the
+                # turn ends `cancelled` (as claude-agent-acp maps it) and the user types feedback.
+                session.fold.cancel_requested = True
+            message = "The turn was cancelled." if cancelled else "User chose to keep planning"
+            return {"behavior": "deny", "message": message, "interrupt": True}
+        session.mode = mode
+        await turn.emit(ToolCallUpdate(tool_call_id=update.tool_call_id, status="in_progress"))
+        await turn.emit(CurrentModeUpdate(current_mode_id=mode))
+        return asking.exit_plan_approval(tool_input, mode)
 
     @staticmethod
     async def _stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:
