@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError
+from acp import RequestError, schema
 
-from tests.claude.e2e_support import claude_agent, claude_env, text
+from tests.claude.e2e_support import agent_texts, claude_agent, claude_env, text
 from tests.claude.test_claude_idle_e2e import cli_of, flag, user_texts
 from tests.e2e.harness import AgentProcess, spawn_agent
 from tests.e2e.processes import argv_of, wait_ended
@@ -195,4 +195,31 @@ async def test_a_deleted_session_leaves_the_list_and_its_transcript_goes(tmp_pat
     assert f"{kept.session_id}.jsonl" in transcripts and f"{doomed.session_id}.jsonl" not in transcripts
     assert unknown.value.code == -32002
     assert len(api.turn_requests) == 2
+    assert agent.frames.problems == []
+
+
+@BOTH
+async def test_mcp_and_usage_commands_are_offered_and_answered(tmp_path: Path, capable: bool) -> None:
+    """Claude Code 2.1.332 answers /usage itself in stream-json (no model call); its /mcp answer
+    there is only a count, so the agent answers /mcp from `mcp_status`: each server by name, with
+    its transport and state, and nothing of its configuration (env values are secrets)."""
+    mcp = [schema.McpServerStdio(name="editor-tools", command="/bin/true", args=[],
+                                 env=[schema.EnvVariable(name="TOOLS_TOKEN", value="secret-value-4711")])]
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=mcp)
+            sid = session.session_id
+            answers = {}
+            for command in ("/mcp", "/usage"):
+                before = len(agent_texts(agent, sid))
+                result = await agent.conn.prompt(session_id=sid, prompt=text(command))
+                answers[command] = (result.stop_reason, "".join(agent_texts(agent, sid)[before:]))
+            offered = {c["name"] for u in agent.frames.updates(sid)
+                       if u["sessionUpdate"] == "available_commands_update" for c in u["availableCommands"]}
+    assert {"mcp", "usage"} <= offered
+    assert answers["/mcp"][0] == "end_turn"
+    assert answers["/mcp"][1].startswith("MCP servers (1):\n- editor-tools (stdio): ")
+    assert "secret-value-4711" not in str(agent.frames.updates(sid))
+    assert answers["/usage"][0] == "end_turn" and "Usage:" in answers["/usage"][1]
+    assert api.turn_requests == []
     assert agent.frames.problems == []

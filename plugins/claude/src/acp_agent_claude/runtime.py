@@ -27,6 +27,7 @@ import attrs
 from attrs import define, field
 
 from acp_agent.acp import (
+    AgentMessageChunk,
     AvailableCommand,
     AvailableCommandInput,
     AvailableCommandsUpdate,
@@ -37,6 +38,7 @@ from acp_agent.acp import (
     SessionInfo,
     SessionMode,
     SessionModeState,
+    TextContent,
     ToolCallUpdate,
 )
 from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
@@ -55,7 +57,7 @@ from acp_agent.provider import (
     additional_directories,
 )
 from acp_agent.wire import UNSET
-from acp_agent_claude import classify, content, history, settings
+from acp_agent_claude import classify, commands, content, history, settings
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
 
@@ -576,6 +578,8 @@ class ClaudeRuntime(ProviderRuntime):
             if session.cli is not None and not session.dead and not session.cli.alive:
                 await self._lost_while_idle(session, turn)
             await self._ensure_cli(session, turn)
+            if commands.local_command(prompt) == commands.MCP:
+                return await self._answer_mcp(session, turn)
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
             session.fold, session.turn = fold, turn
             try:
@@ -599,6 +603,19 @@ class ClaudeRuntime(ProviderRuntime):
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
         return outcome
+
+    async def _answer_mcp(self, session: ClaudeSession, turn: TurnChannel) -> TurnEnd:
+        """`/mcp`, which the CLI answers only with a count in stream-json: its servers' states."""
+        assert session.cli is not None
+        try:
+            status = await session.cli.request("mcp_status")
+        except (CLIGone, ControlError) as exc:
+            log.info("claude mcp_status failed: %s", type(exc).__name__)
+            status = None
+        session.last_used = time.monotonic()
+        answer = commands.mcp_text(status) if status is not None else "The MCP servers' state is not available."
+        await turn.emit(AgentMessageChunk(TextContent(answer)))
+        return TurnEnd("end_turn")
 
     async def _lost_while_idle(self, session: ClaudeSession, turn: TurnChannel) -> None:
         log.warning("claude CLI of session %s exited between turns", session.session_id)
