@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 from acp import RequestError, schema
 
@@ -19,6 +20,7 @@ from tests.claude.test_claude_idle_e2e import cli_of, flag, user_texts
 from tests.e2e.harness import AgentProcess, spawn_agent
 from tests.e2e.processes import argv_of, wait_ended
 from tests.fakes.anthropic_api import FakeAnthropicAPI
+from tests.fakes.mcp_http import FakeMcpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
 BOTH = pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
@@ -31,6 +33,7 @@ async def agent_with_caps(api: FakeAnthropicAPI, tmp_path: Path, *,
     """The agent and its `initialize` answer's session capabilities."""
     async with spawn_agent("claude", tmp_path, claude_env(api, tmp_path)) as agent:
         answer = await agent.initialize(capable=capable)
+        agent.initialized_capabilities = answer.agent_capabilities  # type: ignore[attr-defined]
         yield agent, answer.agent_capabilities.session_capabilities
 
 
@@ -222,4 +225,25 @@ async def test_mcp_and_usage_commands_are_offered_and_answered(tmp_path: Path, c
     assert "secret-value-4711" not in str(agent.frames.updates(sid))
     assert answers["/usage"][0] == "end_turn" and "Usage:" in answers["/usage"][1]
     assert api.turn_requests == []
+    assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_the_advertised_mcp_transports_work(tmp_path: Path, transport: str) -> None:
+    """`mcpCapabilities` says http and sse: a server of each kind connects and its tool runs."""
+    script = [{"tool_use": {"name": "mcp__web__echo", "input": {"text": "over " + transport}}},
+              {"reply": "done"}]
+    with FakeAnthropicAPI(script) as api, FakeMcpHttp() as mcp:
+        async with agent_with_caps(api, tmp_path, capable=True) as (agent, _):
+            caps = agent.initialized_capabilities
+            server: Any = (schema.HttpMcpServer(type="http", name="web", url=mcp.url, headers=[])
+                           if transport == "http" else
+                           schema.SseMcpServer(type="sse", name="web", url=mcp.sse_url, headers=[]))
+            session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[server])
+            await anyio.to_thread.run_sync(lambda: mcp.wait_for("tools/list"))
+            result = await agent.conn.prompt(session_id=session.session_id, prompt=text("use the tool"))
+    assert getattr(caps.mcp_capabilities, transport) is True
+    assert result.stop_reason == "end_turn"
+    assert "tools/call" in mcp.methods()
+    assert f"echo: over {transport}" in str(api.turn_requests[1].body)
     assert agent.frames.problems == []
