@@ -6,6 +6,7 @@ stored transcripts."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -246,4 +247,36 @@ async def test_the_advertised_mcp_transports_work(tmp_path: Path, transport: str
     assert result.stop_reason == "end_turn"
     assert "tools/call" in mcp.methods()
     assert f"echo: over {transport}" in str(api.turn_requests[1].body)
+    assert agent.frames.problems == []
+
+
+@BOTH
+async def test_fast_mode_reaches_the_api_and_survives_a_released_cli(tmp_path: Path, capable: bool) -> None:
+    script = [{"reply": "plain"}, {"reply": "fast"}, {"reply": "other"}, {"reply": "still fast"},
+              {"reply": "off"}]
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=capable,
+                                extra={"ACP_AGENT_CLAUDE_MAX_LIVE_CLIS": "1"}) as agent:
+            pid = agent.process.pid
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            offered = option(session.config_options, "fast-mode")
+            await agent.conn.prompt(session_id=sid, prompt=text("plain"))
+            on = await agent.conn.set_config_option(session_id=sid, config_id="fast-mode", value="on")
+            await agent.conn.prompt(session_id=sid, prompt=text("fast"))
+            released = cli_of(pid, sid)
+            other = await agent.conn.new_session(cwd=str(tmp_path))
+            await wait_ended([released], within_s=30)
+            await agent.conn.prompt(session_id=other.session_id, prompt=text("elsewhere"))
+            await agent.conn.prompt(session_id=sid, prompt=text("resumed"))
+            revived = argv_of(cli_of(pid, sid))
+            await agent.conn.set_config_option(session_id=sid, config_id="fast-mode", value="off")
+            await agent.conn.prompt(session_id=sid, prompt=text("slow again"))
+    assert offered.category == "model_config" and offered.current_value == "off"
+    assert [o.value for o in offered.options] == ["off", "on"]
+    assert option(on.config_options, "fast-mode").current_value == "on"
+    speeds = [(r.body or {}).get("speed") for r in api.turn_requests]
+    assert speeds[1] == speeds[3] == "fast"
+    assert "fast" not in (speeds[0], speeds[2], speeds[4])
+    assert json.loads(flag(revived, "--settings")) == {"fastMode": True}
     assert agent.frames.problems == []

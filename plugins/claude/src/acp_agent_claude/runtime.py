@@ -119,6 +119,7 @@ class ClaudeSession:
     mode: str = "default"
     model: str | None = None
     effort: str | None = None  # the session's reasoning effort; None: the CLI's settings decide
+    fast: bool = False  # fast mode
     add_dirs: tuple[str, ...] = ()  # the request's additionalDirectories (`--add-dir`)
     cli: ClaudeCLI | None = None
     dead: bool = False
@@ -316,7 +317,7 @@ class ClaudeRuntime(ProviderRuntime):
             raise PhaseFailed(_start_failure("started"))
         argv = command(self.cli_path, session_id=session.session_id, resume=resume, mode=session.mode,
                        model=session.model, mcp_config=self._mcp_config(session), effort=session.effort,
-                       add_dirs=session.add_dirs)
+                       fast=session.fast, add_dirs=session.add_dirs)
         env = environment(self.context.environ, session.credentials, session.cwd)
         try:
             cli = await ClaudeCLI.start(argv, env=env, cwd=session.cwd,
@@ -356,7 +357,7 @@ class ClaudeRuntime(ProviderRuntime):
             for mode_id, name, description in available_modes(self.context.environ, auto=auto)])
 
     def _config_options(self, session: ClaudeSession) -> list[ConfigOption]:
-        return settings.config_options(session.models, session.model, session.effort)
+        return settings.config_options(session.models, session.model, session.effort, session.fast)
 
     async def _announce(self, session: ClaudeSession, channel: SessionChannel) -> None:
         commands = [AvailableCommand(
@@ -466,7 +467,8 @@ class ClaudeRuntime(ProviderRuntime):
                                 add_dirs=additional_directories(channel),
                                 mode=source.mode if source is not None else "default",
                                 model=source.model if source is not None else None,
-                                effort=source.effort if source is not None else None)
+                                effort=source.effort if source is not None else None,
+                                fast=source.fast if source is not None else False)
         try:
             await self._connect(session, resume=True)
         except BaseException:
@@ -520,12 +522,14 @@ class ClaudeRuntime(ProviderRuntime):
         session.mode = mode_id
 
     @staticmethod
-    async def _apply(cli: ClaudeCLI, name: str, value: str | None) -> None:
+    async def _apply(cli: ClaudeCLI, name: str, value: str | bool | None) -> None:
         """One setting to a running CLI, which answers once it holds (or refuses it)."""
         if name == "mode":
             await cli.request("set_permission_mode", mode=value)
         elif name == "model":
             await cli.request("set_model", model=value)
+        elif name == "fast":
+            await cli.request("apply_flag_settings", settings={"fastMode": value})
         else:  # effort; null clears the session's level (the CLI's settings decide again)
             await cli.request("apply_flag_settings", settings={"effortLevel": value})
 
@@ -552,13 +556,17 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         session = self._session(session_id)  # one of its options and one of its values: the core checked
-        changes: dict[str, str | None]
+        changes: dict[str, str | bool | None]
         if config_id == settings.EFFORT:
             changes = {"effort": settings.effort_value(value)}
+        elif config_id == settings.FAST:
+            changes = {"fast": value == settings.FAST_ON}
         else:
             changes = {"model": value}
             if session.effort is not None and session.effort not in settings.effort_levels(session.models, value):
                 changes["effort"] = None  # the new model has no such level
+            if session.fast and not settings.supports_fast_mode(session.models, value):
+                changes["fast"] = False
         if session.released:
             await self._revive_with(session, **changes)
             return self._config_options(session)
