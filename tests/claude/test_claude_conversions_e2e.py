@@ -30,13 +30,13 @@ async def test_an_unknown_mode_option_or_value_is_invalid_params_from_the_agent(
             sid = session.session_id
             errors = [
                 await refusal(agent.conn.set_session_mode(session_id=sid, mode_id="yolo")),
-                await refusal(agent.conn.set_config_option(session_id=sid, config_id="effort", value="high")),
+                await refusal(agent.conn.set_config_option(session_id=sid, config_id="verbosity", value="high")),
                 await refusal(agent.conn.set_config_option(session_id=sid, config_id="model", value="no-such-model")),
             ]
             result = await agent.conn.prompt(session_id=sid, prompt=text("Say hello."))
     assert [(error.code, error.data) for error in errors] == [
         (-32602, {"field": "modeId"}), (-32602, {"field": "configId"}), (-32602, {"field": "value"})]
-    assert "choose one of default, acceptEdits, plan" in str(errors[0])
+    assert "choose one of default, acceptEdits, plan, auto" in str(errors[0])
     assert result.stop_reason == "end_turn"
     assert not any(u["sessionUpdate"] == "current_mode_update" for u in agent.frames.updates())
     assert agent.frames.problems == []

@@ -266,11 +266,11 @@ async def test_modes_and_model_option(tmp_path: Path) -> None:
             session = await agent.conn.new_session(cwd=str(tmp_path))
             modes = [mode.id for mode in session.modes.available_modes]
             await agent.conn.set_session_mode(session_id=session.session_id, mode_id="plan")
-            [option] = session.config_options
+            option = session.config_options[0]  # the model; the effort follows it
             choice = option.root.options[-1].value if hasattr(option, "root") else option.options[-1].value
             updated = await agent.conn.set_config_option(session_id=session.session_id, config_id="model", value=choice)
             result = await prompt_outcome(agent, session.session_id)
-    assert modes == ["default", "acceptEdits", "plan"]  # bypassPermissions is refused as root
+    assert modes == ["default", "acceptEdits", "plan", "auto"]  # bypassPermissions is refused as root
     assert any(u["sessionUpdate"] == "current_mode_update" and u["currentModeId"] == "plan" for u in agent.frames.updates())
     assert updated is not None
     assert result.stop_reason == "end_turn"

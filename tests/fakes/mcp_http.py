@@ -6,11 +6,16 @@ notification or a response with 202; `GET` (the optional server stream) is 405, 
 allows. `tools/call` of `ask` is answered as an event stream: an `elicitation/create` request
 (`ASK_SCHEMA`, or a URL when the call's `mode` is `url`), then, once the client POSTs its answer,
 the tool's result, which quotes the answer as JSON.
+
+The older HTTP+SSE transport is served too, at `sse_url`: `GET /sse` opens the event stream and
+names `/messages` as the endpoint; a `POST /messages` is answered 202 and its response is sent as
+an SSE `message` event on that stream.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -35,6 +40,9 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:
+        if self.path.split("?")[0] == "/sse":
+            self._stream()
+            return
         self.send_response(405)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -49,6 +57,13 @@ class _Handler(BaseHTTPRequestHandler):
         message = json.loads(self.rfile.read(length) or b"{}")
         fake: FakeMcpHttp = self.server.api
         fake.record(message, {key.lower(): value for key, value in self.headers.items()})
+        if self.path.split("?")[0] == "/messages":
+            if "id" in message:
+                fake.events.put({"jsonrpc": "2.0", "id": message["id"], "result": _result(message)})
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if "id" not in message or "method" not in message:  # a notification, or the client's answer
             self.send_response(202)
             self.send_header("Content-Length", "0")
@@ -85,6 +100,26 @@ class _Handler(BaseHTTPRequestHandler):
         self._event({"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": f"answer: {text}"}]}})
         self.close_connection = True
 
+    def _stream(self) -> None:
+        """The SSE transport's stream: the endpoint, then each response, until the fake stops."""
+        fake: FakeMcpHttp = self.server.api
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        try:
+            self.wfile.write(b"event: endpoint\ndata: /messages\n\n")
+            self.wfile.flush()
+            while not fake.stopping.is_set():
+                try:
+                    event = fake.events.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                self.wfile.write(f"event: message\ndata: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+        except OSError:
+            return
+
     def _event(self, message: dict[str, Any]) -> None:
         self.wfile.write(f"event: message\ndata: {json.dumps(message)}\n\n".encode())
         self.wfile.flush()
@@ -113,12 +148,18 @@ class FakeMcpHttp(LoopbackFake):
         self.messages: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.asked = 0
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()  # the SSE transport's responses
         self._init_loopback(0)
 
     @property
     def url(self) -> str:
         assert self._server is not None, "FakeMcpHttp is not started"
         return f"http://127.0.0.1:{self._server.server_address[1]}/mcp"
+
+    @property
+    def sse_url(self) -> str:
+        assert self._server is not None, "FakeMcpHttp is not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/sse"
 
     def record(self, message: dict[str, Any], headers: dict[str, str]) -> None:
         with self._changed:

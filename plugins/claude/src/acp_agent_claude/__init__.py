@@ -110,8 +110,10 @@ def provider_spec() -> ProviderSpec:
         ),
         check_backend=check_backend,
         capabilities=RuntimeCapabilities(load_session=True, list_sessions=True, resume_session=True,
-                                         close_session=True, image=True, embedded_context=True,
-                                         mcp_http=True, mcp_sse=True, steering=True),
+                                         close_session=True, fork_session=True,
+                                         delete_session=True, image=True, embedded_context=True,
+                                         mcp_http=True, mcp_sse=True, additional_directories=True,
+                                         steering=True),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
     )
 

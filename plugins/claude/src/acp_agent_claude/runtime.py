@@ -27,11 +27,11 @@ import attrs
 from attrs import define, field
 
 from acp_agent.acp import (
+    AgentMessageChunk,
     AvailableCommand,
     AvailableCommandInput,
     AvailableCommandsUpdate,
     ConfigOption,
-    ConfigOptionValue,
     ContentBlock,
     CurrentModeUpdate,
     McpServer,
@@ -39,6 +39,7 @@ from acp_agent.acp import (
     SessionInfo,
     SessionMode,
     SessionModeState,
+    TextContent,
     ToolCallUpdate,
 )
 from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
@@ -54,9 +55,10 @@ from acp_agent.provider import (
     SessionStart,
     TurnChannel,
     TurnFailed,
+    additional_directories,
 )
 from acp_agent.wire import UNSET
-from acp_agent_claude import asking, classify, content, history
+from acp_agent_claude import asking, classify, commands, content, history, settings
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
 
@@ -78,6 +80,7 @@ MODES: tuple[tuple[str, str, str], ...] = (
     ("default", "Default", "Ask before running commands and editing files"),
     ("acceptEdits", "Accept edits", "Edit files without asking; still ask before commands"),
     ("plan", "Plan", "Analyse and plan only; no edits or commands"),
+    ("auto", "Auto", "Claude decides which actions are safe to run and asks about the rest"),
     ("bypassPermissions", "Bypass permissions", "Run everything without asking"),
 )
 PERMISSION_OPTIONS = (
@@ -101,11 +104,13 @@ def idle_release_s(environ: Mapping[str, str]) -> float | None:
     return DEFAULT_IDLE_MS / 1000
 
 
-def available_modes(environ: dict[str, str] | Any) -> list[tuple[str, str, str]]:
-    """The CLI refuses bypassPermissions as root unless IS_SANDBOX=1: offer it only where it works."""
+def available_modes(environ: dict[str, str] | Any, *, auto: bool = True) -> list[tuple[str, str, str]]:
+    """The CLI refuses bypassPermissions as root unless IS_SANDBOX=1: offer it only where it works;
+    `auto` only where the session's model supports it (the CLI's `supportsAutoMode`)."""
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     bypass_works = not root or environ.get("IS_SANDBOX") == "1"
-    return [mode for mode in MODES if mode[0] != "bypassPermissions" or bypass_works]
+    return [mode for mode in MODES if (mode[0] != "bypassPermissions" or bypass_works)
+            and (mode[0] != "auto" or auto)]
 
 
 @define(eq=False)
@@ -114,6 +119,9 @@ class ClaudeSession:
     cwd: str
     mode: str = "default"
     model: str | None = None
+    effort: str | None = None  # the session's reasoning effort; None: the CLI's settings decide
+    fast: bool = False  # fast mode
+    add_dirs: tuple[str, ...] = ()  # the request's additionalDirectories (`--add-dir`)
     cli: ClaudeCLI | None = None
     dead: bool = False
     turn: TurnChannel | None = None
@@ -177,6 +185,7 @@ class ClaudeRuntime(ProviderRuntime):
         self.context = context
         self.cli_path = cli_path
         self.sessions: dict[str, ClaudeSession] = {}
+        self._unwritten: set[str] = set()  # closed before any prompt: deleting them has nothing to do
         self._tg = task_group
         self._dir: Path | None = None
         self._files = 0
@@ -312,7 +321,8 @@ class ClaudeRuntime(ProviderRuntime):
             log.warning("claude CLI not found")
             raise PhaseFailed(_start_failure("started"))
         argv = command(self.cli_path, session_id=session.session_id, resume=resume, mode=session.mode,
-                       model=session.model, mcp_config=self._mcp_config(session))
+                       model=session.model, mcp_config=self._mcp_config(session), effort=session.effort,
+                       fast=session.fast, add_dirs=session.add_dirs)
         env = environment(self.context.environ, session.credentials, session.cwd)
         try:
             cli = await ClaudeCLI.start(argv, env=env, cwd=session.cwd,
@@ -346,16 +356,13 @@ class ClaudeRuntime(ProviderRuntime):
         return session
 
     def _modes(self, session: ClaudeSession) -> SessionModeState:
+        auto = session.mode == "auto" or settings.supports_auto_mode(session.models, session.model)
         return SessionModeState(current_mode_id=session.mode, available_modes=[
-            SessionMode(mode_id, name, description) for mode_id, name, description in available_modes(self.context.environ)])
+            SessionMode(mode_id, name, description)
+            for mode_id, name, description in available_modes(self.context.environ, auto=auto)])
 
     def _config_options(self, session: ClaudeSession) -> list[ConfigOption]:
-        if not session.models:
-            return []
-        values = [ConfigOptionValue(str(m["value"]), str(m.get("displayName") or m["value"]),
-                                    str(m["description"]) if m.get("description") else UNSET) for m in session.models]
-        current = session.model or values[0].value
-        return [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model")]
+        return settings.config_options(session.models, session.model, session.effort, session.fast)
 
     async def _announce(self, session: ClaudeSession, channel: SessionChannel) -> None:
         commands = [AvailableCommand(
@@ -369,7 +376,8 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials),
-                                mcp_servers=content.mcp_servers(mcp_servers))
+                                mcp_servers=content.mcp_servers(mcp_servers),
+                                add_dirs=additional_directories(channel))
         try:
             await self._connect(session, resume=False)
         except BaseException:
@@ -406,7 +414,8 @@ class ClaudeRuntime(ProviderRuntime):
                 await self._stop(existing.cli)
             self._forget_files(existing)
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
-                                mcp_servers=content.mcp_servers(mcp_servers))
+                                mcp_servers=content.mcp_servers(mcp_servers),
+                                add_dirs=additional_directories(channel))
         try:
             await self._connect(session, resume=True)
         except BaseException:
@@ -432,13 +441,59 @@ class ClaudeRuntime(ProviderRuntime):
         """
         servers = content.mcp_servers(mcp_servers)
         credentials = dict(channel.credentials)
-        if (cwd, servers, credentials) != (session.cwd, session.mcp_servers, session.credentials):
+        dirs = additional_directories(channel)
+        if (cwd, servers, credentials, dirs) != (session.cwd, session.mcp_servers, session.credentials,
+                                                 session.add_dirs):
             session.cwd, session.mcp_servers, session.credentials = cwd, servers, credentials
+            session.add_dirs = dirs
             if session.cli is not None:
                 cli, session.cli = session.cli, None
                 await self._stop(cli)
         await self._announce(session, channel)
         return SessionStart(session.session_id, self._modes(session), self._config_options(session))
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
+                           channel: SessionChannel) -> SessionStart:
+        """A copy of the stored transcript under a new id (claude-agent-sdk's `fork_session`, as
+        claude-agent-acp forks), opened like a resumed session; the source stays as it was. A
+        source the agent holds that was never prompted has nothing to copy: the fork starts empty."""
+        from claude_agent_sdk import fork_session
+
+        source = self.sessions.get(session_id)
+        if source is not None and not source.prompted:
+            return await self.new_session(cwd, mcp_servers, channel)
+        directory = source.cwd if source is not None else cwd
+        try:
+            forked = await self._read(fork_session, session_id, directory=directory)
+        except (FileNotFoundError, ValueError):
+            raise SessionNotFound(session_id) from None
+        session = ClaudeSession(forked.session_id, cwd, credentials=dict(channel.credentials),
+                                mcp_servers=content.mcp_servers(mcp_servers),
+                                add_dirs=additional_directories(channel),
+                                mode=source.mode if source is not None else "default",
+                                model=source.model if source is not None else None,
+                                effort=source.effort if source is not None else None,
+                                fast=source.fast if source is not None else False)
+        try:
+            await self._connect(session, resume=True)
+        except BaseException:
+            self._forget_files(session)
+            raise
+        self.sessions[session.session_id] = session
+        await self._announce(session, channel)
+        return SessionStart(session.session_id, self._modes(session), self._config_options(session))
+
+    async def delete_session(self, session_id: str) -> None:
+        """Remove the stored transcript (and its subagents' transcripts) as claude-agent-sdk's
+        `delete_session` does; the core closed the session first if it held it."""
+        from claude_agent_sdk import delete_session
+
+        try:
+            await self._read(delete_session, session_id)
+        except (FileNotFoundError, ValueError):
+            if session_id not in self._unwritten:
+                raise SessionNotFound(session_id) from None
+        self._unwritten.discard(session_id)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         from claude_agent_sdk import list_sessions
@@ -458,6 +513,8 @@ class ClaudeRuntime(ProviderRuntime):
             if session.cli is not None:
                 await self._stop(session.cli)
             self._forget_files(session)
+            if not session.prompted:
+                self._unwritten.add(session_id)
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         session = self._session(session_id)
@@ -465,25 +522,35 @@ class ClaudeRuntime(ProviderRuntime):
             await self._revive_with(session, mode=mode_id)
             return
         if session.cli is not None and not session.dead:
-            await session.cli.request("set_permission_mode", mode=mode_id)
+            await self._apply(session.cli, "mode", mode_id)
             session.last_used = time.monotonic()
         session.mode = mode_id
 
-    async def _revive_with(self, session: ClaudeSession, **settings: Any) -> None:
-        """A mode or model change of a released session: its CLI starts again with the new setting
-        (which it verifies); on failure the session keeps the old one."""
+    @staticmethod
+    async def _apply(cli: ClaudeCLI, name: str, value: str | bool | None) -> None:
+        """One setting to a running CLI, which answers once it holds (or refuses it)."""
+        if name == "mode":
+            await cli.request("set_permission_mode", mode=value)
+        elif name == "model":
+            await cli.request("set_model", model=value)
+        elif name == "fast":
+            await cli.request("apply_flag_settings", settings={"fastMode": value})
+        else:  # effort; null clears the session's level (the CLI's settings decide again)
+            await cli.request("apply_flag_settings", settings={"effortLevel": value})
+
+    async def _revive_with(self, session: ClaudeSession, **changes: Any) -> None:
+        """A mode, model or effort change of a released session: its CLI starts again with the new
+        setting (which it verifies); on failure the session keeps the old one."""
         async with session.lock:
             if not session.released:  # a prompt brought it back meanwhile
                 if session.cli is not None and not session.dead:
-                    if "mode" in settings:
-                        await session.cli.request("set_permission_mode", mode=settings["mode"])
-                    else:
-                        await session.cli.request("set_model", model=settings["model"])
-                for name, value in settings.items():
+                    for name, value in changes.items():
+                        await self._apply(session.cli, name, value)
+                for name, value in changes.items():
                     setattr(session, name, value)
                 return
-            previous = {name: getattr(session, name) for name in settings}
-            for name, value in settings.items():
+            previous = {name: getattr(session, name) for name in changes}
+            for name, value in changes.items():
                 setattr(session, name, value)
             try:
                 await self._revive(session)
@@ -493,14 +560,27 @@ class ClaudeRuntime(ProviderRuntime):
                 raise
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
-        session = self._session(session_id)  # the one option ("model") and one of its values: the core checked
+        session = self._session(session_id)  # one of its options and one of its values: the core checked
+        changes: dict[str, str | bool | None]
+        if config_id == settings.EFFORT:
+            changes = {"effort": settings.effort_value(value)}
+        elif config_id == settings.FAST:
+            changes = {"fast": value == settings.FAST_ON}
+        else:
+            changes = {"model": value}
+            if session.effort is not None and session.effort not in settings.effort_levels(session.models, value):
+                changes["effort"] = None  # the new model has no such level
+            if session.fast and not settings.supports_fast_mode(session.models, value):
+                changes["fast"] = False
         if session.released:
-            await self._revive_with(session, model=value)
+            await self._revive_with(session, **changes)
             return self._config_options(session)
         if session.cli is not None and not session.dead:
-            await session.cli.request("set_model", model=value)
+            for name, setting in changes.items():
+                await self._apply(session.cli, name, setting)
             session.last_used = time.monotonic()
-        session.model = value
+        for name, setting in changes.items():
+            setattr(session, name, setting)
         return self._config_options(session)
 
     # -- turns -------------------------------------------------------------------------------------
@@ -511,6 +591,8 @@ class ClaudeRuntime(ProviderRuntime):
             if session.cli is not None and not session.dead and not session.cli.alive:
                 await self._lost_while_idle(session, turn)
             await self._ensure_cli(session, turn)
+            if commands.local_command(prompt) == commands.MCP:
+                return await self._answer_mcp(session, turn)
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
             session.fold, session.turn = fold, turn
             session.steers.clear()
@@ -541,6 +623,19 @@ class ClaudeRuntime(ProviderRuntime):
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
         return outcome
+
+    async def _answer_mcp(self, session: ClaudeSession, turn: TurnChannel) -> TurnEnd:
+        """`/mcp`, which the CLI answers only with a count in stream-json: its servers' states."""
+        assert session.cli is not None
+        try:
+            status = await session.cli.request("mcp_status")
+        except (CLIGone, ControlError) as exc:
+            log.info("claude mcp_status failed: %s", type(exc).__name__)
+            status = None
+        session.last_used = time.monotonic()
+        answer = commands.mcp_text(status) if status is not None else "The MCP servers' state is not available."
+        await turn.emit(AgentMessageChunk(TextContent(answer)))
+        return TurnEnd("end_turn")
 
     async def _lost_while_idle(self, session: ClaudeSession, turn: TurnChannel) -> None:
         log.warning("claude CLI of session %s exited between turns", session.session_id)

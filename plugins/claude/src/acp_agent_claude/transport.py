@@ -47,11 +47,18 @@ class ControlError(Exception):
 
 
 def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,
-            mcp_config: str | None) -> list[str]:
+            mcp_config: str | None, effort: str | None = None, fast: bool = False,
+            add_dirs: Sequence[str] = ()) -> list[str]:
     """The CLI's arguments, as claude-agent-sdk builds them for the options the runtime used."""
     argv = [program, "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
     if model:
         argv += ["--model", model]
+    if effort:
+        argv += ["--effort", effort]
+    if fast:
+        argv += ["--settings", json.dumps({"fastMode": True})]
+    for directory in add_dirs:
+        argv += ["--add-dir", directory]
     if mcp_config:
         argv += ["--mcp-config", mcp_config]
     argv += ["--include-partial-messages", "--setting-sources=user,project,local",
