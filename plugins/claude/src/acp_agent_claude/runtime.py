@@ -57,6 +57,7 @@ from acp_agent.provider import (
 from acp_agent.wire import UNSET
 from acp_agent_claude import classify, content, history
 from acp_agent_claude.fold import TurnFold
+from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ class ClaudeSession:
     prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
     released: bool = False  # its CLI was stopped while idle; the next prompt or setting starts one
     stopping: anyio.Event | None = None  # set once the released CLI is gone (it may still write)
+    tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
 
 
 class _NotSubmitted(Exception):
@@ -506,7 +508,7 @@ class ClaudeRuntime(ProviderRuntime):
             if session.cli is not None and not session.dead and not session.cli.alive:
                 await self._lost_while_idle(session, turn)
             await self._ensure_cli(session, turn)
-            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
+            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
             session.fold, session.turn = fold, turn
             try:
                 try:
@@ -515,7 +517,7 @@ class ClaudeRuntime(ProviderRuntime):
                     # The CLI had died before our message reached it: replace it and submit for the first time.
                     await self._lost_while_idle(session, turn)
                     await self._ensure_cli(session, turn)
-                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
+                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
                     session.fold = fold
                     try:
                         outcome = await self._run_turn(session, prompt, turn, fold)
