@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pytest
 
 from acp_agent.acp import AgentMessageChunk, Plan, ToolCall
-from acp_agent.events import Notice, RetryProgress, TurnEnd, is_model_answer
+from acp_agent.events import Notice, RetryProgress, TerminalStarted, TurnEnd, is_model_answer
 from acp_agent.failures import Category, FailureKind, FailureObservation
 from acp_agent.testing import ClassificationContract, ProviderWireContract, RedactionContract, TitleContract
 from acp_agent_claude import classify
