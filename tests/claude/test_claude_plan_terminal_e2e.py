@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.claude.e2e_support import claude_agent, text
-from tests.fakes.anthropic_api import FakeAnthropicAPI
+from tests.claude.e2e_support import claude_agent, text, wait_for_requests
+from tests.fakes.anthropic_api import SIDE_TITLE, FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
 TERMINALS = pytest.mark.parametrize("terminals", [True, False], ids=["terminals", "legacy"])
@@ -113,4 +113,22 @@ async def test_subagent_text_shows_on_its_agent_call(tmp_path: Path) -> None:
     on_call = [u for u in updates if u["sessionUpdate"] == "tool_call_update"
                and u["toolCallId"] == agent_call["toolCallId"] and "echo: find files" in json.dumps(u.get("content"))]
     assert on_call
+    assert agent.frames.problems == []
+
+
+@TERMINALS
+async def test_the_sessions_title_is_published(tmp_path: Path, terminals: bool) -> None:
+    """The CLI titles the session from its first prompt (a side request the fake answers with
+    SIDE_TITLE); the agent publishes it as `session_info_update` with `updatedAt`."""
+    with FakeAnthropicAPI([{"reply": "first"}, {"reply": "second"}]) as api:
+        async with claude_agent(api, tmp_path, capable=terminals, meta=_meta(terminals)) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id,
+                                    prompt=text("Refactor the parser module into a table-driven design"))
+            await wait_for_requests(api, 1, kind="side", finished=True)
+            # a second turn: its result comes after the CLI answered the title request
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("Thanks"))
+    infos = [u for u in agent.frames.updates(session.session_id) if u["sessionUpdate"] == "session_info_update"]
+    assert [info["title"] for info in infos] == [SIDE_TITLE]
+    assert infos[0]["updatedAt"].endswith("Z")
     assert agent.frames.problems == []

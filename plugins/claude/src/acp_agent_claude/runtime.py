@@ -55,7 +55,7 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.wire import UNSET
-from acp_agent_claude import classify, content, history
+from acp_agent_claude import classify, content, history, titles
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
@@ -129,6 +129,7 @@ class ClaudeSession:
     released: bool = False  # its CLI was stopped while idle; the next prompt or setting starts one
     stopping: anyio.Event | None = None  # set once the released CLI is gone (it may still write)
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
+    titled: bool = False  # its title was asked for (and published) or is being asked for
 
 
 class _NotSubmitted(Exception):
@@ -510,6 +511,7 @@ class ClaudeRuntime(ProviderRuntime):
             await self._ensure_cli(session, turn)
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
             session.fold, session.turn = fold, turn
+            self._ask_title(session, prompt, turn)
             try:
                 try:
                     outcome = await self._run_turn(session, prompt, turn, fold)
@@ -531,6 +533,19 @@ class ClaudeRuntime(ProviderRuntime):
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
         return outcome
+
+    def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
+        """Until the session has a title, each prompt asks the CLI for one (in the background: the
+        CLI answers once it generated it, often after the turn)."""
+        text = titles.description(prompt)
+        if session.titled or not text or session.cli is None:
+            return
+        session.titled = True
+
+        async def ask(cli: ClaudeCLI) -> None:
+            session.titled = await titles.publish(cli, text, turn.emit)
+
+        self._tg.start_soon(ask, session.cli)
 
     async def _lost_while_idle(self, session: ClaudeSession, turn: TurnChannel) -> None:
         log.warning("claude CLI of session %s exited between turns", session.session_id)
