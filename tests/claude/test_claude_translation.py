@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_agent.acp import Plan, PlanEntry, TextContent, ToolCall, ToolCallUpdate, ToolContent
-from acp_agent.events import Compaction, TerminalExited, TerminalStarted
+from acp_agent.events import Compaction, TerminalExited, TerminalOutput, TerminalStarted
 from acp_agent_claude.tasks import TaskPlan
 from tests.claude.replay import fold_turns, messages, new_fold
 
@@ -93,3 +93,27 @@ def test_failed_bash_carries_its_exit_code() -> None:
     [exited] = fold.feed({"type": "user", "message": {"content": [
         {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": "Exit code 3\nbad"}]}})
     assert isinstance(exited, TerminalExited) and exited.exit_code == 3 and exited.update.status == "failed"
+
+
+# tool_progress lines in the shapes Claude Code 2.1.332 writes them (from its own source: the
+# CLI emits them only for remote calls, spend-capped accounts and hook heartbeats, which the
+# fake cannot provoke); session_id/uuid omitted.
+BASH_BEAT = {"type": "tool_progress", "tool_use_id": "t1", "tool_name": "Bash", "parent_tool_use_id": None,
+             "elapsed_time_seconds": 4, "task_id": "b1"}
+HOOK_BEAT = {"type": "tool_progress", "tool_use_id": "hook-PreToolUse-t1-heartbeat-0", "tool_name": "PreToolUse",
+             "parent_tool_use_id": "t1", "elapsed_time_seconds": 2}
+
+
+def test_tool_progress_reports_the_running_bash_call() -> None:
+    fold = new_fold()
+    fold.feed({"type": "assistant", "message": {"id": "m", "content": [
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "sleep 9"}}]}})
+    for beat, elapsed in ((BASH_BEAT, 4), (HOOK_BEAT, 2)):
+        [progress] = fold.feed(beat)
+        assert isinstance(progress, TerminalOutput) and progress.data == ""
+        assert progress.legacy == ToolCallUpdate(tool_call_id="t1", status="in_progress", meta={
+            "claudeCode": {"toolName": "Bash", "toolResponse": {"elapsedTimeSeconds": elapsed}}})
+    fold.feed({"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "done"}]}})
+    assert fold.feed(BASH_BEAT) == []  # a beat after the result never reopens the call
+    assert new_fold().feed(BASH_BEAT) == []  # nor one for a call this turn never showed

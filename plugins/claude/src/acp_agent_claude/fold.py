@@ -11,8 +11,16 @@ from typing import Any
 
 from attrs import define, field
 
-from acp_agent.acp import agent_text, thought_text
-from acp_agent.events import AuthConfirmed, Compaction, Event, TerminalExited, TerminalStarted, TurnEnd
+from acp_agent.acp import ToolCallUpdate, agent_text, thought_text
+from acp_agent.events import (
+    AuthConfirmed,
+    Compaction,
+    Event,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TurnEnd,
+)
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_claude import classify, content, subagents
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
@@ -66,6 +74,8 @@ class TurnFold:
             return self._user(message)
         if kind == "system":
             return self._system(str(message.get("subtype") or ""), message)
+        if kind == "tool_progress":
+            return self._progress(message)
         if kind == "result":
             self.outcome = self._result(message)
             events = self._usage(message)
@@ -157,6 +167,24 @@ class TurnFold:
             return [TerminalExited(tool_id, update, content.exit_code(body, is_error),
                                    content.shell_output(body, is_error, result))]
         return [update]
+
+    def _progress(self, beat: Mapping[str, Any]) -> list[Event]:
+        """A running tool's heartbeat (elapsed time only: stream-json carries no Bash output), as
+        claude-agent-acp reports it: the call in progress, with the time in `_meta.claudeCode`.
+        A beat under an id no call has (a hook's heartbeat) reports on its parent call."""
+        tool_id = beat.get("tool_use_id")
+        if tool_id not in self.tools:
+            tool_id = beat.get("parent_tool_use_id")
+        if not isinstance(tool_id, str) or tool_id not in self.tools or tool_id in self.answered_tools:
+            return []  # unknown, or a beat that raced past the result: never reopen a finished call
+        name = self.tools[tool_id]
+        if name in TASK_TOOLS:
+            return []
+        elapsed = beat.get("elapsed_time_seconds")
+        response = {"elapsedTimeSeconds": elapsed} if isinstance(elapsed, int | float) else {}
+        update = ToolCallUpdate(tool_call_id=tool_id, status="in_progress",
+                                meta={"claudeCode": {"toolName": name, "toolResponse": response}})
+        return [TerminalOutput(tool_id, "", update) if name == "Bash" else update]
 
     def _subagent(self, parent: str, blocks: Any) -> list[Event]:
         """A subagent's message: its tool calls under its Agent call, its text on that call."""
