@@ -92,27 +92,34 @@ async def test_compact_shows_as_a_compaction(tmp_path: Path, terminals: bool) ->
 
 
 async def test_subagent_text_shows_on_its_agent_call(tmp_path: Path) -> None:
+    """The Agent call runs in the foreground; the subagent's answer (the step for its prompt)
+    shows on that call, never as the agent's own text."""
     script = [
         {"tool_use": {"name": "Agent", "input": {"description": "Look around", "prompt": "find files",
-                                                 "subagent_type": "general-purpose"}}},
-        # The subagent and the main loop ask the model at the same time, in either order: each echoes
-        # its own last prompt, so the subagent's answer is `echo: find files` whichever comes first.
-        {"echo": True},
-        {"echo": True},
+                                                 "subagent_type": "general-purpose", "run_in_background": False}}},
+        # (the main loop waits for a foreground subagent, so the order is fixed)
+        {"for_prompt": "find files", "tool_use": {"name": "Bash", "input": {"command": "echo sub-marker"}}},
+        {"reply": "subagent report"},
+        {"reply": "main answer"},
     ]
     with FakeAnthropicAPI(script) as api:
         async with claude_agent(api, tmp_path, capable=False) as agent:
             session = await agent.conn.new_session(cwd=str(tmp_path))
             result = await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate"))
-            # (the CLI launches the subagent in the background; a later turn may carry its end)
     assert result.stop_reason == "end_turn"
     updates = agent.frames.updates(session.session_id)
     [agent_call] = [u for u in updates if u["sessionUpdate"] == "tool_call" and u["title"] == "Look around"]
     said = "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
-    assert "echo: find files" not in said
+    assert said == "main answer"
     on_call = [u for u in updates if u["sessionUpdate"] == "tool_call_update"
-               and u["toolCallId"] == agent_call["toolCallId"] and "echo: find files" in json.dumps(u.get("content"))]
-    assert on_call
+               and u["toolCallId"] == agent_call["toolCallId"]]
+    [sub_call] = [u for u in updates if u["sessionUpdate"] == "tool_call" and u["title"] == "`echo sub-marker`"]
+    assert sub_call["_meta"]["claudeCode"]["parentToolUseId"] == agent_call["toolCallId"]
+    sub_done = [u for u in updates if u["sessionUpdate"] == "tool_call_update"
+                and u["toolCallId"] == sub_call["toolCallId"] and u.get("status") == "completed"]
+    assert sub_done and sub_done[-1]["_meta"]["claudeCode"]["parentToolUseId"] == agent_call["toolCallId"]
+    assert any("subagent report" in json.dumps(u.get("content")) for u in on_call)
+    assert on_call[-1]["status"] == "completed"
     assert agent.frames.problems == []
 
 
@@ -131,4 +138,22 @@ async def test_the_sessions_title_is_published(tmp_path: Path, terminals: bool) 
     infos = [u for u in agent.frames.updates(session.session_id) if u["sessionUpdate"] == "session_info_update"]
     assert [info["title"] for info in infos] == [SIDE_TITLE]
     assert infos[0]["updatedAt"].endswith("Z")
+    assert agent.frames.problems == []
+
+
+@TERMINALS
+async def test_automatic_compaction_shows_as_a_compaction(tmp_path: Path, terminals: bool) -> None:
+    """The first answer reports a nearly full context window, so the CLI compacts before the next."""
+    script = [{"reply": "first", "usage": {"input_tokens": 990000}}]
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=terminals, meta=_meta(terminals)) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+            result = await agent.conn.prompt(session_id=session.session_id, prompt=text("again"))
+    assert result.stop_reason == "end_turn"
+    updates = agent.frames.updates(session.session_id)
+    [start] = [u for u in updates if u["sessionUpdate"] == "tool_call" and u["title"] == "Compact conversation"]
+    last = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == start["toolCallId"]][-1]
+    facts = last["_meta"]["jetbrains"]["air"]["contextCompaction"] if terminals else last["rawOutput"]
+    assert (last["status"], facts["trigger"]) == ("completed", "auto") and facts["tokensBefore"] > 900000
     assert agent.frames.problems == []

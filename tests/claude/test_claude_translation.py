@@ -117,3 +117,12 @@ def test_tool_progress_reports_the_running_bash_call() -> None:
         {"type": "tool_result", "tool_use_id": "t1", "content": "done"}]}})
     assert fold.feed(BASH_BEAT) == []  # a beat after the result never reopens the call
     assert new_fold().feed(BASH_BEAT) == []  # nor one for a call this turn never showed
+
+
+def test_automatic_compaction_is_the_same_event() -> None:
+    [_, (events, outcome)] = fold_turns("auto_compact")
+    compactions = _of(events, Compaction)
+    assert len({event.compaction_id for event in compactions}) == 1
+    assert [event.status for event in compactions] == ["in_progress", "completed", "completed"]
+    assert (compactions[-1].trigger, compactions[-1].tokens_before) == ("auto", 990009)
+    assert outcome.stop_reason == "end_turn"

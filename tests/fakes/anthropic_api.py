@@ -36,6 +36,9 @@ Steps (consumed in order by turn requests only; side requests never consume one)
   request's last user message that is not a `<system-reminder>` or an interruption note: a model
   that answers the prompt it received, so a test sees which turn an answer belongs to. It combines
   with `hang_after_events` (the held answer is the echo).
+- `"for_prompt": "text"` on any step: it answers only the turn request whose prompt (as `echo`
+  reads it) is that text, whenever it comes; other requests skip it. A subagent's requests run
+  beside the main loop's in either order: this gives each its own answer.
 - Modifiers any step may carry: `"delay_first_byte_s": X` (wait before the status line),
   `"stop_reason": "max_tokens"|"refusal"|...` (default `end_turn`, or `tool_use` with a tool call),
   `"headers": {...}` (extra response headers), `"usage": {...}` (merged into the final usage),
@@ -116,6 +119,7 @@ STEP_KEYS: Final[frozenset[str]] = frozenset(
         "headers",
         "usage",
         "times",
+        "for_prompt",
     }
 )
 
@@ -650,7 +654,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(404, "not_found_error", f"Not found: {path}")
             api.finish(record, "completed")
             return
-        step: Step = api.take_step() if kind == "turn" else {}
+        step: Step = api.take_step(body) if kind == "turn" else {}
         record = api.record(self, body, kind, reason, step if kind == "turn" else None)
         outcome = "completed"
         try:
@@ -926,9 +930,16 @@ class FakeAnthropicAPI(LoopbackFake):
         with self._lock:
             return f"{prefix}_fake{next(self._ids):08d}"
 
-    def take_step(self) -> Step:
+    def take_step(self, body: JsonObject | None = None) -> Step:
+        """The next step for a turn request: the first `for_prompt` step naming its prompt, else
+        the first step without `for_prompt` (else the default)."""
+        prompt = echo_text(body)[len("echo: "):] if body else None
         with self._lock:
-            return self._script.pop(0) if self._script else DEFAULT_STEP
+            for wanted in (True, False):
+                for index, step in enumerate(self._script):
+                    if (step.get("for_prompt") == prompt) if wanted else "for_prompt" not in step:
+                        return self._script.pop(index)
+            return DEFAULT_STEP
 
     def record(
         self,
