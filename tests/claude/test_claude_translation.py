@@ -126,3 +126,21 @@ def test_automatic_compaction_is_the_same_event() -> None:
     assert [event.status for event in compactions] == ["in_progress", "completed", "completed"]
     assert (compactions[-1].trigger, compactions[-1].tokens_before) == ("auto", 990009)
     assert outcome.stop_reason == "end_turn"
+
+
+def test_a_subagents_calls_are_marked_and_may_outlive_the_turn() -> None:
+    from acp_agent.events import TurnEnd
+
+    fold = new_fold()
+    fold.feed({"type": "assistant", "message": {"id": "m1", "content": [
+        {"type": "tool_use", "id": "a1", "name": "Agent", "input": {"description": "Look", "prompt": "p"}}]}})
+    [started] = fold.feed({"type": "assistant", "parent_tool_use_id": "a1", "message": {"id": "m2", "content": [
+        {"type": "tool_use", "id": "s1", "name": "Bash", "input": {"command": "sleep 9"}}]}})
+    assert isinstance(started, TerminalStarted) and started.call.meta == {"claudeCode": {"parentToolUseId": "a1"}}
+    [beat] = fold.feed({**BASH_BEAT, "tool_use_id": "s1", "parent_tool_use_id": "a1"})
+    assert isinstance(beat, TerminalOutput) and beat.tool_call_id == "s1"
+    fold.feed({"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "a1", "content": "Async agent launched successfully."}]}})
+    # the background subagent's Bash call is still running when the main loop ends the turn
+    fold.feed({"type": "result", "subtype": "success", "is_error": False, "stop_reason": "end_turn"})
+    assert fold.outcome == TurnEnd("end_turn")

@@ -54,6 +54,7 @@ class TurnFold:
     """The session's task list (TaskCreate and friends): the runtime passes the session's own."""
     compaction_id: str | None = None
     subagent_texts: dict[str, list[str]] = field(factory=dict)
+    subagent_tools: set[str] = field(factory=set)
     _parent: str | None = None
 
     @property
@@ -199,7 +200,7 @@ class TurnFold:
             elif block.get("type") == "tool_use":
                 tool_id, name, tool_input = str(block.get("id")), str(block.get("name")), block.get("input") or {}
                 self.tools[tool_id] = name
-                self.answered_tools.add(tool_id)  # the subagent's own loop answers it, maybe after the turn
+                self.subagent_tools.add(tool_id)  # its own loop answers it, maybe after this turn
                 self.inputs[tool_id] = tool_input if isinstance(tool_input, Mapping) else {}
                 if name in TASK_TOOLS:
                     continue
@@ -268,7 +269,7 @@ class TurnFold:
             return TurnEnd("max_tokens")
         if subtype != "success":
             return TurnEnd("end_turn")
-        unanswered = set(self.tools) - self.answered_tools
+        unanswered = set(self.tools) - self.answered_tools - self.subagent_tools
         if unanswered:
             return classify.failure(FailureKind.INTERNAL_ERROR, "internalError",
                                     "Claude ended the turn with a tool call still unanswered.", source="adapter")
