@@ -511,7 +511,6 @@ class ClaudeRuntime(ProviderRuntime):
             await self._ensure_cli(session, turn)
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
             session.fold, session.turn = fold, turn
-            self._ask_title(session, prompt, turn)
             try:
                 try:
                     outcome = await self._run_turn(session, prompt, turn, fold)
@@ -532,13 +531,16 @@ class ClaudeRuntime(ProviderRuntime):
                 session.last_used = time.monotonic()
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
+        self._ask_title(session, prompt, turn)
         return outcome
 
     def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
-        """Until the session has a title, each prompt asks the CLI for one (in the background: the
-        CLI answers once it generated it, often after the turn)."""
+        """Until the session has a title, each turn that ended asks the CLI for one, in the
+        background. Not before: the CLI stores the title in the transcript at once, and a
+        transcript holding only a title is one `--resume` cannot open (a CLI lost in its first
+        turn would leave the session unresumable)."""
         text = titles.description(prompt)
-        if session.titled or not text or session.cli is None:
+        if session.titled or not text or session.cli is None or session.dead:
             return
         session.titled = True
 
