@@ -144,7 +144,7 @@ async def test_the_sessions_title_is_published(tmp_path: Path, terminals: bool) 
 @TERMINALS
 async def test_automatic_compaction_shows_as_a_compaction(tmp_path: Path, terminals: bool) -> None:
     """The first answer reports a nearly full context window, so the CLI compacts before the next."""
-    script = [{"reply": "first", "usage": {"input_tokens": 990000}}]
+    script = [{"reply": "first", "usage": {"input_tokens": 990000}}, {"reply": "second"}]
     with FakeAnthropicAPI(script) as api:
         async with claude_agent(api, tmp_path, capable=terminals, meta=_meta(terminals)) as agent:
             session = await agent.conn.new_session(cwd=str(tmp_path))
@@ -156,4 +156,8 @@ async def test_automatic_compaction_shows_as_a_compaction(tmp_path: Path, termin
     last = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == start["toolCallId"]][-1]
     facts = last["_meta"]["jetbrains"]["air"]["contextCompaction"] if terminals else last["rawOutput"]
     assert (last["status"], facts["trigger"]) == ("completed", "auto") and facts["tokensBefore"] > 900000
+    # the summary request is a side request (it takes no step): the turn after it gets its answer
+    texts = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(texts) == "firstsecond"
+    assert [request.kind for request in api.requests if request.kind != "other"].count("turn") == 2
     assert agent.frames.problems == []

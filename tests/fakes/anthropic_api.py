@@ -50,7 +50,8 @@ Turn or side request (`classify_request`): the CLI sends the turn's own model ca
 agent's tool list; its side calls (session title, quota probes, small classifiers) send no tools
 or ask for structured output (`output_config.format`), and the side calls that fork the main
 conversation (prompt suggestions, compaction) keep the tools but end with a user message that
-starts the side task (`[SUGGESTION MODE: ...`, `Your task is to create a detailed summary of ...`).
+starts the side task (`[SUGGESTION MODE: ...`, `Your task is to create a detailed summary of ...`,
+`CRITICAL: Respond with TEXT ONLY. ...` for automatic compaction).
 Side requests get a short harmless answer (schema-shaped JSON when a JSON schema is asked for, a
 `<summary>` for compaction). Every HTTP attempt of a turn takes a step: the CLI's retries, its
 non-streaming fallback after repeated stream failures, its silent re-sends after a generic 400 and
@@ -93,6 +94,7 @@ FAKE_SIGNATURE: Final[str] = "ZmFrZS1zaWduYXR1cmU="
 SIDE_PROMPT_MARKERS: Final[tuple[str, ...]] = (
     "[SUGGESTION MODE",
     "Your task is to create a detailed summary of",
+    "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.",  # automatic compaction's summary
 )
 SIDE_SUMMARY: Final[str] = "<analysis>Fake analysis.</analysis>\n<summary>Fake summary of the conversation.</summary>"
 STEP_KEYS: Final[frozenset[str]] = frozenset(
@@ -273,7 +275,8 @@ def classify_request(method: str, path: str, body: JsonObject | None) -> tuple[R
        other generated metadata use a JSON schema; the agent loop never does.
     4. A call whose last user message has a text block that starts a side task
        (`[SUGGESTION MODE: ...` for prompt suggestions, `Your task is to create a detailed summary
-       of ...` for compaction) is a side call: those fork the main conversation and keep its tools.
+       of ...` for `/compact`, `CRITICAL: Respond with TEXT ONLY. ...` for automatic compaction) is
+       a side call: those fork the main conversation and keep its tools.
     5. Everything else is a turn call. The message list may end with a `system`-role message
        (the CLI appends its environment block that way); that does not matter here.
     """
@@ -353,7 +356,7 @@ def _schema_value(schema: Any) -> Any:
 
 def side_reply_text(body: JsonObject | None) -> str:
     """The harmless answer to a side request."""
-    if body is not None and _side_marker(body) == SIDE_PROMPT_MARKERS[1]:
+    if body is not None and _side_marker(body) in SIDE_PROMPT_MARKERS[1:]:
         return SIDE_SUMMARY
     output_config = (body or {}).get("output_config")
     if isinstance(output_config, dict):
