@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pytest
 
 from acp_agent.acp import AgentMessageChunk, Plan, ToolCall
-from acp_agent.events import Notice, RetryProgress, TurnEnd, is_model_answer
+from acp_agent.events import Notice, RetryProgress, TerminalStarted, TurnEnd, is_model_answer
 from acp_agent.failures import Category, FailureKind, FailureObservation
 from acp_agent.testing import ClassificationContract, ProviderWireContract, RedactionContract, TitleContract
 from acp_agent_claude import classify
@@ -247,7 +247,8 @@ def test_unanswered_tool_call_is_an_internal_error() -> None:
 
 def test_tools_and_plans_from_real_output() -> None:
     [(events, _)] = fold_turns("bash_permission_allowed")
-    [call] = [event for event in events if isinstance(event, ToolCall)]
+    # (a Bash call is a terminal for clients that opt in: the call inside is what others see)
+    [call] = [event.call for event in events if isinstance(event, TerminalStarted)]
     assert (call.title, call.kind, call.status) == ("`touch created-by-bash.txt`", "execute", "pending")
     turns = fold_turns("todowrite")
     plans = [event for events, _ in turns for event in events if isinstance(event, Plan)]

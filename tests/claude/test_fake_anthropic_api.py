@@ -437,3 +437,16 @@ def test_standalone_server_prints_its_url_and_logs_requests() -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_a_for_prompt_step_answers_only_its_prompt() -> None:
+    from tests.fakes.anthropic_api import DEFAULT_STEP, FakeAnthropicAPI
+
+    def body(prompt: str) -> dict[str, object]:
+        return {"messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}]}
+
+    api = FakeAnthropicAPI([{"reply": "main"}, {"for_prompt": "find files", "reply": "sub"}, {"reply": "later"}])
+    assert api.take_step(body("go"))["reply"] == "main"
+    assert api.take_step(body("find files"))["reply"] == "sub"
+    assert api.take_step(body("find files"))["reply"] == "later"  # no step of its own left: the next
+    assert api.take_step(body("go")) == DEFAULT_STEP

@@ -79,3 +79,17 @@ def test_login_messages_are_not_replayed_as_records() -> None:
     entries = [USAGE[0], assistant("a-1", "Not logged in · Please run /login", "<synthetic>")]
     [failure] = failures(entries)
     assert failure.typed is False
+
+
+def test_task_tools_replay_as_the_plan_they_built() -> None:
+    """A stored session's TaskCreate/TaskUpdate calls replay as plans (from the results' text,
+    which is all the transcript keeps), not as tool calls."""
+    from acp_agent.acp import Plan, PlanEntry, ToolCall
+
+    events = replay_history(transcript("transcript_task_plan"))
+    assert [e for e in events if isinstance(e, Plan)] == [
+        Plan([PlanEntry("Write the parser")]),
+        Plan([PlanEntry("Write the parser"), PlanEntry("Test the parser")]),
+        Plan([PlanEntry("Writing the parser", status="in_progress"), PlanEntry("Test the parser")]),
+    ]
+    assert not [e for e in events if isinstance(e, ToolCall)]

@@ -36,6 +36,9 @@ Steps (consumed in order by turn requests only; side requests never consume one)
   request's last user message that is not a `<system-reminder>` or an interruption note: a model
   that answers the prompt it received, so a test sees which turn an answer belongs to. It combines
   with `hang_after_events` (the held answer is the echo).
+- `"for_prompt": "text"` on any step: it answers only the turn request whose prompt (as `echo`
+  reads it) is that text, whenever it comes; other requests skip it. A subagent's requests run
+  beside the main loop's in either order: this gives each its own answer.
 - Modifiers any step may carry: `"delay_first_byte_s": X` (wait before the status line),
   `"stop_reason": "max_tokens"|"refusal"|...` (default `end_turn`, or `tool_use` with a tool call),
   `"headers": {...}` (extra response headers), `"usage": {...}` (merged into the final usage),
@@ -47,7 +50,8 @@ Turn or side request (`classify_request`): the CLI sends the turn's own model ca
 agent's tool list; its side calls (session title, quota probes, small classifiers) send no tools
 or ask for structured output (`output_config.format`), and the side calls that fork the main
 conversation (prompt suggestions, compaction) keep the tools but end with a user message that
-starts the side task (`[SUGGESTION MODE: ...`, `Your task is to create a detailed summary of ...`).
+starts the side task (`[SUGGESTION MODE: ...`, `Your task is to create a detailed summary of ...`,
+`CRITICAL: Respond with TEXT ONLY. ...` for automatic compaction).
 Side requests get a short harmless answer (schema-shaped JSON when a JSON schema is asked for, a
 `<summary>` for compaction). Every HTTP attempt of a turn takes a step: the CLI's retries, its
 non-streaming fallback after repeated stream failures, its silent re-sends after a generic 400 and
@@ -90,6 +94,7 @@ FAKE_SIGNATURE: Final[str] = "ZmFrZS1zaWduYXR1cmU="
 SIDE_PROMPT_MARKERS: Final[tuple[str, ...]] = (
     "[SUGGESTION MODE",
     "Your task is to create a detailed summary of",
+    "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.",  # automatic compaction's summary
 )
 SIDE_SUMMARY: Final[str] = "<analysis>Fake analysis.</analysis>\n<summary>Fake summary of the conversation.</summary>"
 STEP_KEYS: Final[frozenset[str]] = frozenset(
@@ -116,6 +121,7 @@ STEP_KEYS: Final[frozenset[str]] = frozenset(
         "headers",
         "usage",
         "times",
+        "for_prompt",
     }
 )
 
@@ -269,7 +275,8 @@ def classify_request(method: str, path: str, body: JsonObject | None) -> tuple[R
        other generated metadata use a JSON schema; the agent loop never does.
     4. A call whose last user message has a text block that starts a side task
        (`[SUGGESTION MODE: ...` for prompt suggestions, `Your task is to create a detailed summary
-       of ...` for compaction) is a side call: those fork the main conversation and keep its tools.
+       of ...` for `/compact`, `CRITICAL: Respond with TEXT ONLY. ...` for automatic compaction) is
+       a side call: those fork the main conversation and keep its tools.
     5. Everything else is a turn call. The message list may end with a `system`-role message
        (the CLI appends its environment block that way); that does not matter here.
     """
@@ -349,7 +356,7 @@ def _schema_value(schema: Any) -> Any:
 
 def side_reply_text(body: JsonObject | None) -> str:
     """The harmless answer to a side request."""
-    if body is not None and _side_marker(body) == SIDE_PROMPT_MARKERS[1]:
+    if body is not None and _side_marker(body) in SIDE_PROMPT_MARKERS[1:]:
         return SIDE_SUMMARY
     output_config = (body or {}).get("output_config")
     if isinstance(output_config, dict):
@@ -650,7 +657,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(404, "not_found_error", f"Not found: {path}")
             api.finish(record, "completed")
             return
-        step: Step = api.take_step() if kind == "turn" else {}
+        step: Step = api.take_step(body) if kind == "turn" else {}
         record = api.record(self, body, kind, reason, step if kind == "turn" else None)
         outcome = "completed"
         try:
@@ -926,9 +933,16 @@ class FakeAnthropicAPI(LoopbackFake):
         with self._lock:
             return f"{prefix}_fake{next(self._ids):08d}"
 
-    def take_step(self) -> Step:
+    def take_step(self, body: JsonObject | None = None) -> Step:
+        """The next step for a turn request: the first `for_prompt` step naming its prompt, else
+        the first step without `for_prompt` (else the default)."""
+        prompt = echo_text(body)[len("echo: "):] if body else None
         with self._lock:
-            return self._script.pop(0) if self._script else DEFAULT_STEP
+            for wanted in (True, False):
+                for index, step in enumerate(self._script):
+                    if (step.get("for_prompt") == prompt) if wanted else "for_prompt" not in step:
+                        return self._script.pop(index)
+            return DEFAULT_STEP
 
     def record(
         self,

@@ -6,6 +6,7 @@ Takes the claude-agent-sdk's content blocks and raw stream events; returns `acp_
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -198,3 +199,24 @@ def mcp_servers(servers: Sequence[McpServer]) -> dict[str, dict[str, Any]]:
             configs[server.name] = {"type": server.type, "url": server.url,
                                     **({"headers": headers} if headers else {})}
     return configs
+
+
+def shell_output(content: Any, is_error: bool | None, tool_use_result: Any = None) -> str:
+    """A Bash call's output as a terminal shows it: stdout then stderr, else the result's text."""
+    if isinstance(tool_use_result, dict) and not is_error:
+        stdout, stderr = tool_use_result.get("stdout") or "", tool_use_result.get("stderr") or ""
+        joined = "\n".join(part for part in (stdout, stderr) if part)
+        if joined:
+            return joined
+    return _result_text(content)
+
+
+def exit_code(content: Any, is_error: bool | None) -> int | None:
+    """A Bash call's exit code: 0 for a success; a failure's `Exit code N` line (None: not given)."""
+    if not is_error:
+        return 0
+    match = _EXIT_CODE.search(_result_text(content))
+    return int(match[1]) if match else None
+
+
+_EXIT_CODE = re.compile(r"^Exit code (\d+)", re.MULTILINE)

@@ -11,10 +11,19 @@ from typing import Any
 
 from attrs import define, field
 
-from acp_agent.acp import agent_text, thought_text
-from acp_agent.events import AuthConfirmed, Event, TurnEnd
+from acp_agent.acp import ToolCallUpdate, agent_text, thought_text
+from acp_agent.events import (
+    AuthConfirmed,
+    Compaction,
+    Event,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TurnEnd,
+)
 from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent_claude import classify, content
+from acp_agent_claude import classify, content, subagents
+from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 
 Outcome = TurnEnd | FailureObservation
 Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
@@ -39,7 +48,14 @@ class TurnFold:
     streamed: set[str] = field(factory=set)
     streaming_id: str | None = None
     tools: dict[str, str] = field(factory=dict)
+    inputs: dict[str, Mapping[str, Any]] = field(factory=dict)
     answered_tools: set[str] = field(factory=set)
+    tasks: TaskPlan = field(factory=TaskPlan)
+    """The session's task list (TaskCreate and friends): the runtime passes the session's own."""
+    compaction_id: str | None = None
+    subagent_texts: dict[str, list[str]] = field(factory=dict)
+    subagent_tools: set[str] = field(factory=set)
+    _parent: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -49,6 +65,8 @@ class TurnFold:
     def feed(self, message: Mapping[str, Any]) -> list[Event]:
         """One stream-json line of the CLI (a dict as it wrote it)."""
         kind = message.get("type")
+        parent = message.get("parent_tool_use_id")
+        self._parent = parent if isinstance(parent, str) else None
         if kind == "stream_event":
             return self._stream_event(_mapping(message.get("event")))
         if kind == "assistant":
@@ -57,6 +75,8 @@ class TurnFold:
             return self._user(message)
         if kind == "system":
             return self._system(str(message.get("subtype") or ""), message)
+        if kind == "tool_progress":
+            return self._progress(message)
         if kind == "result":
             self.outcome = self._result(message)
             events = self._usage(message)
@@ -68,6 +88,8 @@ class TurnFold:
         return []
 
     def _stream_event(self, event: Mapping[str, Any]) -> list[Event]:
+        if self._parent is not None:
+            return []  # a subagent's deltas: its whole message shows on its Agent call
         if event.get("type") == "message_start":
             self.streaming_id = _mapping(event.get("message")).get("id")
             return []
@@ -93,6 +115,8 @@ class TurnFold:
             return [agent_text(text)] if text else []
         if failing:
             self.pending_error = dict(line)
+        if self._parent is not None:
+            return self._subagent(self._parent, blocks)
         events: list[Event] = []
         message_id = message.get("id")
         streamed = message_id in self.streamed if message_id else False
@@ -107,11 +131,15 @@ class TurnFold:
             elif block_kind == "tool_use":
                 tool_id, name, tool_input = str(block.get("id")), str(block.get("name")), block.get("input") or {}
                 self.tools[tool_id] = name
+                self.inputs[tool_id] = tool_input if isinstance(tool_input, Mapping) else {}
                 if name == "TodoWrite":
                     plan = content.plan_from_todos(tool_input)
                     if plan is not None:
                         events.append(plan)
-                events.append(content.tool_call(tool_id, name, tool_input, self.cwd))
+                if name in TASK_TOOLS:
+                    continue  # shown as the plan once its result confirms the change
+                call = content.tool_call(tool_id, name, tool_input, self.cwd)
+                events.append(TerminalStarted(call, self.cwd) if name == "Bash" else call)
         if message.get("stop_reason") == "refusal":
             self.refusal_text = text or self.refusal_text
         return events
@@ -123,10 +151,61 @@ class TurnFold:
         events: list[Event] = []
         for block in blocks:
             if isinstance(block, Mapping) and block.get("type") == "tool_result":
-                tool_id = str(block.get("tool_use_id"))
-                self.answered_tools.add(tool_id)
-                events.append(content.tool_result(tool_id, block.get("content"), block.get("is_error"),
-                                                  self.tools.get(tool_id), line.get("tool_use_result")))
+                events.extend(self._tool_result(block, line.get("tool_use_result")))
+        return events
+
+    def _tool_result(self, block: Mapping[str, Any], result: Any) -> list[Event]:
+        tool_id = str(block.get("tool_use_id"))
+        self.answered_tools.add(tool_id)
+        name, body, is_error = self.tools.get(tool_id), block.get("content"), block.get("is_error")
+        if name in TASK_TOOLS:
+            plan = self.tasks.apply(name or "", self.inputs.get(tool_id, {}), body, result, bool(is_error))
+            return [plan] if plan is not None else []
+        update = content.tool_result(tool_id, body, is_error, name, result)
+        if self._parent is not None:
+            update = subagents.mark(update, self._parent)
+        if name == "Bash":
+            return [TerminalExited(tool_id, update, content.exit_code(body, is_error),
+                                   content.shell_output(body, is_error, result))]
+        return [update]
+
+    def _progress(self, beat: Mapping[str, Any]) -> list[Event]:
+        """A running tool's heartbeat (elapsed time only: stream-json carries no Bash output), as
+        claude-agent-acp reports it: the call in progress, with the time in `_meta.claudeCode`.
+        A beat under an id no call has (a hook's heartbeat) reports on its parent call."""
+        tool_id = beat.get("tool_use_id")
+        if tool_id not in self.tools:
+            tool_id = beat.get("parent_tool_use_id")
+        if not isinstance(tool_id, str) or tool_id not in self.tools or tool_id in self.answered_tools:
+            return []  # unknown, or a beat that raced past the result: never reopen a finished call
+        name = self.tools[tool_id]
+        if name in TASK_TOOLS:
+            return []
+        elapsed = beat.get("elapsed_time_seconds")
+        response = {"elapsedTimeSeconds": elapsed} if isinstance(elapsed, int | float) else {}
+        update = ToolCallUpdate(tool_call_id=tool_id, status="in_progress",
+                                meta={"claudeCode": {"toolName": name, "toolResponse": response}})
+        return [TerminalOutput(tool_id, "", update) if name == "Bash" else update]
+
+    def _subagent(self, parent: str, blocks: Any) -> list[Event]:
+        """A subagent's message: its tool calls under its Agent call, its text on that call."""
+        events: list[Event] = []
+        for block in blocks if isinstance(blocks, list) else ():
+            if not isinstance(block, Mapping):
+                continue
+            if block.get("type") == "text" and block.get("text"):
+                texts = self.subagent_texts.setdefault(parent, [])
+                texts.append(str(block["text"]))
+                events.append(subagents.progress(parent, texts))
+            elif block.get("type") == "tool_use":
+                tool_id, name, tool_input = str(block.get("id")), str(block.get("name")), block.get("input") or {}
+                self.tools[tool_id] = name
+                self.subagent_tools.add(tool_id)  # its own loop answers it, maybe after this turn
+                self.inputs[tool_id] = tool_input if isinstance(tool_input, Mapping) else {}
+                if name in TASK_TOOLS:
+                    continue
+                call = subagents.mark(content.tool_call(tool_id, name, tool_input, self.cwd), parent)
+                events.append(TerminalStarted(call, self.cwd) if name == "Bash" else call)
         return events
 
     def _system(self, subtype: str, data: Mapping[str, Any]) -> list[Event]:
@@ -138,7 +217,36 @@ class TurnFold:
             return [notice] if notice else []
         if subtype == "worker_shutting_down":
             self.worker_shutting_down = True
+        if subtype == "status":
+            return self._compaction_status(data)
+        if subtype == "compact_boundary":
+            return [self._compact_boundary(data)]
         return []
+
+    def _compaction_status(self, data: Mapping[str, Any]) -> list[Event]:
+        """`status: compacting` opens a compaction; `compact_result` ends it."""
+        if data.get("status") == "compacting":
+            self.compaction_id = f"compact-{data.get('uuid')}"
+            return [Compaction(self.compaction_id, "in_progress")]
+        result = data.get("compact_result")
+        if result not in ("success", "failed"):
+            return []
+        compaction_id = self.compaction_id or f"compact-{data.get('uuid')}"
+        if result == "failed":
+            self.compaction_id = None
+            error = data.get("compact_error")
+            return [Compaction(compaction_id, "failed", error=str(error) if error else None)]
+        self.compaction_id = compaction_id  # the boundary that follows adds its numbers
+        return [Compaction(compaction_id, "completed")]
+
+    def _compact_boundary(self, data: Mapping[str, Any]) -> Compaction:
+        """The compacted history's boundary: the trigger and token counts before and after."""
+        compaction_id, self.compaction_id = self.compaction_id or f"compact-{data.get('uuid')}", None
+        meta = _mapping(data.get("compact_metadata"))
+        before, after = meta.get("pre_tokens"), meta.get("post_tokens")
+        return Compaction(compaction_id, "completed", trigger=str(meta["trigger"]) if meta.get("trigger") else None,
+                          tokens_before=before if isinstance(before, int) else None,
+                          tokens_after=after if isinstance(after, int) else None)
 
     def _usage(self, result: Mapping[str, Any]) -> list[Event]:
         update = content.usage_update(result.get("usage"), result.get("modelUsage"))
@@ -161,7 +269,7 @@ class TurnFold:
             return TurnEnd("max_tokens")
         if subtype != "success":
             return TurnEnd("end_turn")
-        unanswered = set(self.tools) - self.answered_tools
+        unanswered = set(self.tools) - self.answered_tools - self.subagent_tools
         if unanswered:
             return classify.failure(FailureKind.INTERNAL_ERROR, "internalError",
                                     "Claude ended the turn with a tool call still unanswered.", source="adapter")

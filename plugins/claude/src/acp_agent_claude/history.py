@@ -24,6 +24,7 @@ from acp_agent.acp import (
 from acp_agent.events import Event, HistoryFailure
 from acp_agent.failures import FailureKind
 from acp_agent_claude import classify, content
+from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 
 
 def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -74,6 +75,8 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
     events: list[Event] = []
     user_message_id: str | None = None
     tools: dict[str, str] = {}
+    inputs: dict[str, Mapping[str, Any]] = {}
+    tasks = TaskPlan()  # the task tools replay as the plan they built, as they showed live
     latest_failure: int | None = None
     for entry in entries:
         kind, uuid = entry.get("type"), str(entry.get("uuid") or "")
@@ -84,6 +87,11 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
             for block in blocks:
                 if block.get("type") == "tool_result":
                     tool_id = str(block.get("tool_use_id", ""))
+                    if tools.get(tool_id) in TASK_TOOLS:
+                        plan = tasks.apply(tools[tool_id], inputs.get(tool_id, {}), block.get("content"), None,
+                                           bool(block.get("is_error")))
+                        events.extend([plan] if plan is not None else [])
+                        continue
                     events.append(content.tool_result(tool_id, block.get("content"), bool(block.get("is_error")),
                                                       tools.get(tool_id)))
             if text_blocks:
@@ -115,7 +123,9 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
                 tools[tool_id] = name
                 raw_input = block.get("input")
                 tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
-                events.append(content.tool_call(tool_id, name, tool_input, cwd))
+                inputs[tool_id] = tool_input
+                if name not in TASK_TOOLS:
+                    events.append(content.tool_call(tool_id, name, tool_input, cwd))
     if latest_failure is not None:
         failure = events[latest_failure]
         assert isinstance(failure, HistoryFailure)

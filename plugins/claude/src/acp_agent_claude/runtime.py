@@ -58,8 +58,9 @@ from acp_agent.provider import (
     additional_directories,
 )
 from acp_agent.wire import UNSET
-from acp_agent_claude import asking, classify, commands, content, history, settings
+from acp_agent_claude import asking, classify, commands, content, history, settings, titles
 from acp_agent_claude.fold import TurnFold
+from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,8 @@ class ClaudeSession:
     steer_running: bool = False  # a steered message started after the turn's last result
     turn_over: bool = True  # the running turn's last result is in: nothing can join it
     asking: int = 0  # permission requests and questions open: a steer waits for them
+    tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
+    titled: bool = False  # its title was asked for (and published) or is being asked for
 
 
 class _NotSubmitted(Exception):
@@ -593,7 +596,7 @@ class ClaudeRuntime(ProviderRuntime):
             await self._ensure_cli(session, turn)
             if commands.local_command(prompt) == commands.MCP:
                 return await self._answer_mcp(session, turn)
-            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
+            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
             session.fold, session.turn = fold, turn
             session.steers.clear()
             session.steer_running = session.turn_over = False
@@ -604,7 +607,7 @@ class ClaudeRuntime(ProviderRuntime):
                     # The CLI had died before our message reached it: replace it and submit for the first time.
                     await self._lost_while_idle(session, turn)
                     await self._ensure_cli(session, turn)
-                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER))
+                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
                     session.fold = fold
                     try:
                         outcome = await self._run_turn(session, prompt, turn, fold)
@@ -622,6 +625,7 @@ class ClaudeRuntime(ProviderRuntime):
                 session.last_used = time.monotonic()
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
+        self._ask_title(session, prompt, turn)
         return outcome
 
     async def _answer_mcp(self, session: ClaudeSession, turn: TurnChannel) -> TurnEnd:
@@ -636,6 +640,21 @@ class ClaudeRuntime(ProviderRuntime):
         answer = commands.mcp_text(status) if status is not None else "The MCP servers' state is not available."
         await turn.emit(AgentMessageChunk(TextContent(answer)))
         return TurnEnd("end_turn")
+
+    def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
+        """Until the session has a title, each turn that ended asks the CLI for one, in the
+        background. Not before: the CLI stores the title in the transcript at once, and a
+        transcript holding only a title is one `--resume` cannot open (a CLI lost in its first
+        turn would leave the session unresumable)."""
+        text = titles.description(prompt)
+        if session.titled or not text or session.cli is None or session.dead:
+            return
+        session.titled = True
+
+        async def ask(cli: ClaudeCLI) -> None:
+            session.titled = await titles.publish(cli, text, turn.emit)
+
+        self._tg.start_soon(ask, session.cli)
 
     async def _lost_while_idle(self, session: ClaudeSession, turn: TurnChannel) -> None:
         log.warning("claude CLI of session %s exited between turns", session.session_id)

@@ -1,0 +1,39 @@
+"""The session's title: Claude Code names a session from its first prompt and stores it in the
+transcript (an `ai-title` entry) without telling stream-json. As claude-agent-acp does, the agent
+asks for it with the `generate_session_title` control request (the CLI answers with the title it
+stored or is generating, so this makes no second model call) and publishes it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from acp_agent.acp import ContentBlock, TextContent
+from acp_agent.events import Event, SessionTitle
+from acp_agent.presentation import now_iso
+from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
+
+log = logging.getLogger(__name__)
+TITLE_TIMEOUT_S = 60.0
+MAX_DESCRIPTION = 1000  # the CLI titles from the last 1000 characters, as claude-agent-acp sends
+
+
+def description(prompt: Sequence[ContentBlock]) -> str:
+    """The prompt's own text, which the CLI titles the session from."""
+    text = "\n".join(block.text for block in prompt if isinstance(block, TextContent)).strip()
+    return text[-MAX_DESCRIPTION:]
+
+
+async def publish(cli: ClaudeCLI, text: str, emit: Callable[[Event], Awaitable[None]]) -> bool:
+    """Ask the CLI for the session's title and publish it; False when it gave none (ask again later)."""
+    try:
+        answer = await cli.request("generate_session_title", timeout_s=TITLE_TIMEOUT_S, description=text,
+                                   persist=True)
+    except (CLIGone, ControlError) as exc:
+        log.info("no session title from the claude CLI: %s", exc)
+        return False
+    title = answer.get("title")
+    if not isinstance(title, str) or not title.strip():
+        return False
+    await emit(SessionTitle(title, now_iso()))
+    return True
