@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.claude.e2e_support import claude_agent, text, wait_for_requests
@@ -129,11 +130,16 @@ async def test_the_sessions_title_is_published(tmp_path: Path, terminals: bool) 
     SIDE_TITLE); the agent publishes it as `session_info_update` with `updatedAt`."""
     with FakeAnthropicAPI([{"reply": "first"}, {"reply": "second"}]) as api:
         async with claude_agent(api, tmp_path, capable=terminals, meta=_meta(terminals)) as agent:
+            titled = anyio.Event()
+            agent.client.update_hook = lambda _sid, update: (
+                titled.set() if update.session_update == "session_info_update" else None)
             session = await agent.conn.new_session(cwd=str(tmp_path))
             await agent.conn.prompt(session_id=session.session_id,
                                     prompt=text("Refactor the parser module into a table-driven design"))
             await wait_for_requests(api, 1, kind="side", finished=True)
-            # a second turn: its result comes after the CLI answered the title request
+            with anyio.fail_after(30):  # the CLI's answer reaches the agent after the fake sent it
+                await titled.wait()
+            # a second turn: the title, known now, is not asked for or published again
             await agent.conn.prompt(session_id=session.session_id, prompt=text("Thanks"))
     infos = [u for u in agent.frames.updates(session.session_id) if u["sessionUpdate"] == "session_info_update"]
     assert [info["title"] for info in infos] == [SIDE_TITLE]
