@@ -15,26 +15,14 @@ import pytest
 from acp import schema
 
 from tests.claude.e2e_support import claude_agent, wait_for_requests
-from tests.e2e.harness import AgentProcess
+from tests.e2e.harness import AgentProcess, answers_and_texts, joined
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(150)]
 
 
 def transcript(agent: AgentProcess, session_id: str) -> str:
-    out: list[str] = []
-    for frame in agent.frames.incoming:
-        result = frame.get("result")
-        if isinstance(result, dict) and "stopReason" in result:
-            out.append(f"<{result['stopReason']}>")
-        elif frame.get("method") == "session/update" and frame["params"]["sessionId"] == session_id:
-            update = frame["params"]["update"]
-            if update["sessionUpdate"] == "agent_message_chunk":
-                if out and not out[-1].startswith("<"):
-                    out[-1] += update["content"]["text"]
-                else:
-                    out.append(update["content"]["text"])
-    return "|".join(out)
+    return joined(answers_and_texts(agent, session_id))
 
 
 @pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])

@@ -22,6 +22,7 @@ from tests.codex.e2e_support import (
     workspace,
     write_codex_home,
 )
+from tests.e2e.harness import answers_and_texts, joined
 from tests.fakes.responses_api import FakeResponsesAPI, echo_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
@@ -31,28 +32,8 @@ ECHO = {"echo": True}
 
 
 def transcript(agent: CodexAgent, session_id: str) -> list[str]:
-    """Prompt answers and agent text of one session, in the order the agent wrote them."""
-    out: list[str] = []
-    for frame in agent.frames.incoming:
-        result = frame.get("result")
-        if isinstance(result, dict) and "stopReason" in result:
-            out.append(f"<{result['stopReason']}>")
-        elif frame.get("method") == "session/update" and frame["params"]["sessionId"] == session_id:
-            update = frame["params"]["update"]
-            if update["sessionUpdate"] == "agent_message_chunk" and not is_notice_text(update["content"]["text"]):
-                out.append(update["content"]["text"])
-    return out
-
-
-def joined(parts: list[str]) -> str:
-    """Text chunks joined, answers kept apart: "echo: alpha|<end_turn>|echo: bravo|<end_turn>"."""
-    out: list[str] = []
-    for part in parts:
-        if part.startswith("<") or not out or out[-1].startswith("<"):
-            out.append(part)
-        else:
-            out[-1] += part
-    return "|".join(out)
+    """Prompt answers and agent text of one session (notices left out), in the order written."""
+    return answers_and_texts(agent, session_id, keep=lambda text: not is_notice_text(text))
 
 
 async def shown(agent: CodexAgent, session_id: str, words: str) -> None:

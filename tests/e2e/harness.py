@@ -259,3 +259,30 @@ async def spawn_agent(provider: str, tmp_path: Path, env: Mapping[str, str] | No
             observers=[frames], use_unstable_protocol=unstable,  # unstable: answer elicitation/create
         ) as (conn, process):
             yield AgentProcess(conn, process, frames, client, log_path)
+
+
+def answers_and_texts(agent: AgentProcess, session_id: str,
+                      keep: Callable[[str], bool] = lambda text: True) -> list[str]:
+    """A session's prompt answers (`<stopReason>`) and agent text chunks (those `keep` accepts),
+    in the order the agent wrote them: which answer each text came before."""
+    out: list[str] = []
+    for frame in agent.frames.incoming:
+        result = frame.get("result")
+        if isinstance(result, dict) and "stopReason" in result:
+            out.append(f"<{result['stopReason']}>")
+        elif frame.get("method") == "session/update" and frame["params"]["sessionId"] == session_id:
+            update = frame["params"]["update"]
+            if update["sessionUpdate"] == "agent_message_chunk" and keep(update["content"]["text"]):
+                out.append(update["content"]["text"])
+    return out
+
+
+def joined(parts: list[str]) -> str:
+    """Text chunks joined, answers kept apart: "echo: alpha|<end_turn>|echo: bravo|<end_turn>"."""
+    out: list[str] = []
+    for part in parts:
+        if part.startswith("<") or not out or out[-1].startswith("<"):
+            out.append(part)
+        else:
+            out[-1] += part
+    return "|".join(out)

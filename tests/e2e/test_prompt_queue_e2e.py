@@ -13,24 +13,10 @@ import anyio
 import pytest
 
 from tests.e2e.cancel_support import REQUEST_CANCELLED, send_cancel_request
-from tests.e2e.harness import AgentProcess, spawn_agent
+from tests.e2e.harness import answers_and_texts, spawn_agent
 from tests.e2e.test_scripted_e2e import script_env, text_prompt
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
-
-
-def answers_and_texts(agent: AgentProcess, session_id: str) -> list[str]:
-    """The prompt answers and message chunks of a session, in the order the agent wrote them."""
-    out: list[str] = []
-    for frame in agent.frames.incoming:
-        result = frame.get("result")
-        if isinstance(result, dict) and "stopReason" in result:
-            out.append(f"<{result['stopReason']}>")
-        elif frame.get("method") == "session/update" and frame["params"]["sessionId"] == session_id:
-            update = frame["params"]["update"]
-            if update["sessionUpdate"] == "agent_message_chunk":
-                out.append(update["content"]["text"])
-    return out
 
 
 async def release(fifo: Path) -> None:

@@ -15,27 +15,14 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.e2e.harness import AgentProcess, spawn_agent
+from tests.e2e.harness import AgentProcess, answers_and_texts, joined, spawn_agent
 from tests.muse.e2e_support import assert_legacy_clean, hooked, muse_env, received, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 def transcript(agent: AgentProcess, session_id: str) -> str:
-    """Prompt answers and agent text, in the order written: "echo: alpha|<end_turn>|echo: bravo|<end_turn>"."""
-    out: list[str] = []
-    for frame in agent.frames.incoming:
-        result = frame.get("result")
-        if isinstance(result, dict) and "stopReason" in result:
-            out.append(f"<{result['stopReason']}>")
-        elif frame.get("method") == "session/update" and frame["params"]["sessionId"] == session_id:
-            update = frame["params"]["update"]
-            if update["sessionUpdate"] == "agent_message_chunk":
-                if out and not out[-1].startswith("<"):
-                    out[-1] += update["content"]["text"]
-                else:
-                    out.append(update["content"]["text"])
-    return "|".join(out)
+    return joined(answers_and_texts(agent, session_id))
 
 
 def answering(agent: AgentProcess) -> anyio.Event:
