@@ -280,3 +280,29 @@ async def test_fast_mode_reaches_the_api_and_survives_a_released_cli(tmp_path: P
     assert "fast" not in (speeds[0], speeds[2], speeds[4])
     assert json.loads(flag(revived, "--settings")) == {"fastMode": True}
     assert agent.frames.problems == []
+
+
+@BOTH
+@pytest.mark.parametrize("reopen", ["resume", "load"])
+async def test_effort_and_fast_mode_survive_close_and_reopen(tmp_path: Path, capable: bool, reopen: str) -> None:
+    """A session closed and resumed (or loaded) in the same agent keeps its effort and fast mode:
+    the CLI that reopens it starts with them, and the session advertises them again."""
+    with FakeAnthropicAPI([{"reply": "one"}, {"reply": "two"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.set_config_option(session_id=sid, config_id="effort", value="high")
+            await agent.conn.set_config_option(session_id=sid, config_id="fast-mode", value="on")
+            await agent.conn.prompt(session_id=sid, prompt=text("first"))
+            await agent.conn.close_session(session_id=sid)
+            if reopen == "resume":
+                reopened = await agent.conn.resume_session(cwd=str(tmp_path), session_id=sid)
+            else:
+                reopened = await agent.conn.load_session(cwd=str(tmp_path), session_id=sid)
+            await agent.conn.prompt(session_id=sid, prompt=text("second"))
+    assert option(reopened.config_options, "effort").current_value == "high"
+    assert option(reopened.config_options, "fast-mode").current_value == "on"
+    assert [effort_of(r.body) for r in api.turn_requests] == ["high", "high"]
+    assert [(r.body or {}).get("speed") for r in api.turn_requests] == ["fast", "fast"]
+    assert user_texts(api.turn_requests[1].body)[-1] == "user: second"
+    assert agent.frames.problems == []

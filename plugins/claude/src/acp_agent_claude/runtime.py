@@ -188,6 +188,8 @@ class ClaudeRuntime(ProviderRuntime):
         self.context = context
         self.cli_path = cli_path
         self.sessions: dict[str, ClaudeSession] = {}
+        self._kept_settings: dict[str, tuple[str | None, bool]] = {}
+        """A closed session's effort and fast mode, for its resume or load in this process."""
         self._unwritten: set[str] = set()  # closed before any prompt: deleting them has nothing to do
         self._tg = task_group
         self._dir: Path | None = None
@@ -413,12 +415,14 @@ class ClaudeRuntime(ProviderRuntime):
                 await channel.emit(event)
         existing = self.sessions.pop(session_id, None)
         if existing is not None:
+            self._kept_settings[session_id] = (existing.effort, existing.fast)
             if existing.cli is not None:
                 await self._stop(existing.cli)
             self._forget_files(existing)
+        effort, fast = self._kept_settings.pop(session_id, (None, False))  # the CLI starts with them
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
-                                add_dirs=additional_directories(channel))
+                                add_dirs=additional_directories(channel), effort=effort, fast=fast)
         try:
             await self._connect(session, resume=True)
         except BaseException:
@@ -513,6 +517,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def close_session(self, session_id: str) -> None:
         session = self.sessions.pop(session_id, None)
         if session is not None:
+            self._kept_settings[session_id] = (session.effort, session.fast)
             if session.cli is not None:
                 await self._stop(session.cli)
             self._forget_files(session)
