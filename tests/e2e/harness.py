@@ -255,7 +255,7 @@ async def spawn_agent(provider: str, tmp_path: Path, env: Mapping[str, str] | No
     with open(stderr_path, "wb") as stderr:
         async with acp.spawn_agent_process(
             client, agent_executable(), "--provider", provider, "--log-file", str(log_path), "--log-level", "debug",
-            *args, env=full_env, cwd=str(tmp_path), transport_kwargs={"stderr": stderr, "shutdown_timeout": 5.0},
+            *args, env=full_env, cwd=str(tmp_path), transport_kwargs={"stderr": stderr, "shutdown_timeout": 10.0},
             observers=[frames], use_unstable_protocol=unstable,  # unstable: answer elicitation/create
         ) as (conn, process):
             yield AgentProcess(conn, process, frames, client, log_path)
