@@ -167,8 +167,11 @@ class SessionChannel(Protocol):
     `additional_directories(channel)`.
     """
 
-    session_id: str
-    credentials: dict[str, str]
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def credentials(self) -> dict[str, str]: ...
 
     async def emit(self, event: Event) -> None:
         """Publish a neutral event; inside a turn it belongs to that turn."""

@@ -164,14 +164,17 @@ class Turn:
     backend_done: bool = False
     """The provider's prompt has returned: the backend's turn is over (or was ended by force)."""
 
-    session_id: str = field(init=False)
-    credentials: dict[str, str] = field(init=False)
-    additional_directories: tuple[str, ...] = field(init=False)
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
 
-    def __attrs_post_init__(self) -> None:
-        self.session_id = self.session.session_id
-        self.credentials = self.session.credentials
-        self.additional_directories = self.session.additional_directories
+    @property
+    def credentials(self) -> dict[str, str]:
+        return self.session.credentials
+
+    @property
+    def additional_directories(self) -> tuple[str, ...]:
+        return self.session.additional_directories
 
     def record_failure(self, observation: FailureObservation) -> None:
         if self.failure is None:
@@ -361,14 +364,17 @@ class LoadingSession:
 
     session: Session
     loaded: bool = False
-    session_id: str = field(init=False)
-    credentials: dict[str, str] = field(init=False)
-    additional_directories: tuple[str, ...] = field(init=False)
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
 
-    def __attrs_post_init__(self) -> None:
-        self.session_id = self.session.session_id
-        self.credentials = self.session.credentials
-        self.additional_directories = self.session.additional_directories
+    @property
+    def credentials(self) -> dict[str, str]:
+        return self.session.credentials
+
+    @property
+    def additional_directories(self) -> tuple[str, ...]:
+        return self.session.additional_directories
 
     async def emit(self, event: Event) -> None:
         if self.loaded:
