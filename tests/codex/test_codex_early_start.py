@@ -12,9 +12,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.codex.e2e_support import stand_in_env
+from tests.codex.e2e_support import app_server_pid, codex_agent, stand_in_env, text, workspace, write_codex_home
 from tests.e2e.harness import spawn_agent
 from tests.e2e.processes import kill_agent_and_wait_for, live_descendants, pidfds
+from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -76,3 +77,28 @@ def test_the_early_runtime_delegates_every_method_the_real_one_implements() -> N
                    if not name.startswith("_") and callable(value) and hasattr(ProviderRuntime, name)}
     missing = {name for name in implemented if name not in vars(EarlyCodexRuntime)}
     assert implemented and missing == set()
+
+
+@pytest.mark.real_backend
+@pytest.mark.parametrize("capable", [pytest.param(True, id="capable"), pytest.param(False, id="legacy")])
+async def test_the_command_line_starts_app_server_and_the_first_session_adopts_it(
+        tmp_path: Path, capable: bool) -> None:
+    """`--provider codex` spawns app-server before the agent's imports (`acp_agent.prestart`); the
+    first session is served by that very process, which stops with the agent."""
+    with FakeResponsesAPI([{"reply": "Hello from the fake model"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            result = await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
+            server = app_server_pid(agent.process.pid)
+            assert result.stop_reason == "end_turn"
+            log = agent.log_text()
+            assert f"adopted codex app-server (pid {server})" in log
+            assert "started codex app-server" not in log  # no second app-server was spawned
+            with ExitStack() as stack:
+                (server_fd,) = pidfds([server], stack)
+                agent.process.stdin.close()
+                with anyio.fail_after(15):
+                    await agent.process.wait()
+                    await anyio.wait_readable(server_fd)
+        assert agent.process.returncode == 0

@@ -107,7 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command:
         return _subcommand(args)
-    return _run(args)
+    if args.cli is not None or not args.provider:
+        return _run(args)
+    # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import.
+    from acp_agent import prestart
+
+    prestart.start(args.provider, os.environ)
+    try:
+        return _run(args)
+    finally:
+        prestart.stop_unclaimed()
 
 
 def _registry() -> ProviderRegistry:

@@ -169,8 +169,135 @@ async def open_child(
     """Start a child with piped stdio; on exit it is stopped (and reaped) whatever happened."""
     process = await anyio.open_process(
         parent_death_argv(argv, env), env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
+    log.debug("started %s (pid %d)", name, process.pid)
+    async with _owned(process, name, grace_s) as child:
+        yield child
+
+
+class _FdReceiveStream(anyio.abc.ByteReceiveStream):
+    """A pipe's read end as an anyio byte stream (non-blocking reads, woken by the event loop)."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd: int | None = fd
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            if self._fd is None:
+                raise anyio.ClosedResourceError
+            try:
+                data = os.read(self._fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            anyio.notify_closing(fd)
+            os.close(fd)
+
+
+class _FdSendStream(anyio.abc.ByteSendStream):
+    """A pipe's write end as an anyio byte stream."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd: int | None = fd
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            if self._fd is None:
+                raise anyio.ClosedResourceError
+            try:
+                view = view[os.write(self._fd, view):]
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            anyio.notify_closing(fd)
+            os.close(fd)
+
+
+class _AdoptedProcess(anyio.abc.Process):
+    """A `subprocess.Popen` started before the event loop (`acp_agent.prestart`), driven from it.
+
+    Its exit is awaited on a pidfd (Linux), then reaped with `Popen.wait`, which returns at once.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        self._popen = popen
+        # The streams own the descriptors from now on: detach them from Popen's file objects.
+        self._stdin = _FdSendStream(os.dup(popen.stdin.fileno()))
+        self._stdout = _FdReceiveStream(os.dup(popen.stdout.fileno()))
+        self._stderr = _FdReceiveStream(os.dup(popen.stderr.fileno()))
+        for stream in (popen.stdin, popen.stdout, popen.stderr):
+            stream.close()
+
+    async def wait(self) -> int:
+        while self._popen.returncode is None:
+            try:
+                pidfd = os.pidfd_open(self._popen.pid)
+            except ProcessLookupError:  # already reaped
+                break
+            try:
+                if self._popen.poll() is None:
+                    await anyio.wait_readable(pidfd)
+            finally:
+                os.close(pidfd)
+            self._popen.poll()
+        return self._popen.wait()
+
+    def terminate(self) -> None:
+        self._popen.terminate()
+
+    def kill(self) -> None:
+        self._popen.kill()
+
+    def send_signal(self, signal: int) -> None:
+        self._popen.send_signal(signal)
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    @property
+    def stdin(self) -> anyio.abc.ByteSendStream:
+        return self._stdin
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream:
+        return self._stdout
+
+    @property
+    def stderr(self) -> anyio.abc.ByteReceiveStream:
+        return self._stderr
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for stream in (self._stdin, self._stdout, self._stderr):
+                await stream.aclose()
+            if self._popen.returncode is None:
+                self._popen.kill()
+                await self.wait()
+
+
+@asynccontextmanager
+async def _owned(process: anyio.abc.Process, name: str, grace_s: float) -> AsyncIterator[ChildProcess]:
     child = ChildProcess(process, name)
-    log.debug("started %s (pid %d)", name, child.pid)
     try:
         async with anyio.create_task_group() as task_group:
             if process.stderr is not None:
@@ -183,6 +310,15 @@ async def open_child(
     finally:
         with anyio.CancelScope(shield=True):
             await process.aclose()
+
+
+@asynccontextmanager
+async def adopt_child(popen: subprocess.Popen[bytes], *, name: str = "backend",
+                      grace_s: float = 2.0) -> AsyncIterator[ChildProcess]:
+    """Own a child started before the event loop (`acp_agent.prestart`) exactly as `open_child` does."""
+    log.debug("adopted %s (pid %d), started with the agent", name, popen.pid)
+    async with _owned(_AdoptedProcess(popen), name, grace_s) as child:
+        yield child
 
 
 def kill_process_group(pid: int) -> None:

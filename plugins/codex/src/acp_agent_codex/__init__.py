@@ -24,24 +24,10 @@ from acp_agent.provider import (
     RuntimeContext,
     TerminalLogin,
 )
+from acp_agent_codex.prestart import BIN_VAR as BIN_VAR
+from acp_agent_codex.prestart import find_codex as find_codex
 
-BIN_VAR = "ACP_AGENT_CODEX_BIN"
 INSTALL_HINT = "install the `openai-codex-cli-bin` wheel or set ACP_AGENT_CODEX_BIN to a codex binary"
-
-
-def find_codex(environ: Mapping[str, str]) -> str | None:
-    """The codex binary: `ACP_AGENT_CODEX_BIN` if set, else the one bundled in `openai-codex-cli-bin`."""
-    override = environ.get(BIN_VAR)
-    if override:
-        return override
-    try:
-        from codex_cli_bin import bundled_codex_path  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    try:
-        return str(bundled_codex_path())
-    except (FileNotFoundError, OSError):
-        return None
 
 
 def codex_home(environ: Mapping[str, str]) -> str:

@@ -13,7 +13,6 @@ attempt's error, exactly as without the early start.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -21,9 +20,10 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
+from acp_agent import prestart
 from acp_agent.acp import ConfigOption, ContentBlock, McpServer
 from acp_agent.events import TurnEnd
-from acp_agent.process import ChildProcess, open_child
+from acp_agent.process import ChildProcess, adopt_child, open_child
 from acp_agent.provider import (
     ProviderRuntime,
     RuntimeContext,
@@ -32,6 +32,7 @@ from acp_agent.provider import (
     SessionStart,
     TurnChannel,
 )
+from acp_agent_codex.prestart import child_environment
 
 if TYPE_CHECKING:
     from acp_agent_codex.runtime import CodexRuntime
@@ -39,21 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 APP_SERVER_NAME = "codex app-server"
-
-
-def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The agent's environment plus the wheel's helper directory (rg) on PATH, as openai-codex does."""
-    env = dict(environ)
-    try:
-        from codex_cli_bin import bundled_path_dir  # type: ignore[import-untyped]
-
-        path_dir = bundled_path_dir()
-    except (ImportError, AttributeError, OSError):
-        path_dir = None
-    if path_dir is not None:
-        entries = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != str(path_dir)]
-        env["PATH"] = os.pathsep.join([str(path_dir), *entries])
-    return env
 
 
 class EarlyChild:
@@ -73,8 +59,10 @@ class EarlyChild:
     async def hold(self, argv: Sequence[str], env: Mapping[str, str], stop: anyio.Event, *,
                    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Spawn and own the process until `stop` (then it is stopped, if the runtime has not)."""
+        claimed = prestart.take("codex", argv, env)  # started by the command line, if it matches
         try:
-            async with open_child(argv, env=env, name=APP_SERVER_NAME) as child:
+            async with (adopt_child(claimed, name=APP_SERVER_NAME) if claimed is not None
+                        else open_child(argv, env=env, name=APP_SERVER_NAME)) as child:
                 self._child = child
                 task_status.started()
                 await stop.wait()

@@ -74,7 +74,8 @@ from acp_agent_codex.classify import (
     spawn_failed,
     transport_lost,
 )
-from acp_agent_codex.early import APP_SERVER_NAME, EarlyChild, child_environment
+from acp_agent_codex.early import APP_SERVER_NAME, EarlyChild
+from acp_agent_codex.prestart import child_environment
 from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,104 @@
+"""Backends started by the command line before the agent's own imports (issue 11, target 2).
+
+The provider is known from `--provider` before anything heavy is imported, so a backend that one
+process serves for every session (Codex's app-server) can boot while the agent imports, discovers
+its plugins and answers `initialize`. The hook is light on purpose: a provider package
+`acp_agent_<name>` may contain a module `prestart.py` whose `prestart(environ)` returns the argv
+and environment of its backend (or None). The command line loads that one file without importing
+the package (which would import the core's wire layer), spawns the process here (parent-death
+signal and a process group of its own, as `process.open_child` does), and the provider's runtime
+claims it with `take`, which hands it over only if the argv and environment are the ones it would
+use now; otherwise the process is stopped and the runtime starts its own. Whatever is never
+claimed is stopped when the command returns (`stop_unclaimed`). Only the standard library is
+imported here; the module must never write to stdout.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+
+_held: dict[str, tuple[subprocess.Popen[bytes], list[str], dict[str, str]]] = {}
+
+
+def start(provider: str, environ: Mapping[str, str]) -> None:
+    """Spawn `provider`'s backend now if its package offers a `prestart.py`; never raises."""
+    if provider in _held or not provider.isidentifier() or not hasattr(os, "pidfd_open"):
+        return  # adoption waits on a pidfd (Linux): elsewhere the runtime starts its backend itself
+    try:
+        wanted = _ask(provider, environ)
+        if wanted is None:
+            return
+        argv, env = list(wanted[0]), dict(wanted[1])
+        from acp_agent.process import parent_death_argv
+
+        popen = subprocess.Popen(parent_death_argv(argv, env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=env, start_new_session=True)
+    except Exception:
+        return
+    _held[provider] = (popen, argv, env)
+
+
+def _ask(provider: str, environ: Mapping[str, str]) -> tuple[Sequence[str], Mapping[str, str]] | None:
+    spec = importlib.util.find_spec(f"acp_agent_{provider}")  # finds the package, does not import it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        path = os.path.join(location, "prestart.py")
+        if os.path.isfile(path):
+            break
+    else:
+        return None
+    module_spec = importlib.util.spec_from_file_location(f"_acp_agent_prestart_{provider}", path)
+    if module_spec is None or module_spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    result: tuple[Sequence[str], Mapping[str, str]] | None = module.prestart(environ)
+    return result
+
+
+def take(provider: str, argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
+    """The process started for `provider`, if it still runs with exactly this argv and environment."""
+    held = _held.pop(provider, None)
+    if held is None:
+        return None
+    popen, started_argv, started_env = held
+    if popen.poll() is None and started_argv == list(argv) and started_env == dict(env):
+        return popen
+    _stop(popen)
+    return None
+
+
+def stop_unclaimed() -> None:
+    """Stop every process started here that no runtime claimed (the command is returning)."""
+    while _held:
+        _, (popen, _, _) = _held.popitem()
+        _stop(popen)
+
+
+def _stop(popen: subprocess.Popen[bytes]) -> None:
+    """Close its stdin, then SIGTERM, then SIGKILL, and reap it (each wait bounded)."""
+    for stream in (popen.stdin, popen.stdout, popen.stderr):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
+    for action in (None, popen.terminate, popen.kill):
+        if popen.poll() is not None:
+            return
+        try:
+            if action is not None:
+                action()
+        except ProcessLookupError:
+            return
+        try:
+            popen.wait(timeout=2.0)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    print("acp-agent: a backend started early did not stop", file=sys.stderr)

@@ -1,0 +1,56 @@
+"""What `acp-agent --provider codex` starts before its own imports: `codex app-server`.
+
+The command line loads this file alone, without the package (`acp_agent.prestart`), so it imports
+nothing but the standard library (and `codex_cli_bin`, to find the bundled binary). The early
+runtime (`acp_agent_codex.early`) claims the process with the same argv and environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+BIN_VAR = "ACP_AGENT_CODEX_BIN"
+
+
+def find_codex(environ: Mapping[str, str]) -> str | None:
+    """The codex binary: `ACP_AGENT_CODEX_BIN` if set, else the one bundled in `openai-codex-cli-bin`."""
+    override = environ.get(BIN_VAR)
+    if override:
+        return override
+    try:
+        from codex_cli_bin import bundled_codex_path  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    try:
+        return str(bundled_codex_path())
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The agent's environment plus the wheel's helper directory (rg) on PATH, as openai-codex does."""
+    env = dict(environ)
+    try:
+        from codex_cli_bin import bundled_path_dir
+
+        path_dir = bundled_path_dir()
+    except (ImportError, AttributeError, OSError):
+        path_dir = None
+    if path_dir is not None:
+        entries = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != str(path_dir)]
+        env["PATH"] = os.pathsep.join([str(path_dir), *entries])
+    return env
+
+
+def app_server(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]] | None:
+    """The argv and environment of the app-server the agent would start with `environ`."""
+    binary = find_codex(environ)
+    if binary is None:
+        return None
+    return [binary, "app-server"], child_environment(environ)
+
+
+def prestart(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]] | None:
+    """The `acp_agent.prestart` hook: start app-server as the agent process starts."""
+    return app_server(environ)

@@ -1,0 +1,83 @@
+"""`acp_agent.prestart`: a provider's backend started by the command line before the agent's
+imports, claimed only with the same argv and environment, stopped when nobody claims it; and
+`process.adopt_child`, which owns such a process from the event loop like `open_child`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_agent import prestart
+from acp_agent.process import adopt_child
+
+pytestmark = pytest.mark.timeout(30)
+
+ECHO = [sys.executable, "-c", "import sys\nfor line in sys.stdin: print(line.strip().upper(), flush=True)"]
+
+
+@pytest.fixture
+def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A package `acp_agent_prestarttest` whose __init__ must never run, with a prestart.py."""
+    package = tmp_path / "acp_agent_prestarttest"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
+    (package / "prestart.py").write_text(
+        "def prestart(environ):\n"
+        f"    return {ECHO!r}, {{'PATH': environ.get('PATH', ''), 'MARK': environ.get('MARK', '')}}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "prestarttest"
+    prestart.stop_unclaimed()
+
+
+def test_a_backend_is_started_without_importing_the_package_and_claimed_once(provider: str) -> None:
+    environ = {"PATH": "/usr/bin:/bin", "MARK": "one"}
+    prestart.start(provider, environ)
+    popen = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "one"})
+    assert popen is not None and popen.poll() is None
+    assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "one"}) is None  # once
+    popen.kill()
+    popen.wait(timeout=10)
+    for stream in (popen.stdin, popen.stdout, popen.stderr):
+        assert stream is not None
+        stream.close()
+
+
+def test_a_backend_started_with_another_environment_is_stopped_not_claimed(provider: str) -> None:
+    prestart.start(provider, {"PATH": "/usr/bin:/bin", "MARK": "one"})
+    popen = prestart._held[provider][0]
+    assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "two"}) is None
+    assert popen.returncode is not None  # stopped and reaped
+
+
+def test_an_unclaimed_backend_is_stopped_when_the_command_returns(provider: str) -> None:
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    popen = prestart._held[provider][0]
+    prestart.stop_unclaimed()
+    assert popen.returncode is not None
+    assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""}) is None
+
+
+def test_a_provider_without_prestart_starts_nothing() -> None:
+    prestart.start("no_such_provider_here", {})
+    assert "no_such_provider_here" not in prestart._held
+
+
+@pytest.mark.anyio
+async def test_an_adopted_child_talks_over_its_pipes_and_is_stopped_on_exit() -> None:
+    popen = subprocess.Popen(ECHO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    async with adopt_child(popen, name="echo") as child:
+        assert child.pid == popen.pid and child.returncode is None
+        await child.stdin.send(b"hello\n")
+        with anyio.fail_after(10):
+            data = b""
+            while not data.endswith(b"\n"):
+                data += await child.stdout.receive()
+        assert data == b"HELLO\n"
+    assert popen.returncode == 0  # stdin closed: it ended on its own
+    assert child.exited.is_set()
