@@ -33,9 +33,9 @@ def start(provider: str, environ: Mapping[str, str]) -> None:
         if wanted is None:
             return
         argv, env = list(wanted[0]), dict(wanted[1])
-        from acp_agent.process import parent_death_argv
+        from acp_agent import pdeath  # not acp_agent.process: it imports anyio
 
-        popen = subprocess.Popen(parent_death_argv(argv, env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        popen = subprocess.Popen(pdeath.wrap(argv, env, pdeath.setpriv()), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, env=env, start_new_session=True)
     except Exception:
         return

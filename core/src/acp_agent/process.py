@@ -10,7 +10,6 @@ agent die without stopping it (SIGKILL, a crash), the kernel kills the backend a
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import shlex
@@ -27,32 +26,18 @@ import anyio
 import anyio.abc
 from anyio.streams.text import TextReceiveStream
 
+from acp_agent import pdeath
+
+# Re-exported: part of this module's API (the Claude runtime imports `runnable` from here).
+from acp_agent.pdeath import SETPRIV_CANDIDATES as SETPRIV_CANDIDATES  # noqa: PLC0414
+from acp_agent.pdeath import runnable as runnable  # noqa: PLC0414
+
 log = logging.getLogger(__name__)
 
 
-SETPRIV_CANDIDATES = ("/usr/bin/setpriv", "/bin/setpriv")
-
-
-@functools.cache
 def _setpriv() -> str | None:
-    """util-linux `setpriv` if it runs here and knows `--pdeathsig` (util-linux 2.33 or later)."""
-    if not sys.platform.startswith("linux"):
-        log.debug("no parent-death signal for backends: not Linux")
-        return None
-    found = next((path for path in SETPRIV_CANDIDATES if os.access(path, os.X_OK)), None) or shutil.which("setpriv")
-    if found is None:
-        log.debug("no parent-death signal for backends: setpriv not found")
-        return None
-    try:
-        probe = subprocess.run([found, "--pdeathsig", "KILL", "--", "true"], stdin=subprocess.DEVNULL,
-                               capture_output=True, timeout=5, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.debug("no parent-death signal for backends: %s failed (%s)", found, type(exc).__name__)
-        return None
-    if probe.returncode != 0:
-        log.debug("no parent-death signal for backends: %s --pdeathsig is not supported", found)
-        return None
-    return found
+    """util-linux `setpriv` if it runs here and knows `--pdeathsig` (probed once: `pdeath.setpriv`)."""
+    return pdeath.setpriv()
 
 
 def parent_death_available() -> bool:
@@ -71,16 +56,7 @@ def parent_death_argv(argv: Sequence[str], env: Mapping[str, str] | None = None)
     be found (on `env`'s PATH) is not wrapped either, so starting it fails as it would unwrapped
     (FileNotFoundError) instead of as a wrapper that exits 127.
     """
-    setpriv = _setpriv()
-    if setpriv is None or not runnable(argv[0], env):
-        return list(argv)
-    return [setpriv, "--pdeathsig", "KILL", "--", *argv]
-
-
-def runnable(program: str, env: Mapping[str, str] | None = None) -> bool:
-    """Whether `program` names an executable file, directly or on `env`'s PATH (the child's)."""
-    path = (env if env is not None else os.environ).get("PATH", os.defpath)
-    return shutil.which(program, path=path) is not None
+    return pdeath.wrap(argv, env, _setpriv())
 
 
 def write_launcher(path: Path, argv: Sequence[str], *, new_session: bool = False) -> str:
