@@ -1,15 +1,25 @@
-"""A raw line client for benchmarks: spawns `acp-agent`, writes requests, reads frames."""
+"""One raw line client for every benchmark: spawns an ACP agent, writes requests, reads frames.
+
+It answers the agent's own requests (a permission request: the first "allow" option) so a turn
+never waits on the benchmark, timestamps each frame as it is read, and measures the process tree
+(RSS, what is left after exit), for acp-agent and for any other ACP agent command alike.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+OnFrame = Callable[[dict[str, Any], float], None]
 
 
 def executable() -> str:
@@ -20,38 +30,101 @@ def executable() -> str:
     return found
 
 
-class RawAgent:
-    def __init__(self, provider: str, env: dict[str, str] | None = None, cwd: str | None = None) -> None:
-        full_env = {**os.environ, **(env or {})}
+# --- the process tree -------------------------------------------------------------------------
+
+
+def descendants(pid: int) -> list[int]:
+    """Every descendant of `pid` (children of all its threads), found through /proc."""
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                for child in (task / "children").read_text().split():
+                    found.append(int(child))
+                    stack.append(int(child))
+    return found
+
+
+def tree_rss_mb(pid: int) -> tuple[float, int]:
+    """RSS of the process and its descendants (MB), and how many processes that is."""
+    total, count = 0, 0
+    for member in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+                    count += 1
+    return total / 1024, count
+
+
+def alive(pids: list[int]) -> list[int]:
+    """The processes of `pids` that still run (a zombie has ended)."""
+    left = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            left.append(pid)
+    return left
+
+
+# --- the client ---------------------------------------------------------------------------------
+
+
+class AcpClient:
+    """An ACP agent subprocess on stdio, driven with raw JSON-RPC lines."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> None:
         self.started = time.perf_counter()
-        self.process = subprocess.Popen(
-            [executable(), "--provider", provider], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=full_env, cwd=cwd)
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        self.left = 0
+        """After `close`: how many of the agent's descendants were still running."""
         self._next = 0
-        self._reader = self.process.stdout
 
     def send(self, method: str, params: Any) -> int:
         self._next += 1
-        line = json.dumps({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params}) + "\n"
-        assert self.process.stdin is not None
-        self.process.stdin.write(line.encode())
-        self.process.stdin.flush()
+        self._write({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
         return self._next
 
-    def frames_until(self, request_id: int) -> list[dict[str, Any]]:
-        frames = []
-        assert self._reader is not None
+    def until(self, request_id: int, on_frame: OnFrame | None = None) -> dict[str, Any]:
+        """Read frames up to the response to `request_id` and return it (result or error);
+        `on_frame` sees every other frame with the time it was read."""
+        assert self.process.stdout is not None
         while True:
-            line = self._reader.readline()
+            line = self.process.stdout.readline()
             if not line:
-                raise RuntimeError("agent closed stdout")
+                raise RuntimeError("the agent closed its output")
+            now = time.perf_counter()
             frame = json.loads(line)
-            frames.append(frame)
+            if "method" in frame and "id" in frame:
+                self._answer(frame)
+                continue
             if frame.get("id") == request_id and "method" not in frame:
-                return frames
+                return dict(frame)
+            if on_frame is not None:
+                on_frame(frame, now)
+
+    def frames_until(self, request_id: int) -> list[dict[str, Any]]:
+        """Every frame up to and including the response to `request_id`."""
+        frames: list[dict[str, Any]] = []
+        frames.append(self.until(request_id, lambda frame, _: frames.append(frame)))
+        return frames
 
     def call(self, method: str, params: Any) -> dict[str, Any]:
-        return self.frames_until(self.send(method, params))[-1]
+        """The response frame (result or error) to one request."""
+        return self.until(self.send(method, params))
+
+    def result(self, method: str, params: Any, on_frame: OnFrame | None = None) -> dict[str, Any]:
+        """The result of one request; an error response stops the benchmark."""
+        answer = self.until(self.send(method, params), on_frame)
+        if "error" in answer:
+            self.close()
+            raise SystemExit(f"{method} failed: {answer['error']}")
+        return dict(answer["result"])
 
     def rss_kib(self) -> int:
         with open(f"/proc/{self.process.pid}/status") as status:
@@ -60,17 +133,49 @@ class RawAgent:
                     return int(line.split()[1])
         return -1
 
-    def close(self, timeout: float = 10) -> float:
-        """Close stdin; return seconds until the process exited."""
+    def close(self, grace: float = 0.0) -> float:
+        """Close stdin: seconds until the agent exited. `left` is then how many of its descendants
+        still ran `grace` seconds after (another adapter's children may take a moment); those are
+        killed by PID, the benchmark's own cleanup."""
+        tree = descendants(self.process.pid)
         assert self.process.stdin is not None
-        start = time.perf_counter()
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        return time.perf_counter() - start
+        started = time.perf_counter()
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.close()
+        # a blocking waitpid: Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which
+        # rounds an exit time up to 64, 114, 164... ms
+        killer = threading.Timer(60, self.process.kill)
+        killer.start()
+        self.process.wait()
+        took = time.perf_counter() - started
+        killer.cancel()
+        deadline = time.monotonic() + grace
+        while alive(tree) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        left = alive(tree)
+        self.left = len(left)
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        return took
+
+    def _answer(self, frame: dict[str, Any]) -> None:
+        options = (frame.get("params") or {}).get("options") or []
+        allow = next((o["optionId"] for o in options if str(o.get("kind", "")).startswith("allow")), None)
+        result = {"outcome": {"outcome": "selected", "optionId": allow}} if allow else {}
+        self._write({"jsonrpc": "2.0", "id": frame["id"], "result": result})
+
+    def _write(self, frame: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps(frame) + "\n").encode())
+        self.process.stdin.flush()
+
+
+class RawAgent(AcpClient):
+    """`acp-agent --provider NAME` from this environment, with `env` over the current one."""
+
+    def __init__(self, provider: str, env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+        super().__init__([executable(), "--provider", provider], {**os.environ, **(env or {})}, cwd)
 
 
 def median(values: list[float]) -> float:

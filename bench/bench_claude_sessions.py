@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from _agent import executable, median  # noqa: E402
+from _agent import AcpClient, executable, median, tree_rss_mb  # noqa: E402
 
 from tests.fakes.anthropic_api import FakeAnthropicAPI  # noqa: E402
 
@@ -43,100 +42,14 @@ def fake_env(api: FakeAnthropicAPI, home: str) -> dict[str, str]:
             "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
 
 
-class Agent:
-    """An ACP agent subprocess driven with raw lines."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
-        self.started = time.perf_counter()
-        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-        self._next = 0
-
-    def send(self, method: str, params: Any) -> int:
-        self._next += 1
-        assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self._next, "method": method,
-                                              "params": params}) + "\n").encode())
-        self.process.stdin.flush()
-        return self._next
-
-    def until(self, request_id: int, on_frame: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        while True:
-            line = self.process.stdout.readline()
-            if not line:
-                raise RuntimeError("agent closed stdout")
-            frame = json.loads(line)
-            if on_frame is not None:
-                on_frame(frame)
-            if frame.get("id") == request_id and "method" not in frame:
-                return dict(frame)
-
-    def call(self, method: str, params: Any) -> dict[str, Any]:
-        answer = self.until(self.send(method, params))
-        if "error" in answer:
-            self.process.kill()
-            raise SystemExit(f"{method} failed: {answer['error']}")
-        return answer
-
-    def tree(self) -> list[int]:
-        """The agent and every descendant."""
-        pids, frontier = [self.process.pid], [self.process.pid]
-        while frontier:
-            pid = frontier.pop()
-            try:
-                kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-            except OSError:
-                continue
-            pids += [int(kid) for kid in kids]
-            frontier += [int(kid) for kid in kids]
-        return pids
-
-    def close(self) -> tuple[float, int]:
-        """Close stdin: seconds until the agent exited, and how many of its tree were still alive then."""
-        tree = self.tree()
-        assert self.process.stdin is not None
-        start = time.perf_counter()
-        self.process.stdin.close()
-        # a blocking waitpid: Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which
-        # rounds an exit time up to 64, 114, 164... ms
-        killer = threading.Timer(60, self.process.kill)
-        killer.start()
-        self.process.wait()
-        elapsed = time.perf_counter() - start
-        killer.cancel()
-        alive = sum(1 for pid in tree[1:] if _alive(pid))
-        return elapsed, alive
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def rss_mb(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total / 1024
-
-
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
 def ready(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
-    agent = Agent(argv, env, cwd)
-    agent.call("initialize", INITIALIZE)
+    agent = AcpClient(argv, env, cwd)
+    agent.result("initialize", INITIALIZE)
     initialized = time.perf_counter()
-    agent.call("session/new", {"cwd": cwd, "mcpServers": []})
+    agent.result("session/new", {"cwd": cwd, "mcpServers": []})
     done = time.perf_counter()
     agent.close()
     return {"initialize": initialized - agent.started, "session/new": done - initialized,
@@ -144,16 +57,16 @@ def ready(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
 
 
 def stream(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
-    agent = Agent(argv, env, cwd)
-    agent.call("initialize", INITIALIZE)
-    session = agent.call("session/new", {"cwd": cwd, "mcpServers": []})["result"]["sessionId"]
+    agent = AcpClient(argv, env, cwd)
+    agent.result("initialize", INITIALIZE)
+    session = agent.result("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
     times: list[float] = []
     texts: list[str] = []
 
-    def chunk(frame: dict[str, Any]) -> None:
+    def chunk(frame: dict[str, Any], now: float) -> None:
         update = (frame.get("params") or {}).get("update") or {}
         if update.get("sessionUpdate") == "agent_message_chunk":
-            times.append(time.perf_counter())
+            times.append(now)
             texts.append(update["content"]["text"])
 
     agent.until(agent.send("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
@@ -187,34 +100,33 @@ def raw_stream(cli: str, env: dict[str, str], cwd: str) -> dict[str, float]:
 
 
 def idle(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
-    agent = Agent(argv, env, cwd)
-    agent.call("initialize", INITIALIZE)
+    agent = AcpClient(argv, env, cwd)
+    agent.result("initialize", INITIALIZE)
     for _ in range(IDLE_SESSIONS):
-        agent.call("session/new", {"cwd": cwd, "mcpServers": []})
+        agent.result("session/new", {"cwd": cwd, "mcpServers": []})
     time.sleep(2)  # a benchmark: let the CLIs settle before sampling memory
-    tree = agent.tree()
-    memory = rss_mb(tree)
-    exit_s, alive = agent.close()
-    return {"RSS MB": memory, "processes": float(len(tree)), "exit": exit_s, "left": float(alive)}
+    memory, processes = tree_rss_mb(agent.process.pid)
+    exit_s = agent.close()
+    return {"RSS MB": memory, "processes": float(processes), "exit": exit_s, "left": float(agent.left)}
 
 
 def one_session_exit(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
-    agent = Agent(argv, env, cwd)
-    agent.call("initialize", INITIALIZE)
-    agent.call("session/new", {"cwd": cwd, "mcpServers": []})
-    exit_s, alive = agent.close()
-    return {"exit": exit_s, "left": float(alive)}
+    agent = AcpClient(argv, env, cwd)
+    agent.result("initialize", INITIALIZE)
+    agent.result("session/new", {"cwd": cwd, "mcpServers": []})
+    exit_s = agent.close()
+    return {"exit": exit_s, "left": float(agent.left)}
 
 
-def first_chunk(agent: Agent, session: str) -> float:
+def first_chunk(agent: AcpClient, session: str) -> float:
     """Seconds from sending a prompt to its first agent_message_chunk."""
     started = time.perf_counter()
     seen: list[float] = []
 
-    def chunk(frame: dict[str, Any]) -> None:
+    def chunk(frame: dict[str, Any], now: float) -> None:
         update = (frame.get("params") or {}).get("update") or {}
         if update.get("sessionUpdate") == "agent_message_chunk" and not seen:
-            seen.append(time.perf_counter())
+            seen.append(now)
 
     agent.until(agent.send("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}), chunk)
     return seen[0] - started
@@ -223,12 +135,12 @@ def first_chunk(agent: Agent, session: str) -> float:
 def released(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
     """First-chunk latency of a prompt on a live session and on one whose CLI was released (the
     bound set to one live CLI: opening a second session releases the first)."""
-    agent = Agent(argv, {**env, "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS": "1"}, cwd)
-    agent.call("initialize", INITIALIZE)
-    first = agent.call("session/new", {"cwd": cwd, "mcpServers": []})["result"]["sessionId"]
+    agent = AcpClient(argv, {**env, "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS": "1"}, cwd)
+    agent.result("initialize", INITIALIZE)
+    first = agent.result("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
     first_chunk(agent, first)
     live = first_chunk(agent, first)
-    agent.call("session/new", {"cwd": cwd, "mcpServers": []})
+    agent.result("session/new", {"cwd": cwd, "mcpServers": []})
     time.sleep(1)  # a benchmark: let the released CLI go
     revived = first_chunk(agent, first)
     agent.close()

@@ -37,7 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from _agent import executable, median  # noqa: E402
+from _agent import AcpClient, executable, median, tree_rss_mb  # noqa: E402
 
 from tests.codex.e2e_support import FAKE_KEY, write_codex_home  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropicAPI  # noqa: E402
@@ -51,117 +51,6 @@ REF_DIR = Path(os.environ.get("ACP_REFERENCE_DIR", "/work/ref")) / "node_modules
 Row = dict[str, float]
 
 
-# --- the process tree -----------------------------------------------------------------------------
-
-
-def descendants(pid: int) -> list[int]:
-    found, stack = [], [pid]
-    while stack:
-        current = stack.pop()
-        for task in Path(f"/proc/{current}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                for child in (task / "children").read_text().split():
-                    found.append(int(child))
-                    stack.append(int(child))
-    return found
-
-
-def tree_rss_mb(pid: int) -> tuple[float, int]:
-    """RSS of the process and its descendants (MB), and how many processes that is."""
-    total, count = 0, 0
-    for member in [pid, *descendants(pid)]:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{member}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-                    count += 1
-    return total / 1024, count
-
-
-def alive(pids: list[int]) -> list[int]:
-    left = []
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0]
-        except (OSError, IndexError):
-            continue
-        if state != "Z":
-            left.append(pid)
-    return left
-
-
-# --- an ACP subject (acp-agent or a reference adapter) ---------------------------------------------
-
-
-class AcpProcess:
-    """A line client for any ACP agent on stdio; timestamps every frame as it is read."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
-        self.started = time.perf_counter()
-        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-        self._next = 0
-
-    def send(self, method: str, params: Any) -> int:
-        self._next += 1
-        frame = {"jsonrpc": "2.0", "id": self._next, "method": method, "params": params}
-        assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps(frame) + "\n").encode())
-        self.process.stdin.flush()
-        return self._next
-
-    def until(self, request_id: int, on_frame: Callable[[dict[str, Any], float], None] | None = None,
-              ) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        while True:
-            line = self.process.stdout.readline()
-            if not line:
-                raise RuntimeError("the agent closed its output")
-            now = time.perf_counter()
-            frame = json.loads(line)
-            if "method" in frame and "id" in frame:  # a request to the client: allow, write nothing
-                self._answer(frame)
-                continue
-            if on_frame is not None:
-                on_frame(frame, now)
-            if frame.get("id") == request_id and "method" not in frame:
-                if "error" in frame:
-                    raise RuntimeError(f"request {request_id} failed: {frame['error']}")
-                return dict(frame["result"])
-
-    def _answer(self, frame: dict[str, Any]) -> None:
-        options = (frame.get("params") or {}).get("options") or []
-        allow = next((o["optionId"] for o in options if str(o.get("kind", "")).startswith("allow")), None)
-        result = {"outcome": {"outcome": "selected", "optionId": allow}} if allow else {}
-        assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": frame["id"], "result": result}) + "\n").encode())
-        self.process.stdin.flush()
-
-    def call(self, method: str, params: Any) -> dict[str, Any]:
-        return self.until(self.send(method, params))
-
-    def close(self) -> tuple[float, int]:
-        """Close stdin: seconds until the agent exited, and how many of its processes were left."""
-        tree = descendants(self.process.pid)
-        assert self.process.stdin is not None
-        started = time.perf_counter()
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        took = time.perf_counter() - started
-        deadline = time.monotonic() + 5  # a reference adapter's children may take a moment to go
-        while alive(tree) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        left = alive(tree)
-        for pid in left:  # the benchmark's own cleanup, by PID
-            with contextlib.suppress(OSError):
-                os.kill(pid, 9)
-        return took, len(left)
-
-
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False},
                                                           "terminal": False},
               "clientInfo": {"name": "bench", "version": "1"}}
@@ -169,12 +58,12 @@ INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile"
 
 def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: bool) -> Row:
     row: Row = {}
-    agent = AcpProcess(argv, env, cwd)
+    agent = AcpClient(argv, env, cwd)
     try:
-        agent.call("initialize", INITIALIZE)
+        agent.result("initialize", INITIALIZE)
         row["initialize"] = time.perf_counter() - agent.started
         started = time.perf_counter()
-        session = agent.call("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+        session = agent.result("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
         row["session/new"] = time.perf_counter() - started
         row["ready"] = row["initialize"] + row["session/new"]
         chunks: list[tuple[float, str]] = []
@@ -186,24 +75,24 @@ def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: boo
                 if content.get("type") == "text":
                     chunks.append((now, content["text"]))
 
-        agent.until(agent.send("session/prompt", {"sessionId": session,
-                                                  "prompt": [{"type": "text", "text": "stream"}]}), collect)
+        agent.result("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "stream"}]},
+                     collect)
         answer = [(when, text) for when, text in chunks if text.lstrip().startswith("w")]
         row["stream"] = answer[-1][0] - answer[0][0] if answer else float("nan")
         row["stream ok"] = float("".join(text for _, text in answer) == ANSWER)
     finally:
-        row["exit 1"], left = agent.close()
-    row["left 1"] = left
+        row["exit 1"] = agent.close(grace=5)
+    row["left 1"] = agent.left
     if sessions:
-        agent = AcpProcess(argv, env, cwd)
+        agent = AcpClient(argv, env, cwd)
         try:
-            agent.call("initialize", INITIALIZE)
+            agent.result("initialize", INITIALIZE)
             for _ in range(SESSIONS):
-                agent.call("session/new", {"cwd": cwd, "mcpServers": []})
+                agent.result("session/new", {"cwd": cwd, "mcpServers": []})
             row["rss 16"], row["procs 16"] = tree_rss_mb(agent.process.pid)
         finally:
-            row["exit 16"], left = agent.close()
-        row["left 16"] = left
+            row["exit 16"] = agent.close(grace=5)
+        row["left 16"] = agent.left
     return row
 
 
