@@ -3,7 +3,7 @@
 Every row of the issue's table, for every subject that is installed, all on loopback fakes
 (`tests/fakes`): spawn → `initialize`; the first `session/new` (raw app-server: `initialize` and
 `thread/start`); a 2,000-chunk answer from its first to its last chunk (checked: every chunk
-arrived, in order, unaltered); 16 idle sessions, RSS of the process tree; stdin EOF → exit with 1
+arrived, in order, unaltered); 16 idle sessions, RSS of the process tree once its process set is stable for 1 s; stdin EOF → exit with 1
 and with 16 sessions. Subjects run one after another inside each run, so every ratio is taken
 under the same load. Reports median [min–max] and ratios; asserts nothing.
 
@@ -37,7 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from _agent import AcpClient, executable, median, tree_rss_mb  # noqa: E402
+from _agent import AcpClient, descendants, executable, median, tree_rss_mb  # noqa: E402
 
 from tests.codex.e2e_support import FAKE_KEY, write_codex_home  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropicAPI  # noqa: E402
@@ -89,11 +89,23 @@ def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: boo
             agent.result("initialize", INITIALIZE)
             for _ in range(SESSIONS):
                 agent.result("session/new", {"cwd": cwd, "mcpServers": []})
-            row["rss 16"], row["procs 16"] = tree_rss_mb(agent.process.pid)
+            row["rss 16"], row["procs 16"] = idle_tree(agent.process.pid)
         finally:
             row["exit 16"] = agent.close(grace=5)
         row["left 16"] = agent.left
     return row
+
+
+def idle_tree(pid: int) -> tuple[float, int]:
+    """The tree's RSS once it is idle: its process set unchanged for 1 s (at most 10 s), so a
+    backend still being released or started after the last answer is not counted half-way."""
+    deadline, stable_since, members = time.monotonic() + 10, time.monotonic(), set(descendants(pid))
+    while time.monotonic() < deadline and time.monotonic() - stable_since < 1:
+        time.sleep(0.1)
+        now = set(descendants(pid))
+        if now != members:
+            members, stable_since = now, time.monotonic()
+    return tree_rss_mb(pid)
 
 
 # --- the raw backends -------------------------------------------------------------------------------
