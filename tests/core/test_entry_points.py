@@ -3,6 +3,7 @@ entry points, in the same order, from the same distributions; anything unusual g
 
 from __future__ import annotations
 
+import importlib.machinery
 import sys
 import zipfile
 from importlib import metadata
@@ -27,8 +28,20 @@ def scanned(group: str) -> list[tuple[str, str, tuple[str, str]]] | None:
     return None if points is None else [(point.name, point.value, point.distribution()) for point in points]
 
 
+@pytest.fixture
+def standard_finders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The meta path of a fresh `acp-agent` process. Earlier tests may have imported keyring, which
+    loads the `importlib_metadata` backport: it adds a finder of its own and takes the stdlib's
+    `PathFinder.find_distributions` away (the scan then rightly defers to importlib.metadata)."""
+    monkeypatch.setattr(sys, "meta_path", [finder for finder in sys.meta_path
+                                           if type(finder).__module__ != "importlib_metadata"])
+    if not hasattr(importlib.machinery.PathFinder, "find_distributions"):
+        monkeypatch.setattr(importlib.machinery.PathFinder, "find_distributions",
+                            staticmethod(metadata.MetadataPathFinder.find_distributions), raising=False)
+
+
 @pytest.mark.parametrize("group", ["acp_agent", "console_scripts", "pytest11"])
-def test_the_installed_entry_points_as_importlib_metadata_reads_them(group: str) -> None:
+def test_the_installed_entry_points_as_importlib_metadata_reads_them(group: str, standard_finders: None) -> None:
     found = scanned(group)
     assert found is not None, "this environment's layout should take the fast path"
     assert found == reference(group)
@@ -44,7 +57,8 @@ def dist_info(root: Path, directory: str, metadata_text: str, entry_points_text:
         (path / "entry_points.txt").write_text(entry_points_text)
 
 
-def test_order_duplicates_comments_and_metadata_headers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_order_duplicates_comments_and_metadata_headers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       standard_finders: None) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     dist_info(first, "Foo_Bar-1.0.dist-info", "Metadata-Version: 2.1\nName: Foo-Bar\nVersion: 1.0\n\nName: body\n",
               "# a comment\n[console_scripts]\nfoo = foo.cli:main\n\n  [acp_agent]  \n"
@@ -56,6 +70,7 @@ def test_order_duplicates_comments_and_metadata_headers(tmp_path: Path, monkeypa
     dist_info(second, "zeta-1.dist-info", "Name: zeta\nVersion: 1\n", "[acp_agent]\nzeta = z.plugin:x\n")
     monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(second)])
     found = scanned("acp_agent")
+    assert found is not None
     assert found == reference("acp_agent")
     by_name = {name: (value, distribution) for name, value, distribution in found}
     assert sorted(by_name) == ["alpha", "beta", "delta", "zeta"]  # "shadowed" is not: first foo-bar wins
@@ -63,7 +78,8 @@ def test_order_duplicates_comments_and_metadata_headers(tmp_path: Path, monkeypa
     assert by_name["delta"][1] == ("unversioned", "unknown")
 
 
-def test_load_resolves_the_attribute_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_load_resolves_the_attribute_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          standard_finders: None) -> None:
     dist_info(tmp_path, "demo-1.dist-info", "Name: demo\nVersion: 1\n",
               "[acp_agent]\nmodule = json\nattribute = json.decoder:JSONDecoder.decode\n")
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
@@ -75,9 +91,19 @@ def test_load_resolves_the_attribute_path(tmp_path: Path, monkeypatch: pytest.Mo
     assert points["attribute"].load() is json.decoder.JSONDecoder.decode
 
 
-@pytest.mark.parametrize("layout", ["egg-info", "zip", "unparsable"])
-def test_unusual_layouts_are_read_by_importlib_metadata(layout: str, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+class ListingFinder:
+    """A meta-path finder with distributions of its own (as the importlib_metadata backport has)."""
+
+    def find_spec(self, *args: object) -> None:
+        return None
+
+    def find_distributions(self, *args: object) -> list[object]:
+        return []
+
+
+@pytest.mark.parametrize("layout", ["egg-info", "zip", "unparsable", "finder"])
+def test_unusual_layouts_are_read_by_importlib_metadata(layout: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        standard_finders: None) -> None:
     dist_info(tmp_path / "plain", "plain-1.dist-info", "Name: plain\nVersion: 1\n", "[acp_agent]\nplain = p\n")
     path = [str(tmp_path / "plain")]
     if layout == "egg-info":
@@ -92,6 +118,8 @@ def test_unusual_layouts_are_read_by_importlib_metadata(layout: str, tmp_path: P
             bundle.writestr("zipped-1.dist-info/METADATA", "Name: zipped\nVersion: 1\n")
             bundle.writestr("zipped-1.dist-info/entry_points.txt", "[acp_agent]\nzipped = z\n")
         path.append(str(archive))
+    elif layout == "finder":
+        monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, ListingFinder()])
     else:
         (tmp_path / "plain" / "plain-1.dist-info" / "entry_points.txt").write_text("[acp_agent]\nno equals sign\n")
     monkeypatch.setattr(sys, "path", path)
@@ -102,4 +130,4 @@ def test_unusual_layouts_are_read_by_importlib_metadata(layout: str, tmp_path: P
         return
     found = [(point.name, point.value, point.distribution()) for point in entry_points.entry_points("acp_agent")]
     assert found == reference("acp_agent")
-    assert len(found) == 2
+    assert len(found) == (1 if layout == "finder" else 2)

@@ -27,6 +27,7 @@ from tests.e2e.harness import agent_executable
 
 SESSION_TIME = (
     "acp_agent.acp_session",  # the ~56 session wire classes
+    "acp_agent.events",
     "acp_agent.turn",
     "acp_agent.presentation",
     "acp_agent.questions",

@@ -18,7 +18,6 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from acp_agent.events import TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import NotSupported, ProviderRuntime, TurnFailed
@@ -92,6 +91,8 @@ class TurnRunner:
         watcher asks the provider to cancel instead; only `run_scope` (the cancel grace, shutdown)
         ends the provider's turn by force.
         """
+        from acp_agent.events import TurnEnd
+
         stop_reason: acp.StopReason = "end_turn"
         with anyio.CancelScope(shield=True) as turn.run_scope:
             try:
