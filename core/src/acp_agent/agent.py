@@ -14,7 +14,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -24,7 +24,6 @@ from attrs import define, field
 
 from acp_agent import acp
 from acp_agent.acp import Methods as M
-from acp_agent.admission import ReleaseOnce
 from acp_agent.auth import (
     CredentialState,
     KeyringStore,
@@ -41,7 +40,6 @@ from acp_agent.failures import (
     negotiated,
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.presentation import ClientFeatures
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -52,7 +50,6 @@ from acp_agent.provider import (
     TurnFailed,
 )
 from acp_agent.redaction import Redactor, mcp_secret_values
-from acp_agent.routing import SessionRouter
 from acp_agent.rpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -63,9 +60,12 @@ from acp_agent.rpc import (
 )
 from acp_agent.scrub import ScrubbingSendStream
 from acp_agent.signin import SignIn
-from acp_agent.turn import PERMISSION_TIMEOUT_S, LoadingSession, Outbox, PendingSession, Session, Turn, baseline_error
 from acp_agent.turn_runner import InputWatch, TurnRunner
 from acp_agent.wire import UNSET, clip, describe_error
+
+if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
+    from acp_agent.routing import SessionRouter
+    from acp_agent.turn import PERMISSION_TIMEOUT_S, Outbox, PendingSession, Session, Turn
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +107,12 @@ class Agent:
                              logout_budget_s=LOGOUT_COMMAND_BUDGET_S)
         self.converter = acp.make_acp_converter()
         self.sessions: dict[str, Session] = {}
-        self.router = SessionRouter()
-        """The one place the runtime's events go, to a running turn or a session (and its backlog)."""
-        self.outbox = Outbox(self.converter, settings.redact, self.provider.name, self.credentials,
-                             self.provider.credentials.env_vars)
+        self._router: SessionRouter | None = None
+        self._outbox: Outbox | None = None
+        self.capable = False
+        """The client negotiated the failure extension (`initialize`)."""
+        self.auth_status = False
+        """The client negotiated auth status (`initialize`)."""
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -120,6 +122,37 @@ class Agent:
                                 running_runtime=lambda: self.backend.running,
                                 cancel_grace_s=CANCEL_GRACE_S, input_gone_cancel_grace_s=INPUT_GONE_CANCEL_GRACE_S)
         """Runs the prompts: a turn's lifecycle, its cancellation, each session's prompt line."""
+
+    # -- a session's machinery, built with the first session ----------------------------------------
+
+    @property
+    def router(self) -> SessionRouter:
+        """The one place the runtime's events go, to a running turn or a session (and its backlog)."""
+        if self._router is None:
+            from acp_agent.routing import SessionRouter
+
+            self._router = SessionRouter()
+        return self._router
+
+    @property
+    def outbox(self) -> Outbox:
+        """The client as `initialize` negotiated it, for the sessions (built on first use, so
+        `initialize` is answered without loading the session machinery)."""
+        if self._outbox is None:
+            from acp_agent.turn import Outbox
+
+            self._outbox = Outbox(self.converter, self.settings.redact, self.provider.name, self.credentials,
+                                  self.provider.credentials.env_vars, connection=self.connection)
+            self._negotiate(self._outbox)
+        return self._outbox
+
+    def _negotiate(self, outbox: Outbox) -> None:
+        from acp_agent.presentation import ClientFeatures
+
+        capabilities = self.client_capabilities
+        outbox.capable = self.capable
+        outbox.auth_status = self.auth_status
+        outbox.features = ClientFeatures.from_capabilities(capabilities.meta, capabilities.elicitation)
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -164,7 +197,8 @@ class Agent:
         """
         self.connection = Connection(InputWatch(receive, self.turns), ScrubbingSendStream(send, self.settings.redact),
                                      self.methods())
-        self.outbox.connection = self.connection
+        if self._outbox is not None:
+            self._outbox.connection = self.connection
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
         self.connection.eof_grace_s = EOF_GRACE_S
@@ -261,8 +295,12 @@ class Agent:
         except SessionNotFound as exc:
             raise _session_not_found(str(exc)) from None
         except (PhaseDeadlineExceeded, PhaseFailed, TurnFailed) as exc:
+            from acp_agent.turn import baseline_error
+
             raise baseline_error(exc.observation, self.settings.redact) from None
         except Exception:
+            from acp_agent.turn import baseline_error
+
             log.exception("%s failed in provider %s", what, self.provider.name)
             raise baseline_error(FailureObservation(
                 kind=FailureKind.INTERNAL_ERROR, native_kind="internalError",
@@ -278,9 +316,10 @@ class Agent:
         request = self._parse(params, acp.InitializeRequest)
         self.client_capabilities = self.signin.client_capabilities = request.client_capabilities
         client_meta = request.client_capabilities.meta
-        self.outbox.capable = negotiated(client_meta)
-        self.outbox.auth_status = auth_status_negotiated(client_meta, self.provider.name)
-        self.outbox.features = ClientFeatures.from_capabilities(client_meta, request.client_capabilities.elicitation)
+        self.capable = negotiated(client_meta)
+        self.auth_status = auth_status_negotiated(client_meta, self.provider.name)
+        if self._outbox is not None:  # sessions opened before `initialize` follow what it negotiated
+            self._negotiate(self._outbox)
         caps = self.provider.capabilities
         session_caps = acp.SessionCapabilities(
             list={} if caps.list_sessions else UNSET,
@@ -295,9 +334,9 @@ class Agent:
             # Where claude-agent-acp and codex-acp advertise `_session/steering`: the top-level
             # `_meta` of the initialize response, beside `agentCapabilities`.
             meta["steering"] = {"supported": True}
-        if self.outbox.capable:
+        if self.capable:
             meta.update(advertised_meta())
-        auth_meta = self.signin.auth_meta(self.outbox.auth_status)
+        auth_meta = self.signin.auth_meta(self.auth_status)
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -322,7 +361,7 @@ class Agent:
         request = self._parse(params, acp.AuthenticateRequest)
         await self.signin.authenticate(request.method_id)
         await self.backend.replace_when_idle(sessions_open=bool(self.sessions))
-        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.outbox.auth_status)))
+        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.auth_status)))
 
     async def logout(self, params: Any) -> Any:
         self._parse(params, acp.LogoutRequest)
@@ -330,7 +369,7 @@ class Agent:
             await self._end_session(session)
         await self.backend.close()
         await self.signin.logout()
-        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.outbox.auth_status)))
+        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.auth_status)))
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -341,6 +380,8 @@ class Agent:
         }
 
     def _new_session_state(self, session_id: str, cwd: str, credentials: dict[str, str] | None = None) -> Session:
+        from acp_agent.turn import Session
+
         return Session(self.outbox, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), self.router,
                        credentials=dict(credentials or {}))
 
@@ -403,6 +444,8 @@ class Agent:
     async def _create_session(self, what: str, cwd: str, meta: Any, directories: Any,
                               start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]]) -> Reply:
         """A session the provider creates (new or fork): its events wait until the response is written."""
+        from acp_agent.turn import PendingSession
+
         self._check_cwd(cwd)
         pending = PendingSession(self.router, credentials=self._client_credentials(meta),
                                  additional_directories=self._additional_directories(directories))
@@ -443,6 +486,8 @@ class Agent:
         session.additional_directories = directories
         self.sessions[session.session_id] = session
         self.router.expect(session.session_id)
+        from acp_agent.turn import LoadingSession
+
         channel = LoadingSession(session)
         try:
             async with self._provider_call("session/load" if replay else "session/resume"):
@@ -555,6 +600,8 @@ class Agent:
         queued = line.busy
         if not await line.enter():
             return self._dump(acp.PromptResponse(stop_reason="cancelled"))
+        from acp_agent.admission import ReleaseOnce
+
         release = ReleaseOnce(line)
         try:
             if queued and (self.turns.input_ended or self.sessions.get(session.session_id) is not session):
@@ -648,6 +695,15 @@ def _both(first: Callable[[bool], None] | None, then: Callable[[bool], None]) ->
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def __getattr__(name: str) -> Any:
+    """`Session`, `Turn` and `PERMISSION_TIMEOUT_S`, as this module exported them, loaded on first use."""
+    if name in ("PERMISSION_TIMEOUT_S", "Session", "Turn"):
+        from acp_agent import turn
+
+        return getattr(turn, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["PERMISSION_TIMEOUT_S", "Agent", "AgentSettings", "CredentialState", "Session", "Turn"]

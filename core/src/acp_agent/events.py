@@ -7,12 +7,14 @@ ACP session updates (`acp_agent.acp`) and pass through unchanged; the rest are d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from attrs import field, frozen
 
-from acp_agent.acp import SessionUpdate, StopReason, ToolCall, ToolCallUpdate
 from acp_agent.failures import Category, FailureKind, FailureObservation
+
+if TYPE_CHECKING:  # the session wire types load on first use (`acp_agent.acp`), not with these
+    from acp_agent.acp import SessionUpdate, StopReason, ToolCall, ToolCallUpdate
 
 
 @frozen
@@ -146,7 +148,20 @@ class Compaction:
 Presented = SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction
 """Events whose wire form depends on what the client negotiated (`acp_agent.presentation`)."""
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
-Event = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
+if TYPE_CHECKING:
+    Event: TypeAlias = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
+    """Everything a provider emits: ACP session updates pass through, the rest is folded by the core."""
+
+
+def __getattr__(name: str) -> Any:
+    """`Event` at run time (its union holds the session wire types, loaded on first use)."""
+    if name == "Event":
+        from acp_agent.acp import SessionUpdate
+
+        event = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
+        globals()["Event"] = event
+        return event
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 MODEL_ANSWER_UPDATES = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call"})

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import pluggy
 
-from acp_agent.events import HistoryFailure
 from acp_agent.failures import FailureKind, FailureObservation
+
+if TYPE_CHECKING:  # history is replayed in sessions; registering providers does not need it
+    from acp_agent.events import HistoryFailure
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,8 @@ class FailureHooks:
 
     def recognise_history(self, provider: str, entry: Mapping[str, Any],
                           user_message_id: str | None) -> HistoryFailure | None:
+        from acp_agent.events import HistoryFailure
+
         return self._first("acp_agent_recognise_history", HistoryFailure,
                            provider=provider, entry=entry, user_message_id=user_message_id)
 

@@ -5,19 +5,20 @@ try/except and reported with its distribution and version, and duplicate provide
 rejected. `check_pending` runs once the manager is built: a hook name no spec knows (a typo such
 as `acp_agent_clasify_failure`) is reported like a broken plugin. Business code reads providers
 through `ProviderRegistry` and calls the failure hooks through `FailureHooks`, never `pm.hook`.
+The entry points are read by `acp_agent.entry_points`, which spares `initialize` the import of
+`importlib.metadata` on an ordinary installation.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from importlib import metadata
 from typing import Any
 
 import pluggy
 from attrs import field, frozen
 
-from acp_agent import hookspecs
+from acp_agent import entry_points, hookspecs
 from acp_agent.failure_hooks import FailureHooks
 from acp_agent.provider import ProviderSpec
 
@@ -71,13 +72,6 @@ class ProviderRegistry:
         return sorted(self.providers)
 
 
-def _dist_of(entry_point: metadata.EntryPoint) -> tuple[str, str]:
-    dist = entry_point.dist
-    if dist is None:
-        return "unknown", "unknown"
-    return dist.metadata["Name"] or "unknown", dist.version or "unknown"
-
-
 def make_plugin_manager(
     *, load_entry_points: bool = True, plugins: Iterable[tuple[Any, str]] = ()
 ) -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict[str, tuple[str, str]]]:
@@ -93,8 +87,8 @@ def make_plugin_manager(
         pm.register(plugin, name=name)
         origins[name] = ("in-process", "-")
     if load_entry_points:
-        for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            distribution, version = _dist_of(entry_point)
+        for entry_point in entry_points.entry_points(ENTRY_POINT_GROUP):
+            distribution, version = entry_point.distribution()
             if pm.has_plugin(entry_point.name) or entry_point.name in origins:
                 broken.append(BrokenPlugin(entry_point.name, distribution, version,
                                            f"a plugin named {entry_point.name!r} is already registered"))

@@ -10,26 +10,27 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from attrs import field, frozen
 
-from acp_agent.acp import (
-    ConfigOption,
-    ContentBlock,
-    McpServer,
-    PermissionOption,
-    SessionInfo,
-    SessionModeState,
-    ToolCallUpdate,
-)
-from acp_agent.events import Event, TurnEnd
-from acp_agent.failure_hooks import FailureHooks
-from acp_agent.failures import FailureObservation
-from acp_agent.phases import PhaseClock
-from acp_agent.questions import Answer, Question, UrlQuestion
-from acp_agent.redaction import Redactor
-from acp_agent.routing import SessionRouter
+if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider or answer `initialize`
+    from acp_agent.acp import (
+        ConfigOption,
+        ContentBlock,
+        McpServer,
+        PermissionOption,
+        SessionInfo,
+        SessionModeState,
+        ToolCallUpdate,
+    )
+    from acp_agent.events import Event, TurnEnd
+    from acp_agent.failure_hooks import FailureHooks
+    from acp_agent.failures import FailureObservation
+    from acp_agent.phases import PhaseClock
+    from acp_agent.questions import Answer, Question, UrlQuestion
+    from acp_agent.redaction import Redactor
+    from acp_agent.routing import SessionRouter
 
 
 class NotSupported(Exception):
@@ -120,6 +121,18 @@ class RuntimeCapabilities:
     `initialize` as `_meta.steering.supported`)."""
 
 
+def _installed_hooks() -> FailureHooks:
+    from acp_agent.failure_hooks import FailureHooks
+
+    return FailureHooks.installed()
+
+
+def _new_router() -> SessionRouter:
+    from acp_agent.routing import SessionRouter
+
+    return SessionRouter()
+
+
 @frozen
 class RuntimeContext:
     """What a runtime gets from the core: environment (credentials applied), deadlines, redaction,
@@ -132,8 +145,8 @@ class RuntimeContext:
     client_fs_read: bool = False
     client_fs_write: bool = False
     client_terminal: bool = False
-    hooks: FailureHooks = field(factory=FailureHooks.installed)
-    router: SessionRouter = field(factory=SessionRouter)
+    hooks: FailureHooks = field(factory=_installed_hooks)
+    router: SessionRouter = field(factory=_new_router)
     """Where a runtime sends what its backend reader reads, keyed by session id (the core's own,
     shared with the sessions it opens): see `acp_agent.routing`."""
 

@@ -22,7 +22,6 @@ from acp_agent.auth import (
     configuration_status,
     resolve_credentials,
 )
-from acp_agent.process import parent_death_argv
 from acp_agent.provider import ProviderSpec
 from acp_agent.redaction import Redactor
 from acp_agent.rpc import INVALID_PARAMS, RpcError
@@ -107,6 +106,8 @@ class SignIn:
         program = spec.vendor_cli(self.environ) if spec.vendor_cli and spec.logout_args else None
         if not program:
             return
+        from acp_agent.process import parent_death_argv  # not needed to answer `initialize`
+
         command = (program, *spec.logout_args)
         try:
             with anyio.fail_after(self.logout_budget_s):

@@ -17,7 +17,6 @@ from typing import Any, Literal
 import anyio
 
 from acp_agent import acp
-from acp_agent.process import parent_death_argv
 from acp_agent.provider import ProviderSpec, TerminalLogin
 from acp_agent.wire import UNSET, Unset
 
@@ -105,6 +104,8 @@ async def vendor_status(program: str, args: Sequence[str], environ: Mapping[str,
 
     Bounded by `STATUS_BUDGET_S`; its output only reaches the debug log (it may name an account).
     """
+    from acp_agent.process import parent_death_argv  # not needed to offer the methods at `initialize`
+
     command = (program, *args)
     try:
         with anyio.fail_after(STATUS_BUDGET_S):

@@ -12,19 +12,20 @@ import logging
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from acp_agent import acp
-from acp_agent.admission import PromptLine
-from acp_agent.events import TurnEnd
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import NotSupported, ProviderRuntime, TurnFailed
-from acp_agent.turn import Session, Turn
+
+if TYPE_CHECKING:  # a session's machinery loads with the first session, not with the agent
+    from acp_agent import acp
+    from acp_agent.admission import PromptLine
+    from acp_agent.turn import Session, Turn
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ class TurnRunner:
         """The session's prompt line: one turn at a time, the next waits its turn."""
         line = self._lines.get(session)
         if line is None:
+            from acp_agent.admission import PromptLine
+
             line = self._lines[session] = PromptLine()
         return line
 
@@ -88,6 +91,8 @@ class TurnRunner:
         watcher asks the provider to cancel instead; only `run_scope` (the cancel grace, shutdown)
         ends the provider's turn by force.
         """
+        from acp_agent.events import TurnEnd
+
         stop_reason: acp.StopReason = "end_turn"
         with anyio.CancelScope(shield=True) as turn.run_scope:
             try:

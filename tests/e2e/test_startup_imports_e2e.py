@@ -1,0 +1,136 @@
+"""`initialize` is answered without loading what only sessions need (issue 11, target 6).
+
+The real `acp-agent` console script runs with `-X importtime` in an installation holding only the
+core and the Claude provider (this environment's site-packages minus the other `acp_agent`
+plugins' distributions: a test plugin that imports session types at its top level would load them
+for every provider). The modules imported before the `initialize` answer is written are read from
+that output; no time is asserted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import select
+import site
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import acp_agent
+import acp_agent_claude
+from tests.e2e.harness import agent_executable
+
+SESSION_TIME = (
+    "acp_agent.acp_session",  # the ~56 session wire classes
+    "acp_agent.events",
+    "acp_agent.turn",
+    "acp_agent.presentation",
+    "acp_agent.questions",
+    "acp_agent.admission",
+    "acp_agent.routing",
+    "acp_agent.turnqueue",
+    "acp_agent.prompt",
+    "acp_agent.process",
+    "acp_agent_claude.runtime",
+    "keyring",  # only when a client negotiates auth status (its answer needs the keyring)
+)
+"""Modules a Claude session needs and `initialize` must not load."""
+
+NEVER_AT_START = ("importlib.metadata",)
+"""Entry points are read by `acp_agent.entry_points` (importlib.metadata only for unusual layouts)."""
+
+DEADLINE_S = 60.0
+
+
+def _site_dirs() -> list[Path]:
+    return [Path(entry) for entry in site.getsitepackages() if Path(entry).is_dir()]
+
+
+def _other_plugin(entry: Path) -> bool:
+    """A distribution registering `acp_agent` entry points other than the core and Claude's."""
+    if not entry.name.endswith(".dist-info"):
+        return False
+    points = entry / "entry_points.txt"
+    if not points.is_file() or "[acp_agent]" not in points.read_text():
+        return False
+    return not entry.name.startswith(("acp_agent_claude-", "acp_agent_core-"))
+
+
+def claude_only_path(tmp_path: Path) -> list[str]:
+    """sys.path entries for an installation of only the core and the Claude provider."""
+    kept = tmp_path / "site-packages"
+    kept.mkdir()
+    dropped = []
+    for directory in _site_dirs():
+        for entry in directory.iterdir():
+            if _other_plugin(entry):
+                dropped.append(entry.name)
+            elif not (kept / entry.name).exists() and entry.suffix != ".pth":
+                (kept / entry.name).symlink_to(entry)
+    assert dropped, "expected other acp_agent plugins installed beside the Claude provider"
+    # Editable installs keep the packages outside site-packages (their .pth files are not read).
+    sources = {str(Path(module.__file__ or "").parent.parent) for module in (acp_agent, acp_agent_claude)}
+    return [str(kept), *sorted(source for source in sources if Path(source) not in _site_dirs())]
+
+
+def _read_line(process: subprocess.Popen[bytes], deadline: float) -> bytes:
+    assert process.stdout is not None
+    data = b""
+    while not data.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        ready, _, _ = select.select([process.stdout], [], [], max(remaining, 0))
+        if not ready:
+            raise TimeoutError("no answer to initialize within the deadline")
+        chunk = os.read(process.stdout.fileno(), 65536)
+        if not chunk:
+            raise AssertionError(f"agent closed stdout before answering; read {data!r}")
+        data += chunk
+    return data
+
+
+def imported_before_initialize(tmp_path: Path) -> list[str]:
+    """Module names `-X importtime` reported up to the moment the initialize answer was read."""
+    stderr_path = tmp_path / "stderr.txt"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=os.pathsep.join(claude_only_path(tmp_path)), HOME=str(tmp_path),
+               ACP_AGENT_LOG_FILE=str(tmp_path / "agent.log"))
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+    with open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-S", "-X", "importtime", agent_executable(), "--provider", "claude"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=tmp_path)
+        try:
+            assert process.stdin is not None
+            process.stdin.write((json.dumps(request) + "\n").encode())
+            process.stdin.flush()
+            answer = json.loads(_read_line(process, time.monotonic() + DEADLINE_S))
+            # stderr is line-buffered: what it holds now was imported before the answer was written.
+            seen = stderr_path.read_bytes()
+            process.stdin.close()
+            assert process.wait(timeout=DEADLINE_S) == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                process.wait(timeout=DEADLINE_S)
+    assert answer.get("id") == 1 and "result" in answer, answer
+    assert answer["result"]["agentInfo"]["name"] == "acp-agent-claude"
+    return [line.split("|")[-1].strip() for line in seen.decode().splitlines()
+            if line.startswith("import time:") and "|" in line and "imported package" not in line]
+
+
+@pytest.mark.timeout(120)
+def test_initialize_imports_nothing_only_sessions_need(tmp_path: Path) -> None:
+    for name in SESSION_TIME + NEVER_AT_START:  # every name is a real module, so its absence below means something
+        assert importlib.util.find_spec(name) is not None, name
+    modules = imported_before_initialize(tmp_path)
+    # The output was read: the agent, its wire types and the mandated libraries are there.
+    for needed in ("acp_agent.agent", "acp_agent.acp", "acp_agent.plugins", "anyio", "cattrs", "pluggy"):
+        assert needed in modules, needed
+    loaded = sorted(set(SESSION_TIME + NEVER_AT_START) & set(modules))
+    assert loaded == [], f"imported before the initialize answer: {loaded}"
