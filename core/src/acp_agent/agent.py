@@ -42,6 +42,7 @@ from acp_agent.failures import (
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.presentation import ClientFeatures
+from acp_agent.prestart import Prestarted
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -94,6 +95,8 @@ class AgentSettings:
     hooks: FailureHooks = field(factory=FailureHooks.installed)
     agent_command: tuple[str, ...] = ("acp-agent",)
     """How a terminal starts this agent again (`_meta["terminal-auth"]` of terminal auth methods)."""
+    prestarted: Prestarted = field(factory=Prestarted)
+    """Backends the command line started before the agent's imports, for the runtime to claim."""
 
 
 class Agent:
@@ -203,6 +206,7 @@ class Agent:
             client_terminal=self.client_capabilities.terminal,
             hooks=self.settings.hooks,
             router=self.router,
+            prestarted=self.settings.prestarted,
         )
 
     def _backend_environ(self) -> dict[str, str]:

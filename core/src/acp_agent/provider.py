@@ -27,6 +27,7 @@ from acp_agent.events import Event, TurnEnd
 from acp_agent.failure_hooks import FailureHooks
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import PhaseClock
+from acp_agent.prestart import Prestarted
 from acp_agent.questions import Answer, Question, UrlQuestion
 from acp_agent.redaction import Redactor
 from acp_agent.routing import SessionRouter
@@ -136,6 +137,9 @@ class RuntimeContext:
     router: SessionRouter = field(factory=SessionRouter)
     """Where a runtime sends what its backend reader reads, keyed by session id (the core's own,
     shared with the sessions it opens): see `acp_agent.routing`."""
+    prestarted: Prestarted = field(factory=Prestarted)
+    """Backends the command line started before the agent's imports (`acp_agent.prestart`): a
+    runtime claims its own with `prestarted.take(name, argv, env)`."""
 
 
 @frozen

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
-from acp_agent import prestart
 from acp_agent.acp import ConfigOption, ContentBlock, McpServer
 from acp_agent.events import TurnEnd
+from acp_agent.prestart import Prestarted
 from acp_agent.process import ChildProcess, adopt_child, open_child
 from acp_agent.provider import (
     ProviderRuntime,
@@ -56,10 +56,10 @@ class EarlyChild:
             return None
         return child
 
-    async def hold(self, argv: Sequence[str], env: Mapping[str, str], stop: anyio.Event, *,
-                   task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def hold(self, argv: Sequence[str], env: Mapping[str, str], stop: anyio.Event, prestarted: Prestarted,
+                   *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Spawn and own the process until `stop` (then it is stopped, if the runtime has not)."""
-        claimed = prestart.take("codex", argv, env)  # started by the command line, if it matches
+        claimed = prestarted.take("codex", argv, env)  # started by the command line, if it matches
         try:
             async with (adopt_child(claimed, name=APP_SERVER_NAME) if claimed is not None
                         else open_child(argv, env=env, name=APP_SERVER_NAME)) as child:
@@ -153,7 +153,8 @@ async def open_early_runtime(context: RuntimeContext, binary: str | None) -> Asy
     stop = anyio.Event()
     async with anyio.create_task_group() as task_group:
         if binary is not None:
-            await task_group.start(early.hold, [binary, "app-server"], child_environment(context.environ), stop)
+            await task_group.start(early.hold, [binary, "app-server"], child_environment(context.environ), stop,
+                                   context.prestarted)
         runtime = EarlyCodexRuntime(context, task_group, early)
         try:
             yield runtime
