@@ -119,6 +119,7 @@ class Agent:
         self._task_group: anyio.abc.TaskGroup | None = None
         self.backend = BackendHost(self.provider)
         """Opens, replaces and closes the provider runtime."""
+        self._answered: anyio.Event | None = None
         self.turns = TurnRunner(self.provider.name, start_runtime=self.runtime,
                                 running_runtime=lambda: self.backend.running,
                                 cancel_grace_s=CANCEL_GRACE_S, input_gone_cancel_grace_s=INPUT_GONE_CANCEL_GRACE_S)
@@ -196,6 +197,13 @@ class Agent:
 
     # -- the runtime ------------------------------------------------------------------------------
 
+    @property
+    def _initialize_answered(self) -> anyio.Event:
+        """Set once `initialize` is answered (created on first use: an event needs the loop)."""
+        if self._answered is None:
+            self._answered = anyio.Event()
+        return self._answered
+
     def runtime_context(self, environ: dict[str, str] | None = None) -> RuntimeContext:
         return RuntimeContext(
             environ=self._backend_environ() if environ is None else environ,
@@ -207,6 +215,7 @@ class Agent:
             hooks=self.settings.hooks,
             router=self.router,
             prestarted=self.settings.prestarted,
+            initialize_answered=self._initialize_answered,
         )
 
     def _backend_environ(self) -> dict[str, str]:
@@ -216,6 +225,7 @@ class Agent:
         return with_keyring_credential(self.settings.environ, state, self.provider.credentials)
 
     async def runtime(self) -> ProviderRuntime:
+        self._initialize_answered.set()  # a request needs the runtime: an early one waits no longer
         return await self.backend.runtime(self.runtime_context, sessions_open=bool(self.sessions))
 
     @property
@@ -320,7 +330,8 @@ class Agent:
                                           title=f"{self.provider.title} (acp-agent)"),
             meta=meta or UNSET,
         )
-        return self._dump(response)
+        answered = self._initialize_answered
+        return Reply(self._dump(response), lambda written: answered.set())
 
     async def authenticate(self, params: Any) -> Any:
         request = self._parse(params, acp.AuthenticateRequest)

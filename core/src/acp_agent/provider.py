@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Literal, Protocol
 
+import anyio
 from attrs import field, frozen
 
 from acp_agent.acp import (
@@ -140,6 +141,10 @@ class RuntimeContext:
     prestarted: Prestarted = field(factory=Prestarted)
     """Backends the command line started before the agent's imports (`acp_agent.prestart`): a
     runtime claims its own with `prestarted.take(name, argv, env)`."""
+    initialize_answered: anyio.Event | None = None
+    """Set once the agent has answered the client's `initialize` (or a request needs the runtime);
+    None: no wait. A runtime opened at start-up (`ProviderSpec.start_early`) may start its
+    backend at once but defers heavy imports until then, so they do not delay that answer."""
 
 
 @frozen
