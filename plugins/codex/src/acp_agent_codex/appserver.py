@@ -186,7 +186,10 @@ async def open_codex(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
         try:
             if context.initialize_answered is not None:
                 await context.initialize_answered.wait()
+            log.debug("loading the Codex runtime")
             from acp_agent_codex.runtime import open_codex_runtime
+
+            log.debug("the Codex runtime is loaded")
 
             async with open_codex_runtime(context, group, early) as runtime:
                 yield runtime
