@@ -3,7 +3,8 @@
 It speaks just enough of the app-server protocol (JSON-RPC lines without "jsonrpc") for the
 runtime to get through start-up. `STAND_IN_HANG=<method>` leaves that request unanswered (the
 process keeps reading, so a closed stdin still ends it); `STAND_IN_EXIT_ON=<method>` exits
-instead of answering. `STAND_IN_SCRIPT` is JSON `{"<method>": {"before": [...], "after": [...]}}`:
+instead of answering; `STAND_IN_FAIL_ON=<method>` answers it with a JSON-RPC error.
+`STAND_IN_SCRIPT` is JSON `{"<method>": {"before": [...], "after": [...]}}`:
 notifications sent before and after answering that request (`$THREAD` stands for the thread id);
 `STAND_IN_SCRIPT_FILE` names a file holding that JSON instead (for scripts too long for a variable).
 `STAND_IN_LATE_ONCE=<method>` leaves the first such request unanswered and sends the script's
@@ -53,6 +54,7 @@ def main() -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.alarm(120)
     hang, exit_on = os.environ.get("STAND_IN_HANG"), os.environ.get("STAND_IN_EXIT_ON")
+    fail_on = os.environ.get("STAND_IN_FAIL_ON")
     late_once, log_path = os.environ.get("STAND_IN_LATE_ONCE"), os.environ.get("STAND_IN_LOG")
     script_file = os.environ.get("STAND_IN_SCRIPT_FILE")
     raw_script = os.environ.get("STAND_IN_SCRIPT", "{}")
@@ -72,6 +74,9 @@ def main() -> int:
         if method == exit_on:
             return 3
         if method == hang:
+            continue
+        if method == fail_on:
+            send({"id": message["id"], "error": {"code": -32603, "message": f"stand-in refuses {method}"}})
             continue
         if late_pending:
             late_pending = False

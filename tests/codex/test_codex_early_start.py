@@ -14,7 +14,7 @@ import pytest
 
 from tests.codex.e2e_support import app_server_pid, codex_agent, stand_in_env, text, workspace, write_codex_home
 from tests.e2e.harness import spawn_agent
-from tests.e2e.processes import kill_agent_and_wait_for, live_descendants, pidfds
+from tests.e2e.processes import kill_agent_and_wait_for, live_descendants, pidfds, wait_ended
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -66,17 +66,22 @@ async def test_app_server_started_early_dies_with_a_killed_agent(tmp_path: Path)
         await kill_agent_and_wait_for(agent.process.pid, server)
 
 
-def test_the_early_runtime_delegates_every_method_the_real_one_implements() -> None:
-    """The agent talks to the early runtime; a method it does not pass on would fall back to the
-    base class's "not supported" although Codex supports it (fork, delete and steer once did)."""
-    from acp_agent.provider import ProviderRuntime
-    from acp_agent_codex.early import EarlyCodexRuntime
+async def test_the_provider_hands_the_core_the_codex_runtime_itself(tmp_path: Path) -> None:
+    """No wrapper stands between the agent and the runtime (a forwarding wrapper once dropped fork,
+    delete and steer): what `open_runtime` yields is the `CodexRuntime`, app-server started early."""
+    from acp_agent.phases import Deadlines, PhaseClock
+    from acp_agent.provider import RuntimeContext
+    from acp_agent.redaction import Redactor
+    from acp_agent_codex import open_runtime
     from acp_agent_codex.runtime import CodexRuntime
 
-    implemented = {name for name, value in vars(CodexRuntime).items()
-                   if not name.startswith("_") and callable(value) and hasattr(ProviderRuntime, name)}
-    missing = {name for name in implemented if name not in vars(EarlyCodexRuntime)}
-    assert implemented and missing == set()
+    env, fifo = early_env(tmp_path)
+    context = RuntimeContext(environ={**os.environ, **env}, clock=PhaseClock(Deadlines(), "Codex"),
+                             redact=Redactor())
+    async with open_runtime(context) as runtime:
+        assert type(runtime) is CodexRuntime
+        server = await spawned_stand_in(fifo)  # spawned as the runtime opened, before any session
+    await wait_ended([server], within_s=15)
 
 
 @pytest.mark.real_backend

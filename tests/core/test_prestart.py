@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent import prestart
+from acp_agent.prestart import Prestarted
 from acp_agent.process import adopt_child
 
 pytestmark = pytest.mark.timeout(30)
@@ -21,7 +21,15 @@ ECHO = [sys.executable, "-c", "import sys\nfor line in sys.stdin: print(line.str
 
 
 @pytest.fixture
-def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def prestart() -> Iterator[Prestarted]:
+    """What the command line creates and hands down; each test gets its own (no global state)."""
+    held = Prestarted()
+    yield held
+    held.stop_unclaimed()
+
+
+@pytest.fixture
+def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A package `acp_agent_prestarttest` whose __init__ must never run, with a prestart.py."""
     package = tmp_path / "acp_agent_prestarttest"
     package.mkdir()
@@ -30,11 +38,11 @@ def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         "def prestart(environ):\n"
         f"    return {ECHO!r}, {{'PATH': environ.get('PATH', ''), 'MARK': environ.get('MARK', '')}}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    yield "prestarttest"
-    prestart.stop_unclaimed()
+    return "prestarttest"
 
 
-def test_a_backend_is_started_without_importing_the_package_and_claimed_once(provider: str) -> None:
+def test_a_backend_is_started_without_importing_the_package_and_claimed_once(
+        provider: str, prestart: Prestarted) -> None:
     environ = {"PATH": "/usr/bin:/bin", "MARK": "one"}
     prestart.start(provider, environ)
     popen = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "one"})
@@ -47,24 +55,37 @@ def test_a_backend_is_started_without_importing_the_package_and_claimed_once(pro
         stream.close()
 
 
-def test_a_backend_started_with_another_environment_is_stopped_not_claimed(provider: str) -> None:
+def test_a_backend_started_with_another_environment_is_stopped_not_claimed(
+        provider: str, prestart: Prestarted) -> None:
     prestart.start(provider, {"PATH": "/usr/bin:/bin", "MARK": "one"})
+    assert prestart.holds(provider)
     popen = prestart._held[provider][0]
     assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "two"}) is None
     assert popen.returncode is not None  # stopped and reaped
 
 
-def test_an_unclaimed_backend_is_stopped_when_the_command_returns(provider: str) -> None:
+def test_an_unclaimed_backend_is_stopped_when_the_command_returns(
+        provider: str, prestart: Prestarted) -> None:
     prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    assert prestart.holds(provider)
     popen = prestart._held[provider][0]
     prestart.stop_unclaimed()
     assert popen.returncode is not None
     assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""}) is None
 
 
-def test_a_provider_without_prestart_starts_nothing() -> None:
+def test_what_one_command_line_started_is_not_seen_by_another(provider: str, prestart: Prestarted) -> None:
+    """The processes are held by the object the command line passes down, not by the module."""
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    other = Prestarted()
+    assert prestart.holds(provider) and not other.holds(provider)
+    assert other.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""}) is None
+    assert prestart.holds(provider)
+
+
+def test_a_provider_without_prestart_starts_nothing(prestart: Prestarted) -> None:
     prestart.start("no_such_provider_here", {})
-    assert "no_such_provider_here" not in prestart._held
+    assert not prestart.holds("no_such_provider_here")
 
 
 @pytest.mark.anyio

@@ -11,7 +11,10 @@ import anyio
 import attrs
 import pytest
 
+from acp_agent.backend_host import BackendHost
+from acp_agent.phases import Deadlines, PhaseClock
 from acp_agent.provider import ProviderRuntime, ProviderSpec, RuntimeContext
+from acp_agent.redaction import Redactor
 from acp_agent.testing import run_in_process
 from acp_agent_scripted import make_spec
 from tests.core.test_auth import MemoryKeyring
@@ -84,3 +87,56 @@ async def test_without_start_early_the_runtime_waits_for_the_first_session() -> 
         assert recorder.opened == []
         await client.new_session(CWD)
         assert len(recorder.opened) == 1
+
+
+class Gated(Recorder):
+    """An early runtime that, like Codex's, starts its backend at once but waits for the client's
+    `initialize` to be answered before its heavy imports (here: before opening the inner one)."""
+
+    def __init__(self, spec: ProviderSpec) -> None:
+        super().__init__(spec)
+        self.waiting = anyio.Event()
+        self.answered = anyio.Event()
+        self.cancelled = False
+
+    @asynccontextmanager
+    async def open_runtime(self, context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
+        assert context.initialize_answered is not None
+        self.waiting.set()
+        try:
+            await context.initialize_answered.wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+        self.answered.set()
+        async with super().open_runtime(context) as runtime:
+            yield runtime
+
+
+async def test_an_early_runtime_learns_when_initialize_is_answered() -> None:
+    gated = Gated(make_spec({}))
+    async with run_in_process(gated.spec, environ={"SCRIPTED_API_KEY": "k"}) as client:
+        with anyio.fail_after(5):
+            await gated.waiting.wait()
+        assert not gated.answered.is_set()  # nothing was sent yet
+        await client.initialize()
+        with anyio.fail_after(5):
+            await gated.answered.wait()
+        await client.new_session(CWD)
+        assert len(gated.opened) == 1
+
+
+async def test_closing_the_host_cancels_an_opening_still_waiting_for_initialize() -> None:
+    """A client that leaves before `initialize`: the runtime would never finish opening, and
+    closing its host (the agent's shutdown) must not wait for it."""
+    gated = Gated(make_spec({}))
+    host = BackendHost(gated.spec)
+    context = RuntimeContext(environ={"SCRIPTED_API_KEY": "k"}, clock=PhaseClock(Deadlines(), "Scripted"),
+                             redact=Redactor(), initialize_answered=anyio.Event())
+    async with anyio.create_task_group() as task_group:
+        host.attach(task_group)
+        host.open(context, early=True)
+        with anyio.fail_after(5):
+            await gated.waiting.wait()
+            await host.close()
+    assert gated.cancelled and gated.opened == []

@@ -40,6 +40,7 @@ from acp_agent.failures import (
     negotiated,
 )
 from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.prestart import Prestarted
 from acp_agent.provider import (
     NotSupported,
     ProviderRuntime,
@@ -94,6 +95,8 @@ class AgentSettings:
     hooks: FailureHooks = field(factory=FailureHooks.installed)
     agent_command: tuple[str, ...] = ("acp-agent",)
     """How a terminal starts this agent again (`_meta["terminal-auth"]` of terminal auth methods)."""
+    prestarted: Prestarted = field(factory=Prestarted)
+    """Backends the command line started before the agent's imports, for the runtime to claim."""
 
 
 class Agent:
@@ -118,6 +121,7 @@ class Agent:
         self._task_group: anyio.abc.TaskGroup | None = None
         self.backend = BackendHost(self.provider)
         """Opens, replaces and closes the provider runtime."""
+        self._answered: anyio.Event | None = None
         self.turns = TurnRunner(self.provider.name, start_runtime=self.runtime,
                                 running_runtime=lambda: self.backend.running,
                                 cancel_grace_s=CANCEL_GRACE_S, input_gone_cancel_grace_s=INPUT_GONE_CANCEL_GRACE_S)
@@ -227,6 +231,13 @@ class Agent:
 
     # -- the runtime ------------------------------------------------------------------------------
 
+    @property
+    def _initialize_answered(self) -> anyio.Event:
+        """Set once `initialize` is answered (created on first use: an event needs the loop)."""
+        if self._answered is None:
+            self._answered = anyio.Event()
+        return self._answered
+
     def runtime_context(self, environ: dict[str, str] | None = None) -> RuntimeContext:
         return RuntimeContext(
             environ=self._backend_environ() if environ is None else environ,
@@ -237,6 +248,8 @@ class Agent:
             client_terminal=self.client_capabilities.terminal,
             hooks=self.settings.hooks,
             router=self.router,
+            prestarted=self.settings.prestarted,
+            initialize_answered=self._initialize_answered,
         )
 
     def _backend_environ(self) -> dict[str, str]:
@@ -246,6 +259,7 @@ class Agent:
         return with_keyring_credential(self.settings.environ, state, self.provider.credentials)
 
     async def runtime(self) -> ProviderRuntime:
+        self._initialize_answered.set()  # a request needs the runtime: an early one waits no longer
         return await self.backend.runtime(self.runtime_context, sessions_open=bool(self.sessions))
 
     @property
@@ -355,7 +369,8 @@ class Agent:
                                           title=f"{self.provider.title} (acp-agent)"),
             meta=meta or UNSET,
         )
-        return self._dump(response)
+        answered = self._initialize_answered
+        return Reply(self._dump(response), lambda written: answered.set())
 
     async def authenticate(self, params: Any) -> Any:
         request = self._parse(params, acp.AuthenticateRequest)

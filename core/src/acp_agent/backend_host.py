@@ -34,6 +34,9 @@ class RuntimeHost:
     error: BaseException | None = None
     early_environ: Mapping[str, str] | None = None
     """Set while a runtime opened at start-up (`ProviderSpec.start_early`) awaits its first use."""
+    opening: anyio.CancelScope = field(factory=anyio.CancelScope)
+    """Cancelled when the host is closed before the runtime finished opening (an early runtime
+    may wait for `initialize` to be answered, which never happens if the client leaves first)."""
 
 
 class BackendHost:
@@ -113,14 +116,17 @@ class BackendHost:
         if host is None:
             return
         host.stop.set()
+        if not host.ready.is_set():
+            host.opening.cancel()
         await host.done.wait()
 
     async def _serve(self, host: RuntimeHost, context: RuntimeContext) -> None:
         try:
-            async with self.provider.open_runtime(context) as runtime:
-                host.runtime = runtime
-                host.ready.set()
-                await host.stop.wait()
+            with host.opening:
+                async with self.provider.open_runtime(context) as runtime:
+                    host.runtime = runtime
+                    host.ready.set()
+                    await host.stop.wait()
         except Exception as exc:
             if not host.ready.is_set():
                 log.warning("runtime of %s failed to start: %s", self.provider.name, type(exc).__name__)

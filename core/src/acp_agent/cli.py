@@ -18,6 +18,7 @@ from acp_agent import __version__
 
 if TYPE_CHECKING:
     from acp_agent.plugins import ProviderRegistry
+    from acp_agent.prestart import Prestarted
 
 log = logging.getLogger("acp_agent")
 
@@ -107,16 +108,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command:
         return _subcommand(args)
-    if args.cli is not None or not args.provider:
-        return _run(args)
-    # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import.
-    from acp_agent import prestart
+    from acp_agent.prestart import Prestarted
 
-    prestart.start(args.provider, os.environ)
+    prestarted = Prestarted()
+    if args.cli is not None or not args.provider:
+        return _run(args, prestarted)
+    # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import.
+    prestarted.start(args.provider, os.environ)
     try:
-        return _run(args)
+        return _run(args, prestarted)
     finally:
-        prestart.stop_unclaimed()
+        prestarted.stop_unclaimed()
 
 
 def _registry() -> ProviderRegistry:
@@ -138,7 +140,7 @@ def _unknown_provider(name: str | None, registry: ProviderRegistry) -> int:
     return 2
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, prestarted: Prestarted) -> int:
     from acp_agent.redaction import Redactor
 
     redactor = Redactor.from_environment()
@@ -176,6 +178,7 @@ def _run(args: argparse.Namespace) -> int:
         agent_version=loaded.version,
         hooks=registry.hooks,
         agent_command=agent_command(),
+        prestarted=prestarted,
     )
     agent = Agent(settings)
     anyio.run(_serve, agent, args.max_line_bytes)

@@ -9,7 +9,9 @@ the package (which would import the core's wire layer), spawns the process here 
 signal and a process group of its own, as `process.open_child` does), and the provider's runtime
 claims it with `take`, which hands it over only if the argv and environment are the ones it would
 use now; otherwise the process is stopped and the runtime starts its own. Whatever is never
-claimed is stopped when the command returns (`stop_unclaimed`). Only the standard library is
+claimed is stopped when the command returns (`stop_unclaimed`). The processes are held by a
+`Prestarted` the command line creates and hands down (`AgentSettings.prestarted`, then
+`RuntimeContext.prestarted`): no state lives in this module. Only the standard library is
 imported here; the module must never write to stdout.
 """
 
@@ -21,25 +23,51 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-_held: dict[str, tuple[subprocess.Popen[bytes], list[str], dict[str, str]]] = {}
 
+class Prestarted:
+    """The backends the command line started, until a runtime claims them or the command returns."""
 
-def start(provider: str, environ: Mapping[str, str]) -> None:
-    """Spawn `provider`'s backend now if its package offers a `prestart.py`; never raises."""
-    if provider in _held or not provider.isidentifier() or not hasattr(os, "pidfd_open"):
-        return  # adoption waits on a pidfd (Linux): elsewhere the runtime starts its backend itself
-    try:
-        wanted = _ask(provider, environ)
-        if wanted is None:
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[subprocess.Popen[bytes], list[str], dict[str, str]]] = {}
+
+    def start(self, provider: str, environ: Mapping[str, str]) -> None:
+        """Spawn `provider`'s backend now if its package offers a `prestart.py`; never raises."""
+        if provider in self._held or not provider.isidentifier() or not hasattr(os, "pidfd_open"):
+            return  # adoption waits on a pidfd (Linux): elsewhere the runtime starts its backend itself
+        try:
+            wanted = _ask(provider, environ)
+            if wanted is None:
+                return
+            argv, env = list(wanted[0]), dict(wanted[1])
+            from acp_agent import pdeath  # not acp_agent.process: it imports anyio
+
+            popen = subprocess.Popen(pdeath.wrap(argv, env, pdeath.setpriv()), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                     start_new_session=True)
+        except Exception:
             return
-        argv, env = list(wanted[0]), dict(wanted[1])
-        from acp_agent import pdeath  # not acp_agent.process: it imports anyio
+        self._held[provider] = (popen, argv, env)
 
-        popen = subprocess.Popen(pdeath.wrap(argv, env, pdeath.setpriv()), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, env=env, start_new_session=True)
-    except Exception:
-        return
-    _held[provider] = (popen, argv, env)
+    def holds(self, provider: str) -> bool:
+        """Whether a process started for `provider` waits to be claimed."""
+        return provider in self._held
+
+    def take(self, provider: str, argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
+        """The process started for `provider`, if it still runs with exactly this argv and environment."""
+        held = self._held.pop(provider, None)
+        if held is None:
+            return None
+        popen, started_argv, started_env = held
+        if popen.poll() is None and started_argv == list(argv) and started_env == dict(env):
+            return popen
+        _stop(popen)
+        return None
+
+    def stop_unclaimed(self) -> None:
+        """Stop every process started here that no runtime claimed (the command is returning)."""
+        while self._held:
+            _, (popen, _, _) = self._held.popitem()
+            _stop(popen)
 
 
 def _ask(provider: str, environ: Mapping[str, str]) -> tuple[Sequence[str], Mapping[str, str]] | None:
@@ -59,25 +87,6 @@ def _ask(provider: str, environ: Mapping[str, str]) -> tuple[Sequence[str], Mapp
     module_spec.loader.exec_module(module)
     result: tuple[Sequence[str], Mapping[str, str]] | None = module.prestart(environ)
     return result
-
-
-def take(provider: str, argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
-    """The process started for `provider`, if it still runs with exactly this argv and environment."""
-    held = _held.pop(provider, None)
-    if held is None:
-        return None
-    popen, started_argv, started_env = held
-    if popen.poll() is None and started_argv == list(argv) and started_env == dict(env):
-        return popen
-    _stop(popen)
-    return None
-
-
-def stop_unclaimed() -> None:
-    """Stop every process started here that no runtime claimed (the command is returning)."""
-    while _held:
-        _, (popen, _, _) = _held.popitem()
-        _stop(popen)
 
 
 def _stop(popen: subprocess.Popen[bytes]) -> None:

@@ -12,7 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Literal, Protocol
 
+import anyio
 from attrs import field, frozen
+
+from acp_agent.prestart import Prestarted
 
 if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider or answer `initialize`
     from acp_agent.acp import (
@@ -149,6 +152,13 @@ class RuntimeContext:
     router: SessionRouter = field(factory=_new_router)
     """Where a runtime sends what its backend reader reads, keyed by session id (the core's own,
     shared with the sessions it opens): see `acp_agent.routing`."""
+    prestarted: Prestarted = field(factory=Prestarted)
+    """Backends the command line started before the agent's imports (`acp_agent.prestart`): a
+    runtime claims its own with `prestarted.take(name, argv, env)`."""
+    initialize_answered: anyio.Event | None = None
+    """Set once the agent has answered the client's `initialize` (or a request needs the runtime);
+    None: no wait. A runtime opened at start-up (`ProviderSpec.start_early`) may start its
+    backend at once but defers heavy imports until then, so they do not delay that answer."""
 
 
 @frozen

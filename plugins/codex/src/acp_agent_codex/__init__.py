@@ -54,11 +54,11 @@ def check_backend() -> BackendStatus:
 
 @asynccontextmanager
 async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
-    """Opened when the agent starts (`start_early`): spawns app-server at once; the runtime module
-    is imported by the first request that needs it."""
-    from acp_agent_codex.early import open_early_runtime
+    """Opened when the agent starts (`start_early`): app-server (the command line's, adopted) and
+    its handshake start at once; the runtime module loads once `initialize` is answered."""
+    from acp_agent_codex.appserver import open_codex
 
-    async with open_early_runtime(context, find_codex(context.environ)) as runtime:
+    async with open_codex(context) as runtime:
         yield runtime
 
 

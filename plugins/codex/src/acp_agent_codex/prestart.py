@@ -1,8 +1,9 @@
 """What `acp-agent --provider codex` starts before its own imports: `codex app-server`.
 
 The command line loads this file alone, without the package (`acp_agent.prestart`), so it imports
-nothing but the standard library (and `codex_cli_bin`, to find the bundled binary). The early
-runtime (`acp_agent_codex.early`) claims the process with the same argv and environment.
+nothing but the standard library (and `codex_cli_bin`, to find the bundled binary). The runtime's
+opener (`acp_agent_codex.appserver.open_codex`) claims the process with the same argv and
+environment.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The Codex runtime: one `codex app-server` per agent process, spoken to with the core's JSON-RPC layer.
 
-Sessions are app-server threads and prompts are turns. The first start adopts the app-server
-spawned when the agent started (`acp_agent_codex.early`); the process is started again after it
-dies (the sessions that lived in it are resumed on their next prompt, and `RuntimeReplaced` ends
+Sessions are app-server threads and prompts are turns. The first start takes the app-server
+started (and already handshaken) when the runtime opened (`acp_agent_codex.appserver`); the
+process is started again after it dies (the sessions that lived in it are resumed on their next prompt, and `RuntimeReplaced` ends
 their transport-loss incidents). Every wait on the backend runs in its
 phase (`initializing`, `preparing`, `submitting`, `running`, `reading`).
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import math
 import os
 import tomllib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -34,7 +33,6 @@ import anyio
 import anyio.abc
 from attrs import define, evolve, field
 
-from acp_agent import __version__ as core_version
 from acp_agent.acp import (
     AvailableCommandsUpdate,
     ConfigOption,
@@ -51,7 +49,6 @@ from acp_agent.executables import executable_problem
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.process import ChildProcess, kill_process_group, open_child
 from acp_agent.provider import (
     ProviderRuntime,
     RuntimeContext,
@@ -64,9 +61,15 @@ from acp_agent.provider import (
     additional_directories,
 )
 from acp_agent.questions import Answer
-from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
+from acp_agent.rpc import ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent_codex import codex_home, commands, find_codex, items, settings
+from acp_agent_codex.appserver import (
+    GLOBAL_NOTICES,
+    NOTIFICATIONS,
+    AppServer,
+    serve_app_server,
+)
 from acp_agent_codex.classify import (
     classify_error,
     notice_for,
@@ -74,14 +77,12 @@ from acp_agent_codex.classify import (
     spawn_failed,
     transport_lost,
 )
-from acp_agent_codex.early import APP_SERVER_NAME, EarlyChild
 from acp_agent_codex.prestart import child_environment
 from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
 
 log = logging.getLogger(__name__)
 PROVIDER = "codex"
 
-NO_TIMEOUT: Final = math.inf  # every backend wait is bounded by its phase instead
 TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
 """How many app-server notifications a running prompt holds before the reader waits (backpressure)."""
 INTERRUPT_TIMEOUT_S: Final = 10.0
@@ -115,35 +116,7 @@ _MODE_OF_SANDBOX: Final[Mapping[str, str]] = {
 }
 _NOT_FOUND_MARKERS: Final = ("no rollout found", "invalid session id", "not found")
 _APPROVALS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
-_THREAD_METHODS: Final = frozenset({
-    "error", "warning", "turn/started", "turn/completed", "item/started", "item/completed",
-    "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded",
-    "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated",
-    "thread/tokenUsage/updated", "thread/compacted", "thread/name/updated",
-})
-_GLOBAL_NOTICES: Final = frozenset({"configWarning", "deprecationNotice"})
-
-
 # --- state --------------------------------------------------------------------------------------
-
-
-@define(eq=False)
-class AppServer:
-    """One running `codex app-server` and the JSON-RPC connection to it."""
-
-    child: ChildProcess
-    generation: int
-    connection: Connection = field(init=False)
-    alive: bool = True
-    stop_requested: bool = False
-    finished: anyio.Event = field(factory=anyio.Event)
-    stopped: anyio.Event = field(factory=anyio.Event)
-    started_threads: dict[str, anyio.Event] = field(factory=dict)
-    models: list[Mapping[str, Any]] | None = None
-    """`model/list`'s visible entries (efforts and service tiers included), asked once per process."""
-
-    async def call(self, method: str, params: Any) -> Any:
-        return await self.connection.request(method, params, timeout_s=NO_TIMEOUT)
 
 
 @define(eq=False)
@@ -276,7 +249,7 @@ class CodexRuntime(ProviderRuntime):
     """Drives one app-server process (restarted when it dies) for every session of the agent."""
 
     def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup, binary: str,
-                 early: EarlyChild | None = None) -> None:
+                 early: AppServer | None = None) -> None:
         self.context = context
         self._early = early
         self.clock = context.clock
@@ -314,60 +287,36 @@ class CodexRuntime(ProviderRuntime):
         server: AppServer | None = None
         try:
             async with self.clock.phase(Phase.INITIALIZING, label="codex app-server"):
-                try:
-                    server = await self._tg.start(self._run_server, generation)
-                except OSError as exc:
-                    log.warning("codex app-server could not be started: %s", type(exc).__name__)
-                    problem = executable_problem(self._binary, self.context.environ, error=exc)
-                    raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value, problem or "could not be run")) from None
-                try:
-                    await server.call("initialize", {
-                        "clientInfo": {"name": "acp-agent", "title": "acp-agent", "version": core_version},
-                        "capabilities": {"experimentalApi": True},
-                    })
-                    await server.connection.notify("initialized", None)
-                except ConnectionClosed:
-                    raise PhaseFailed(transport_lost(Phase.INITIALIZING.value, submitted=False)) from None
-                except RpcError as exc:
-                    raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.INITIALIZING.value)) from None
+                server, self._early = self._early, None
+                if server is not None and not server.alive and server.handshaken.is_set() \
+                        and server.handshake_error is None:
+                    log.info("the early codex app-server (pid %d) exited before it was used", server.child.pid)
+                    server = None
+                if server is None:
+                    try:
+                        server = await self._tg.start(serve_app_server, [self._binary, "app-server"],
+                                                      child_environment(self.context.environ), generation)
+                    except OSError as exc:
+                        log.warning("codex app-server could not be started: %s", type(exc).__name__)
+                        problem = executable_problem(self._binary, self.context.environ, error=exc)
+                        raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value,
+                                                       problem or "could not be run")) from None
+                server.generation = generation
+                server.on_lost = self._lost
+                await server.attach(self._methods(server))
+                await server.handshaken.wait()  # started with the process: early, for the first one
+                error = server.handshake_error
+                if isinstance(error, ConnectionClosed):
+                    raise PhaseFailed(transport_lost(Phase.INITIALIZING.value, submitted=False))
+                if isinstance(error, RpcError):
+                    raise PhaseFailed(rpc_error_observation(error.code, error.message, Phase.INITIALIZING.value))
         except BaseException:
             if server is not None:
                 # The server's own task (in the runtime's task group) stops and reaps it, shielded;
                 # the failure answers the client now instead of after that stop.
-                self._request_stop(server)
+                server.request_stop()
             raise
         return server
-
-    async def _run_server(self, generation: int, *, task_status: anyio.abc.TaskStatus[AppServer]) -> None:
-        early = self._early.take() if self._early is not None else None
-        spawned = (contextlib.nullcontext(early) if early is not None
-                   else open_child([self._binary, "app-server"], env=child_environment(self.context.environ),
-                                   name=APP_SERVER_NAME))
-        async with spawned as child:
-            server = AppServer(child, generation)
-            server.connection = Connection(child.stdout, child.stdin, self._methods(server), require_version=False)
-            try:
-                async with anyio.create_task_group() as group:
-                    group.start_soon(self._serve, server)
-                    task_status.started(server)
-                    await server.finished.wait()
-                    if not server.stop_requested:
-                        log.warning("codex app-server (pid %d) exited or closed its output", child.pid)
-                        self._lost(server)
-                    group.cancel_scope.cancel()
-            finally:
-                server.alive = False
-                with anyio.CancelScope(shield=True):
-                    await child.stop()
-                    kill_process_group(child.pid)
-                server.stopped.set()
-
-    async def _serve(self, server: AppServer) -> None:
-        try:
-            await server.connection.serve()
-        finally:
-            server.alive = False
-            server.finished.set()
 
     def _lost(self, server: AppServer) -> None:
         """The app-server died: its turns fail (transport lost), its waiters wake up."""
@@ -379,13 +328,8 @@ class CodexRuntime(ProviderRuntime):
             if active is not None and active.generation == server.generation:
                 active.queue.fail()  # never waits: the reader that fills the queue has ended
 
-    @staticmethod
-    def _request_stop(server: AppServer) -> None:
-        server.stop_requested = True
-        server.finished.set()
-
     async def _stop(self, server: AppServer) -> None:
-        self._request_stop(server)
+        server.request_stop()
         with anyio.move_on_after(STOP_TIMEOUT_S):
             await server.stopped.wait()
 
@@ -398,7 +342,7 @@ class CodexRuntime(ProviderRuntime):
 
     def _methods(self, server: AppServer) -> Methods:
         notifications: dict[str, Callable[[Any], Awaitable[None]]] = {}
-        for method in (*_THREAD_METHODS, *_GLOBAL_NOTICES, "thread/started"):
+        for method in NOTIFICATIONS:
             notifications[method] = self._notification_handler(server, method)
         requests: dict[str, Callable[[Any], Awaitable[Any]]] = {
             method: self._approval_handler(server, method) for method in (*_APPROVALS, *items.QUESTION_REQUESTS)
@@ -427,7 +371,7 @@ class CodexRuntime(ProviderRuntime):
                 server.started_threads.setdefault(thread_id, anyio.Event()).set()
             return
         thread_id = params.get("threadId")
-        if method in _GLOBAL_NOTICES or (method == "warning" and not isinstance(thread_id, str)):
+        if method in GLOBAL_NOTICES or (method == "warning" and not isinstance(thread_id, str)):
             notice = notice_for(method, params)
             if notice is not None:
                 # Into a running prompt if there is one, else kept for the next session.
@@ -496,11 +440,14 @@ class CodexRuntime(ProviderRuntime):
 
     async def _models(self, server: AppServer) -> list[Mapping[str, Any]]:
         if server.models is None:
-            try:
-                result = await server.call("model/list", {})
-            except RpcError as exc:
-                log.info("model/list failed: %s", exc.message)
-                result = {}
+            await server.listed.wait()  # asked with the handshake, as app-server started
+            result = server.model_list
+            if result is None:
+                try:
+                    result = await server.call("model/list", {})
+                except RpcError as exc:
+                    log.info("model/list failed: %s", exc.message)
+                    result = {}
             server.models = settings.visible_models(result)
         return server.models
 
@@ -993,15 +940,20 @@ class CodexRuntime(ProviderRuntime):
 
 
 @asynccontextmanager
-async def open_codex_runtime(context: RuntimeContext, early: EarlyChild | None = None) -> AsyncIterator[CodexRuntime]:
-    """The runtime for one agent process; app-server starts on first use (adopting `early`'s process)."""
+async def open_codex_runtime(context: RuntimeContext, task_group: anyio.abc.TaskGroup | None = None,
+                             early: AppServer | None = None) -> AsyncIterator[CodexRuntime]:
+    """The runtime for one agent process (in `task_group`, else its own); its first app-server is
+    `early` (started as the runtime opened: `acp_agent_codex.appserver.open_codex`), else one
+    started on first use."""
     binary = find_codex(context.environ)
     if binary is None:
         raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value, "was not found (none bundled, ACP_AGENT_CODEX_BIN unset)"))
-    async with anyio.create_task_group() as task_group:
+    async with contextlib.AsyncExitStack() as stack:
+        if task_group is None:
+            task_group = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(task_group.cancel_scope.cancel)
         runtime = CodexRuntime(context, task_group, binary, early)
         try:
             yield runtime
         finally:
             await runtime.aclose()
-            task_group.cancel_scope.cancel()

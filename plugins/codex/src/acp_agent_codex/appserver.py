@@ -1,0 +1,199 @@
+"""One `codex app-server` process, its JSON-RPC connection and its handshake, without the runtime.
+
+Light on purpose (anyio, attrs and the core's process and rpc layers, all loaded by the agent
+already): the first app-server, adopted from the command line (`acp_agent.prestart`) or spawned,
+answers its `initialize` handshake and `model/list` as soon as the agent's event loop runs, while
+the runtime module (`acp_agent_codex.runtime`, ~20 ms of imports) is not loaded yet, so the first
+`session/new` only pays `thread/start`. Notifications app-server sends before the runtime hands
+over its handlers are kept, in order, and passed on by `attach`. The handshake's outcome is
+recorded, never raised here: the runtime raises it, typed and under the initializing phase's
+deadline, at the first session, exactly as when the handshake ran on that request.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+from attrs import define, field
+
+from acp_agent import __version__ as core_version
+from acp_agent.process import ChildProcess, adopt_child, kill_process_group, open_child
+from acp_agent.provider import ProviderRuntime, RuntimeContext
+from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
+from acp_agent_codex.prestart import child_environment, find_codex
+
+log = logging.getLogger(__name__)
+
+APP_SERVER_NAME: Final = "codex app-server"
+NO_TIMEOUT: Final = math.inf  # every backend wait is bounded by its phase instead
+THREAD_METHODS: Final = frozenset({
+    "error", "warning", "turn/started", "turn/completed", "item/started", "item/completed",
+    "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded",
+    "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated",
+    "thread/tokenUsage/updated", "thread/compacted", "thread/name/updated",
+})
+GLOBAL_NOTICES: Final = frozenset({"configWarning", "deprecationNotice"})
+NOTIFICATIONS: Final = THREAD_METHODS | GLOBAL_NOTICES | {"thread/started"}
+"""Every notification the runtime handles (in wire order); kept until it attaches."""
+
+
+@define(eq=False)
+class AppServer:
+    """One running `codex app-server` and the JSON-RPC connection to it."""
+
+    child: ChildProcess
+    generation: int
+    connection: Connection = field(init=False)
+    alive: bool = True
+    stop_requested: bool = False
+    finished: anyio.Event = field(factory=anyio.Event)
+    stopped: anyio.Event = field(factory=anyio.Event)
+    started_threads: dict[str, anyio.Event] = field(factory=dict)
+    models: list[Mapping[str, Any]] | None = None
+    """`model/list`'s visible entries (efforts and service tiers included), asked once per process."""
+    handshaken: anyio.Event = field(factory=anyio.Event)
+    """Set once `initialize` was answered (or failed: `handshake_error`)."""
+    handshake_error: ConnectionClosed | RpcError | None = None
+    listed: anyio.Event = field(factory=anyio.Event)
+    """Set once the handshake's `model/list` ended (or was never sent: the handshake failed)."""
+    model_list: Any = None
+    """`model/list`'s answer (`{}` if app-server refused it); None: the runtime asks again."""
+    on_lost: Callable[[AppServer], None] | None = None
+    """Called when the process exits without being asked to (the runtime fails its turns)."""
+    kept: list[tuple[str, Any]] = field(factory=list)
+
+    async def call(self, method: str, params: Any) -> Any:
+        return await self.connection.request(method, params, timeout_s=NO_TIMEOUT)
+
+    def request_stop(self) -> None:
+        self.stop_requested = True
+        self.finished.set()
+
+    async def attach(self, methods: Methods) -> None:
+        """Give the connection the runtime's handlers, after what arrived before them, in order."""
+        while self.kept:
+            method, params = self.kept.pop(0)
+            handler = methods.notifications.get(method)
+            try:
+                if handler is not None:
+                    await handler(params)
+            except Exception:
+                log.exception("notification handler %s failed", method)
+        self.connection.methods = methods  # no await since `kept` was last seen empty: nothing lost
+
+
+def _keeping(server: AppServer) -> Methods:
+    def keep(method: str) -> Callable[[Any], Awaitable[None]]:
+        async def handle(params: Any) -> None:
+            server.kept.append((method, params))
+
+        return handle
+
+    return Methods(requests={}, notifications={method: keep(method) for method in NOTIFICATIONS},
+                   ordered=NOTIFICATIONS)
+
+
+async def _handshake(server: AppServer) -> None:
+    try:
+        await server.call("initialize", {
+            "clientInfo": {"name": "acp-agent", "title": "acp-agent", "version": core_version},
+            "capabilities": {"experimentalApi": True},
+        })
+        await server.connection.notify("initialized", None)
+    except (ConnectionClosed, RpcError) as exc:
+        server.handshake_error = exc
+        log.debug("%s (pid %d) failed initialize: %s", APP_SERVER_NAME, server.child.pid, type(exc).__name__)
+        return
+    finally:
+        server.handshaken.set()
+        if server.handshake_error is not None:
+            server.listed.set()
+    log.debug("%s (pid %d) answered initialize", APP_SERVER_NAME, server.child.pid)
+    try:
+        server.model_list = await server.call("model/list", {})
+    except RpcError as exc:
+        log.info("model/list failed: %s", exc.message)
+        server.model_list = {}
+    except ConnectionClosed:
+        pass  # the runtime meets the closed connection itself
+    finally:
+        server.listed.set()
+
+
+async def serve_app_server(argv: Sequence[str], env: Mapping[str, str], generation: int,
+                           adopted: subprocess.Popen[bytes] | None = None, *,
+                           task_status: anyio.abc.TaskStatus[AppServer]) -> None:
+    """Own one app-server (`adopted`, else spawned) until it exits or is asked to stop; its
+    handshake starts as soon as it is connected. Raises OSError if it cannot be spawned."""
+    spawned = (adopt_child(adopted, name=APP_SERVER_NAME) if adopted is not None
+               else open_child(argv, env=env, name=APP_SERVER_NAME))
+    async with spawned as child:
+        server = AppServer(child, generation)
+        server.connection = Connection(child.stdout, child.stdin, _keeping(server), require_version=False)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_read, server)
+                group.start_soon(_handshake, server)
+                task_status.started(server)
+                await server.finished.wait()
+                if not server.stop_requested:
+                    log.warning("%s (pid %d) exited or closed its output", APP_SERVER_NAME, child.pid)
+                    server.alive = False
+                    if server.on_lost is not None:
+                        server.on_lost(server)
+                group.cancel_scope.cancel()
+        finally:
+            server.alive = False
+            with anyio.CancelScope(shield=True):
+                await child.stop()
+                kill_process_group(child.pid)
+            server.stopped.set()
+
+
+async def _read(server: AppServer) -> None:
+    try:
+        await server.connection.serve()
+    finally:
+        server.alive = False
+        server.finished.set()
+
+
+@asynccontextmanager
+async def open_codex(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
+    """Start app-server and its handshake now, then (once the client's `initialize` is answered:
+    the import would delay it) load the runtime, which takes that process for its first session.
+
+    A spawn that fails here is only logged: the runtime starts app-server again on the request
+    path and answers with that attempt's error, exactly as without the early start.
+    """
+    binary = find_codex(context.environ)
+    async with anyio.create_task_group() as group:
+        early: AppServer | None = None
+        if binary is not None:
+            argv, env = [binary, "app-server"], child_environment(context.environ)
+            adopted = context.prestarted.take("codex", argv, env)  # the command line's, if it matches
+            try:
+                early = await group.start(serve_app_server, argv, env, 1, adopted)
+            except OSError as exc:
+                log.info("%s was not started early: %s", APP_SERVER_NAME, type(exc).__name__)
+        try:
+            if context.initialize_answered is not None:
+                await context.initialize_answered.wait()
+            log.debug("loading the Codex runtime")
+            from acp_agent_codex.runtime import open_codex_runtime
+
+            log.debug("the Codex runtime is loaded")
+
+            async with open_codex_runtime(context, group, early) as runtime:
+                yield runtime
+        finally:
+            if early is not None:
+                early.request_stop()  # unless the runtime took it (then it has stopped it already)
+            group.cancel_scope.cancel()
