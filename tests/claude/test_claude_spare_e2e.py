@@ -66,16 +66,24 @@ async def test_first_session_adopts_the_spare_and_its_prompt_works(tmp_path: Pat
         await ended(left)  # the agent exited (stdin EOF): its CLI went with it
 
 
+CLIENT_KEY = "sk-ant-client-handed-7777777777"
+
+
 @BOTH
-async def test_a_session_elsewhere_stops_the_spare_and_starts_its_own(tmp_path: Path, capable: bool) -> None:
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    with FakeAnthropicAPI([{"reply": "Hello from elsewhere!"}]) as api, ExitStack() as stack:
+@pytest.mark.parametrize("differs", ["cwd", "credentials"])
+async def test_a_first_session_that_differs_stops_the_spare_and_starts_its_own(
+        tmp_path: Path, capable: bool, differs: str) -> None:
+    """Another directory, or credentials the client hands over for the session: the spare (the
+    agent's directory and environment) is stopped, and the session's own CLI gets them."""
+    cwd = tmp_path / "elsewhere" if differs == "cwd" else tmp_path
+    cwd.mkdir(exist_ok=True)
+    meta = {"claude/credentials": {"ANTHROPIC_API_KEY": CLIENT_KEY}} if differs == "credentials" else {}
+    with FakeAnthropicAPI([{"reply": "Hello from its own CLI!"}]) as api, ExitStack() as stack:
         async with claude_agent(api, tmp_path, capable=capable) as agent:
             spares = cli_children(agent.process.pid)
             assert len(spares) == 1  # started by the command line, before any session
             spare_fd = pidfds(spares, stack)
-            session = await agent.conn.new_session(cwd=str(elsewhere))
+            session = await agent.conn.new_session(cwd=str(cwd), **meta)
             log = agent.log_text()
             assert ADOPTED.search(log) is None
             stopped = STOPPED.search(log)
@@ -84,13 +92,16 @@ async def test_a_session_elsewhere_stops_the_spare_and_starts_its_own(tmp_path: 
             await ended(spare_fd)
             own = cli_children(agent.process.pid)
             assert len(own) == 1 and own != spares
-            assert os.readlink(f"/proc/{own[0]}/cwd") == str(elsewhere)
+            assert os.readlink(f"/proc/{own[0]}/cwd") == str(cwd)
+            assert f"--session-id={session.session_id}".encode() in argv_of(own[0])
             result = await agent.conn.prompt(session_id=session.session_id, prompt=text("Say hello."))
             assert result.stop_reason == "end_turn"
-            assert "".join(agent_texts(agent, session.session_id)) == "Hello from elsewhere!"
+            assert "".join(agent_texts(agent, session.session_id)) == "Hello from its own CLI!"
             left = pidfds(descendants(agent.process.pid), stack)
             assert agent.frames.problems == []
         await ended(left)
+    sent = api.turn_requests[0].headers.get("x-api-key")
+    assert (sent == CLIENT_KEY) == (differs == "credentials")
 
 
 @BOTH
