@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from tests.claude.e2e_support import agent_texts, claude_agent, claude_env, text
+from tests.claude.test_claude_e2e import install_transcript
 from tests.claude.test_claude_exit_e2e import initialize
 from tests.e2e.processes import argv_of, children, descendants, pidfds
 from tests.e2e.test_rpc_e2e import raw_agent
@@ -102,6 +103,33 @@ async def test_a_first_session_that_differs_stops_the_spare_and_starts_its_own(
         await ended(left)
     sent = api.turn_requests[0].headers.get("x-api-key")
     assert (sent == CLIENT_KEY) == (differs == "credentials")
+
+
+@BOTH
+async def test_a_first_load_stops_the_spare(tmp_path: Path, capable: bool) -> None:
+    """A loaded session resumes its own transcript (`--resume`): even in the agent's directory the
+    spare (a new session id) is no use to it, and a later session/new starts its own CLI."""
+    session_id = install_transcript(tmp_path / "claude-config", tmp_path, "transcript_usage_limit")
+    with FakeAnthropicAPI([{"reply": "Loaded."}]) as api, ExitStack() as stack:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            spares = cli_children(agent.process.pid)
+            assert len(spares) == 1
+            spare_fd = pidfds(spares, stack)
+            await agent.conn.load_session(cwd=str(tmp_path), session_id=session_id)
+            stopped = STOPPED.search(agent.log_text())
+            assert stopped is not None and int(stopped.group(1)) == spares[0]
+            assert stopped.group(2) == "the first session is a loaded one"
+            await ended(spare_fd)
+            [own] = cli_children(agent.process.pid)
+            assert f"--resume={session_id}".encode() in argv_of(own)
+            result = await agent.conn.prompt(session_id=session_id, prompt=text("Again."))
+            assert result.stop_reason == "end_turn"
+            fresh = await agent.conn.new_session(cwd=str(tmp_path))
+            assert fresh.session_id != session_id
+            assert ADOPTED.search(agent.log_text()) is None
+            left = pidfds(descendants(agent.process.pid), stack)
+            assert agent.frames.problems == []
+        await ended(left)
 
 
 @BOTH
