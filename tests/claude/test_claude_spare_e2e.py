@@ -9,8 +9,10 @@ when the agent exits, adopted or not. Real CLI, loopback fake API, capable and l
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -130,6 +132,38 @@ async def test_a_first_load_stops_the_spare(tmp_path: Path, capable: bool) -> No
             left = pidfds(descendants(agent.process.pid), stack)
             assert agent.frames.problems == []
         await ended(left)
+
+
+@BOTH
+async def test_a_sign_in_before_the_first_session_stops_the_spare(tmp_path: Path, capable: bool) -> None:
+    """The spare started before the user signed in (here: a subscription sign-in stored where the
+    CLI keeps it, then `authenticate`): as any backend started before a sign-in it is not used;
+    the first session starts its own CLI, which uses the stored sign-in."""
+    token = "sk-ant-oat01-stand-in-subscription-9876543210"
+    oauth = {"claudeAiOauth": {"accessToken": token, "refreshToken": "sk-ant-ort01-stand-in-9876543210",
+                               "expiresAt": int(time.time() * 1000) + 3_600_000,
+                               "scopes": ["user:inference", "user:profile"], "subscriptionType": "pro"}}
+    extra = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+             **dict.fromkeys(("SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "NO_BROWSER"), "")}
+    with FakeAnthropicAPI([{"reply": "signed in"}]) as api, ExitStack() as stack:
+        async with claude_agent(api, tmp_path, capable=capable, key=None, extra=extra,
+                                meta={"terminal-auth": True}) as agent:
+            spares = cli_children(agent.process.pid)
+            assert len(spares) == 1
+            spare_fd = pidfds(spares, stack)
+            config = tmp_path / "claude-config"
+            config.mkdir(exist_ok=True)
+            (config / ".credentials.json").write_text(json.dumps(oauth))
+            await agent.conn.authenticate(method_id="claude-ai-login")
+            await ended(spare_fd)
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            assert ADOPTED.search(agent.log_text()) is None
+            [own] = cli_children(agent.process.pid)
+            assert own != spares[0]
+            result = await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
+            assert result.stop_reason == "end_turn"
+            assert agent.frames.problems == []
+    assert [request.headers.get("authorization") for request in api.turn_requests] == [f"Bearer {token}"]
 
 
 @BOTH

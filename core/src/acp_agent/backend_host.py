@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from attrs import define, field
 
 from acp_agent.failures import FailureKind, FailureObservation
@@ -34,6 +35,15 @@ class RuntimeHost:
     error: BaseException | None = None
     early_environ: Mapping[str, str] | None = None
     """Set while a runtime opened at start-up (`ProviderSpec.start_early`) awaits its first use."""
+
+
+async def drop_prestarted() -> None:
+    """A backend the command line started (`acp_agent.prestart`) that no runtime has claimed yet
+    was started before a sign-in, sign-out or close: it is stopped, never adopted later (in a
+    thread: the stop waits for the process)."""
+    from acp_agent import prestart
+
+    await anyio.to_thread.run_sync(prestart.stop_unclaimed)
 
 
 class BackendHost:
@@ -98,6 +108,7 @@ class BackendHost:
         with; it is replaced as soon as no session uses it, so the next `session/new` starts a
         fresh one (an open session keeps its backend: ending it under the client is worse).
         """
+        await drop_prestarted()
         if self.current is None:
             return
         if sessions_open:
@@ -108,6 +119,7 @@ class BackendHost:
             await self.close()
 
     async def close(self) -> None:
+        await drop_prestarted()
         host = self.current
         self.current = None
         if host is None:
