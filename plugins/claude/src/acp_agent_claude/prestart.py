@@ -93,7 +93,8 @@ def spare_session_id() -> str | None:
             started = handle.read().rsplit(")", 1)[1].split()[19]  # field 22: start time
     except (OSError, IndexError):
         return None
-    raw = bytearray(hashlib.sha256(f"acp-agent claude spare {boot} {os.getpid()} {started}".encode()).digest()[:16])
+    seed = f"acp-agent claude spare {boot} {os.getpid()} {started}".encode()
+    raw = bytearray(hashlib.sha256(seed).digest()[:16])
     raw[6] = (raw[6] & 0x0F) | 0x40  # shaped as a version 4 UUID, like the ids the runtime draws
     raw[8] = (raw[8] & 0x3F) | 0x80
     text = raw.hex()

@@ -257,7 +257,8 @@ class ClaudeRuntime(ProviderRuntime):
             return None
         session.session_id = spare_cli.session_id
         spare_cli.cli.on_request = functools.partial(self._on_request, session)
-        log.debug("session %s adopts the spare claude CLI (pid %d)", session.session_id, spare_cli.cli.process.pid)
+        log.debug("session %s adopts the spare claude CLI (pid %d)", session.session_id,
+                  spare_cli.cli.process.pid)
         return spare_cli.cli
 
     def _drop_spare(self, why: str) -> None:
@@ -302,7 +303,8 @@ class ClaudeRuntime(ProviderRuntime):
 
     # -- the CLI ----------------------------------------------------------------------------------
 
-    async def _connect(self, session: ClaudeSession, *, resume: bool, started: ClaudeCLI | None = None) -> None:
+    async def _connect(self, session: ClaudeSession, *, resume: bool,
+                       started: ClaudeCLI | None = None) -> None:
         """Start (or, `started`, adopt) and prepare a CLI for the session. On any failure the CLI
         is stopped in the background (`_retire`), so the error answers the client at once, within
         its deadline."""
