@@ -119,13 +119,12 @@ class BackendHost:
             await self.close()
 
     async def close(self) -> None:
-        await drop_prestarted()
         host = self.current
         self.current = None
-        if host is None:
-            return
-        host.stop.set()
-        await host.done.wait()
+        if host is not None:
+            host.stop.set()
+            await host.done.wait()
+        await drop_prestarted()  # after the runtime: a shutdown budget running out spares it
 
     async def _serve(self, host: RuntimeHost, context: RuntimeContext) -> None:
         try:
