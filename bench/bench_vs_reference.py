@@ -3,9 +3,9 @@
 Every row of the issue's table, for every subject that is installed, all on loopback fakes
 (`tests/fakes`): spawn → `initialize`; the first `session/new` (raw app-server: `initialize` and
 `thread/start`); a 2,000-chunk answer from its first to its last chunk (checked: every chunk
-arrived, in order, unaltered); 16 idle sessions, RSS of the process tree once its process set is stable for 1 s; stdin EOF → exit with 1
-and with 16 sessions. Subjects run one after another inside each run, so every ratio is taken
-under the same load. Reports median [min–max] and ratios; asserts nothing.
+arrived, in order, unaltered); 16 idle sessions, RSS of the process tree once its process set
+is stable for 1 s; stdin EOF → exit with 1 and with 16 sessions. Subjects run one after another
+inside each run, so every ratio is taken under the same load. Reports median [min–max] and ratios; asserts nothing.
 
 Subjects: `acp-agent --provider claude|codex`; the raw backends (`claude -p … --output-format
 stream-json` from the bundled CLI, `codex app-server` driven with raw JSON-RPC); and, when they

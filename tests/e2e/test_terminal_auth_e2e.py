@@ -96,11 +96,12 @@ def subprocess_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def cli_runs(tmp_path: Path) -> list[list[str]]:
-    """The stand-in's sign-in commands; Codex's backend (`app-server`, started as the agent starts)
-    is the same program and is left out."""
+    """The stand-in's sign-in commands; Codex's backend (`app-server`) and Claude's spare session
+    CLI (`--output-format stream-json ...`), both started as the agent starts, are the same
+    program and are left out."""
     log = tmp_path / "vendor-cli.jsonl"
     runs = [json.loads(line)["argv"] for line in log.read_text().splitlines()] if log.exists() else []
-    return [argv for argv in runs if argv[:1] != ["app-server"]]
+    return [argv for argv in runs if argv[:1] not in (["app-server"], ["--output-format"])]
 
 
 async def initialize(agent: Any, *, acp_terminal: bool = False, meta_terminal: bool = False,

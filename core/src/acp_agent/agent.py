@@ -119,7 +119,7 @@ class Agent:
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
-        self.backend = BackendHost(self.provider)
+        self.backend = BackendHost(self.provider, self.settings.prestarted)
         """Opens, replaces and closes the provider runtime."""
         self._answered: anyio.Event | None = None
         self.turns = TurnRunner(self.provider.name, start_runtime=self.runtime,

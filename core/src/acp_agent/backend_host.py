@@ -14,10 +14,12 @@ from collections.abc import Callable, Mapping
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from attrs import define, field
 
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.prestart import Prestarted
 from acp_agent.provider import ProviderRuntime, ProviderSpec, RuntimeContext
 
 log = logging.getLogger(__name__)
@@ -42,8 +44,10 @@ class RuntimeHost:
 class BackendHost:
     """Opens the provider's runtime when asked, and replaces or closes it."""
 
-    def __init__(self, provider: ProviderSpec) -> None:
+    def __init__(self, provider: ProviderSpec, prestarted: Prestarted | None = None) -> None:
         self.provider = provider
+        self.prestarted = prestarted if prestarted is not None else Prestarted()
+        """Backends the command line started (`acp_agent.prestart`), for the runtime to claim."""
         self.current: RuntimeHost | None = None
         self.outdated = False
         """A sign-in happened while sessions were open: replace the backend once none is."""
@@ -101,6 +105,7 @@ class BackendHost:
         with; it is replaced as soon as no session uses it, so the next `session/new` starts a
         fresh one (an open session keeps its backend: ending it under the client is worse).
         """
+        await self.drop_prestarted()
         if self.current is None:
             return
         if sessions_open:
@@ -110,15 +115,21 @@ class BackendHost:
             self.outdated = False
             await self.close()
 
+    async def drop_prestarted(self) -> None:
+        """A backend the command line started that no runtime has claimed yet was started before
+        a sign-in, sign-out or close: it is stopped, never adopted later (in a thread: the stop
+        waits for the process)."""
+        await anyio.to_thread.run_sync(self.prestarted.stop_unclaimed)
+
     async def close(self) -> None:
         host = self.current
         self.current = None
-        if host is None:
-            return
-        host.stop.set()
-        if not host.ready.is_set():
-            host.opening.cancel()
-        await host.done.wait()
+        if host is not None:
+            host.stop.set()
+            if not host.ready.is_set():
+                host.opening.cancel()
+            await host.done.wait()
+        await self.drop_prestarted()  # after the runtime: a shutdown budget running out spares it
 
     async def _serve(self, host: RuntimeHost, context: RuntimeContext) -> None:
         try:

@@ -271,6 +271,12 @@ class _AdoptedProcess(anyio.abc.Process):
                 await self.wait()
 
 
+def adopted_process(popen: subprocess.Popen[bytes]) -> anyio.abc.Process:
+    """A child started before the event loop (`acp_agent.prestart`) as an anyio process, for a
+    provider that owns its backend's lifetime itself (stop, reap) rather than through `adopt_child`."""
+    return _AdoptedProcess(popen)
+
+
 @asynccontextmanager
 async def _owned(process: anyio.abc.Process, name: str, grace_s: float) -> AsyncIterator[ChildProcess]:
     child = ChildProcess(process, name)

@@ -60,8 +60,9 @@ from acp_agent.provider import (
 from acp_agent.wire import UNSET
 from acp_agent_claude import asking, classify, commands, content, history, settings, titles
 from acp_agent_claude.fold import TurnFold
+from acp_agent_claude.prestart import SPARE_MODE, command, environment, spare
 from acp_agent_claude.tasks import TaskPlan
-from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, command, environment
+from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,16 @@ class ClaudeSession:
     titled: bool = False  # its title was asked for (and published) or is being asked for
 
 
+@define(eq=False)
+class SpareCLI:
+    """The CLI the command line started for the first session (`acp_agent_claude.prestart`)."""
+
+    session_id: str
+    argv: list[str]
+    env: dict[str, str]
+    cli: ClaudeCLI
+
+
 class _NotSubmitted(Exception):
     """Writing the user message to the CLI failed: the CLI is gone and nothing was submitted."""
 
@@ -201,6 +212,63 @@ class ClaudeRuntime(ProviderRuntime):
         self._expiry_changed = anyio.Event()
         if self.idle_s is not None:
             task_group.start_soon(self._release_expired, self.idle_s)
+        self._spare = self._claim_spare()
+
+    # -- the spare CLI: started by the command line, offered to the first new session -------------
+
+    def _claim_spare(self) -> SpareCLI | None:
+        """Own the spare the command line started (it was built from the agent's own environment
+        and directory, hence `os.environ` here); whether a session may use it is `_fits`'s call."""
+        wanted = spare(os.environ)
+        if wanted is None:
+            return None
+        session_id, argv, env = wanted
+        popen = self.context.prestarted.take(PROVIDER, argv, env)
+        if popen is None:
+            return None
+        cli = ClaudeCLI.adopt(popen, self._before_adoption)
+        self._tg.start_soon(cli.run)
+        return SpareCLI(session_id, argv, env, cli)
+
+    @staticmethod
+    async def _before_adoption(request: dict[str, Any]) -> dict[str, Any]:
+        raise ControlError(f"no session yet for {request.get('subtype')}")
+
+    def _fits(self, spare_cli: SpareCLI, session: ClaudeSession) -> bool:
+        """Whether the session would start exactly the spare's command (but for the permission
+        mode, set after the handshake) with exactly its environment (so its cwd and credentials)."""
+        if self.cli_path is None or session.mcp_servers or not spare_cli.cli.alive:
+            return False
+        argv = command(self.cli_path, session_id=spare_cli.session_id, resume=False, mode=SPARE_MODE,
+                       model=session.model, mcp_config=None, effort=session.effort, fast=session.fast,
+                       add_dirs=session.add_dirs)
+        env = environment(self.context.environ, session.credentials, session.cwd)
+        return argv == spare_cli.argv and env == spare_cli.env
+
+    def _adopt_spare(self, session: ClaudeSession) -> ClaudeCLI | None:
+        """The spare for the first new session if it fits (the session takes its id); else it is
+        stopped, and the session starts its own CLI."""
+        spare_cli, self._spare = self._spare, None
+        if spare_cli is None:
+            return None
+        if not self._fits(spare_cli, session):
+            self._drop(spare_cli, "it does not fit the first session")
+            return None
+        session.session_id = spare_cli.session_id
+        spare_cli.cli.on_request = functools.partial(self._on_request, session)
+        log.debug("session %s adopts the spare claude CLI (pid %d)", session.session_id,
+                  spare_cli.cli.process.pid)
+        return spare_cli.cli
+
+    def _drop_spare(self, why: str) -> None:
+        spare_cli, self._spare = self._spare, None
+        if spare_cli is not None:
+            self._drop(spare_cli, why)
+
+    def _drop(self, spare_cli: SpareCLI, why: str) -> None:
+        """Stop an unused spare at once: it holds no transcript and no turn."""
+        log.debug("stopping the spare claude CLI (pid %d): %s", spare_cli.cli.process.pid, why)
+        self._tg.start_soon(functools.partial(spare_cli.cli.stop, grace_s=0, term_s=0))
 
     # -- private files: the CLI launcher and MCP configurations -------------------------------------
 
@@ -234,13 +302,16 @@ class ClaudeRuntime(ProviderRuntime):
 
     # -- the CLI ----------------------------------------------------------------------------------
 
-    async def _connect(self, session: ClaudeSession, *, resume: bool) -> None:
-        """Start and prepare a CLI for the session. On any failure the CLI is stopped in the
-        background (`_retire`), so the error answers the client at once, within its deadline."""
-        cli: ClaudeCLI | None = None
+    async def _connect(self, session: ClaudeSession, *, resume: bool,
+                       started: ClaudeCLI | None = None) -> None:
+        """Start (or, `started`, adopt) and prepare a CLI for the session. On any failure the CLI
+        is stopped in the background (`_retire`), so the error answers the client at once, within
+        its deadline."""
+        cli: ClaudeCLI | None = started
         try:
             async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
-                cli = await self._spawn(session, resume=resume)
+                if cli is None:
+                    cli = await self._spawn(session, resume=resume)
                 try:
                     info = await cli.request("initialize", hooks=None)
                 except (CLIGone, ControlError) as exc:
@@ -384,7 +455,7 @@ class ClaudeRuntime(ProviderRuntime):
                                 mcp_servers=content.mcp_servers(mcp_servers),
                                 add_dirs=additional_directories(channel))
         try:
-            await self._connect(session, resume=False)
+            await self._connect(session, resume=False, started=self._adopt_spare(session))
         except BaseException:
             self._forget_files(session)
             raise
@@ -400,6 +471,7 @@ class ClaudeRuntime(ProviderRuntime):
                            *, replay: bool) -> SessionStart:
         from claude_agent_sdk import get_session_info, get_session_messages
 
+        self._drop_spare("the first session is a loaded one")
         if await self._read(get_session_info, session_id, directory=cwd) is None:
             live = self.sessions.get(session_id)
             if live is None or await self._stored(live):  # (a transcript elsewhere is not moved here)
@@ -466,6 +538,7 @@ class ClaudeRuntime(ProviderRuntime):
         source the agent holds that was never prompted has nothing to copy: the fork starts empty."""
         from claude_agent_sdk import fork_session
 
+        self._drop_spare("the first session is a fork")
         source = self.sessions.get(session_id)
         if source is not None and not source.prompted:
             return await self.new_session(cwd, mcp_servers, channel)
@@ -893,8 +966,12 @@ class ClaudeRuntime(ProviderRuntime):
         running in the runtime's task group finish before `open_runtime` returns."""
         self._expiry.cancel()
         sessions, self.sessions = list(self.sessions.values()), {}
+        spare_cli, self._spare = self._spare, None
         try:
             async with anyio.create_task_group() as task_group:
+                if spare_cli is not None:
+                    log.debug("stopping the spare claude CLI (pid %d): never used", spare_cli.cli.process.pid)
+                    task_group.start_soon(functools.partial(spare_cli.cli.stop, grace_s=0, term_s=0))
                 for session in sessions:
                     if session.cli is not None:
                         task_group.start_soon(self._stop_at_exit, session, session.cli)

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_agent.process import kill_process_group, parent_death_argv
+from acp_agent.process import adopted_process, kill_process_group, parent_death_argv
 from acp_agent.rpc import LineReader
 
 log = logging.getLogger(__name__)
@@ -46,37 +47,6 @@ class ControlError(Exception):
     """The CLI answered a control request with an error (its text stays in the debug log)."""
 
 
-def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,
-            mcp_config: str | None, effort: str | None = None, fast: bool = False,
-            add_dirs: Sequence[str] = ()) -> list[str]:
-    """The CLI's arguments, as claude-agent-sdk builds them for the options the runtime used."""
-    argv = [program, "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
-    if model:
-        argv += ["--model", model]
-    if effort:
-        argv += ["--effort", effort]
-    if fast:
-        argv += ["--settings", json.dumps({"fastMode": True})]
-    for directory in add_dirs:
-        argv += ["--add-dir", directory]
-    if mcp_config:
-        argv += ["--mcp-config", mcp_config]
-    argv += ["--include-partial-messages", "--setting-sources=user,project,local",
-             f"--resume={session_id}" if resume else f"--session-id={session_id}",
-             "--permission-prompt-tool", "stdio", "--input-format", "stream-json"]
-    return argv
-
-
-def environment(base: Mapping[str, str], extra: Mapping[str, str], cwd: str) -> dict[str, str]:
-    """The CLI's environment as the SDK composes it (its own process's, without CLAUDECODE)."""
-    env = {key: value for key, value in os.environ.items() if key != "CLAUDECODE"}
-    env["CLAUDE_CODE_ENTRYPOINT"] = "sdk-py"
-    env.update(base)
-    env.update(extra)
-    env["PWD"] = cwd
-    return env
-
-
 class ClaudeCLI:
     """A running CLI: `run` reads its stdout (in the runtime's task group) until it closes.
 
@@ -88,7 +58,8 @@ class ClaudeCLI:
     def __init__(self, process: anyio.abc.Process, on_request: RequestHandler, *, name: str = "claude CLI") -> None:
         self.process = process
         self.name = name
-        self._on_request = on_request
+        self.on_request = on_request  # rebound when a spare CLI is adopted by its session
+        self.adopted = False  # started by the command line (`prestart`): its streams are closed here
         self._write_lock = anyio.Lock()
         self._pending: dict[str, list[Any]] = {}
         self._handlers: dict[str, anyio.CancelScope] = {}
@@ -108,6 +79,14 @@ class ClaudeCLI:
                                            start_new_session=True)
         log.debug("started claude CLI (pid %d)", process.pid)
         return cls(process, on_request)
+
+    @classmethod
+    def adopt(cls, popen: subprocess.Popen[bytes], on_request: RequestHandler) -> ClaudeCLI:
+        """A CLI the command line started before the event loop (`acp_agent_claude.prestart`)."""
+        cli = cls(adopted_process(popen), on_request)
+        cli.adopted = True
+        log.debug("adopted claude CLI (pid %d), started with the agent", popen.pid)
+        return cli
 
     @property
     def alive(self) -> bool:
@@ -178,6 +157,11 @@ class ClaudeCLI:
             for slot in list(self._pending.values()):
                 slot[1] = CLIGone()
                 slot[0].set()
+            if self.adopted:  # nothing reads them any more; their descriptors are ours to close
+                with anyio.CancelScope(shield=True):
+                    for stream in (self.process.stdout, self.process.stderr):
+                        if stream is not None:
+                            await stream.aclose()
 
     async def _read(self, task_group: anyio.abc.TaskGroup) -> None:
         assert self.process.stdout is not None
@@ -239,7 +223,7 @@ class ClaudeCLI:
         """Answer one of the CLI's control requests; a request it cancelled gets no answer."""
         with scope:
             try:
-                payload = await self._on_request(request)
+                payload = await self.on_request(request)
                 response: Message = {"subtype": "success", "request_id": request_id, "response": payload}
             except Exception as exc:
                 log.info("claude control request %s failed: %s", request.get("subtype"), type(exc).__name__)

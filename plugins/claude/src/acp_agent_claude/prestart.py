@@ -1,0 +1,121 @@
+"""What `acp-agent --provider claude` starts before its own imports: a spare Claude Code CLI.
+
+The Claude runtime starts one CLI per session, and the CLI takes about 300 ms to boot and answer
+its handshake. The first session is usually opened in the directory the agent was started in,
+with default settings: the command line (`acp_agent.prestart`) starts that CLI here, under a
+session id chosen in advance, while the agent imports and answers `initialize`. The runtime
+claims it (`RuntimeContext.prestarted.take`) and lets the first `session/new` adopt it when that session
+would start exactly this command with exactly this environment (same cwd, no MCP servers or
+additional directories, no client credentials); the permission mode is set after the handshake,
+as for every CLI. Otherwise it is stopped and the session starts its own, as without a spare.
+`ACP_AGENT_CLAUDE_SPARE=0` turns it off.
+
+The command line loads this file alone, without the package, so it imports nothing but the
+standard library; `locate` and `transport` take the CLI's location, command line and environment
+from here, so the spare and a session's CLI are built by the same code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+
+CLI_ENV = "ACP_AGENT_CLAUDE_CLI"
+SPARE_VAR = "ACP_AGENT_CLAUDE_SPARE"
+SPARE_MODE = "default"  # the session's own mode is set over the control protocol after adoption
+
+
+def bundled_cli() -> str | None:
+    """The CLI inside the installed claude-agent-sdk distribution (`_bundled/claude`), if any."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    bundled = os.path.join(next(iter(spec.submodule_search_locations)), "_bundled", "claude")
+    return bundled if os.path.exists(bundled) else None
+
+
+def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
+    """The CLI to run: ACP_AGENT_CLAUDE_CLI, else the bundled binary (None: nothing found)."""
+    environ = os.environ if environ is None else environ
+    if environ.get(CLI_ENV):
+        return environ[CLI_ENV]
+    return bundled_cli()
+
+
+def program(environ: Mapping[str, str]) -> str | None:
+    """What to start: `find_cli`, else `claude` on the child's PATH (as the SDK searched)."""
+    return find_cli(environ) or shutil.which("claude", path=environ.get("PATH", os.defpath))
+
+
+def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,
+            mcp_config: str | None, effort: str | None = None, fast: bool = False,
+            add_dirs: Sequence[str] = ()) -> list[str]:
+    """The CLI's arguments, as claude-agent-sdk builds them for the options the runtime used."""
+    argv = [program, "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
+    if model:
+        argv += ["--model", model]
+    if effort:
+        argv += ["--effort", effort]
+    if fast:
+        argv += ["--settings", json.dumps({"fastMode": True})]
+    for directory in add_dirs:
+        argv += ["--add-dir", directory]
+    if mcp_config:
+        argv += ["--mcp-config", mcp_config]
+    argv += ["--include-partial-messages", "--setting-sources=user,project,local",
+             f"--resume={session_id}" if resume else f"--session-id={session_id}",
+             "--permission-prompt-tool", "stdio", "--input-format", "stream-json"]
+    return argv
+
+
+def environment(base: Mapping[str, str], extra: Mapping[str, str], cwd: str) -> dict[str, str]:
+    """The CLI's environment as the SDK composes it (its own process's, without CLAUDECODE)."""
+    env = {key: value for key, value in os.environ.items() if key != "CLAUDECODE"}
+    env["CLAUDE_CODE_ENTRYPOINT"] = "sdk-py"
+    env.update(base)
+    env.update(extra)
+    env["PWD"] = cwd
+    return env
+
+
+def spare_session_id() -> str | None:
+    """The spare's session id: the same for every call in this process, different for every
+    process (boot, PID and start time), so the runtime can rebuild the spare's exact command.
+    None where /proc does not say (no spare then)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            boot = handle.read().strip()
+        with open("/proc/self/stat", encoding="utf-8", errors="replace") as handle:
+            started = handle.read().rsplit(")", 1)[1].split()[19]  # field 22: start time
+    except (OSError, IndexError):
+        return None
+    seed = f"acp-agent claude spare {boot} {os.getpid()} {started}".encode()
+    raw = bytearray(hashlib.sha256(seed).digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x40  # shaped as a version 4 UUID, like the ids the runtime draws
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def spare(environ: Mapping[str, str]) -> tuple[str, list[str], dict[str, str]] | None:
+    """The spare's session id, argv and environment for an agent started with `environ` in the
+    current directory; None when turned off or there is nothing to run."""
+    if environ.get(SPARE_VAR, "").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    session_id = spare_session_id()
+    path = program(environ)
+    if session_id is None or path is None:
+        return None
+    cwd = os.getcwd()
+    argv = command(path, session_id=session_id, resume=False, mode=SPARE_MODE, model=None, mcp_config=None)
+    return session_id, argv, environment(environ, {}, cwd)
+
+
+def prestart(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]] | None:
+    """The `acp_agent.prestart` hook: the spare CLI for the first session."""
+    wanted = spare(environ)
+    return None if wanted is None else (wanted[1], wanted[2])
