@@ -91,14 +91,16 @@ LIST_PAGE: Final = 50
 TURNS_PAGE: Final = 100
 
 MODES: Final = (
-    SessionMode("read-only", "Read-only", "Codex can read files; edits and commands outside the sandbox ask first."),
-    SessionMode("auto", "Auto", "Codex can edit and run commands in the workspace; anything beyond asks first."),
+    SessionMode("read-only", "Read-only", "Codex reads files; it asks before editing files or running commands."),
+    SessionMode("auto", "Workspace access",
+                "Codex edits files and runs commands in the workspace; it asks you before going beyond it."),
     SessionMode("auto-review", "Auto review",
-                "Like Auto, but Codex's automatic reviewer (a risk-based check by the model) decides requests "
-                "to go beyond the workspace instead of asking you."),
-    SessionMode("full-access", "Full access", "Codex can edit files and run commands anywhere without asking."),
+                "Like Workspace access, but Codex's automatic reviewer decides the requests to go beyond the "
+                "workspace instead of asking you."),
+    SessionMode("full-access", "Full access", "Codex edits files and runs commands anywhere without asking."),
 )
-DEFAULT_MODE: Final = "auto"
+DEFAULT_MODE: Final = "auto-review"
+"""codex-acp's default (its `agent` mode): workspace-write, on-request, approvals to the reviewer."""
 # mode → (turn/start sandboxPolicy, approvalPolicy, thread/start sandbox)
 _POLICIES: Final[Mapping[str, tuple[dict[str, str], str, str]]] = {
     "read-only": ({"type": "readOnly"}, "on-request", "read-only"),
@@ -213,7 +215,7 @@ def mode_of(result: Mapping[str, Any]) -> str:
     """The ACP mode that a thread/start or thread/resume result's sandbox amounts to."""
     sandbox = result.get("sandbox")
     kind = sandbox.get("type") if isinstance(sandbox, Mapping) else None
-    mode = _MODE_OF_SANDBOX.get(kind, DEFAULT_MODE) if isinstance(kind, str) else DEFAULT_MODE
+    mode = _MODE_OF_SANDBOX.get(kind, "auto") if isinstance(kind, str) else "auto"
     if mode == "auto" and result.get("approvalsReviewer") in ("auto_review", "guardian_subagent"):
         return "auto-review"
     return mode
