@@ -306,3 +306,72 @@ async def test_effort_and_fast_mode_survive_close_and_reopen(tmp_path: Path, cap
     assert [(r.body or {}).get("speed") for r in api.turn_requests] == ["fast", "fast"]
     assert user_texts(api.turn_requests[1].body)[-1] == "user: second"
     assert agent.frames.problems == []
+
+
+AUTO_PROMPT = "While auto mode is active"  # in the CLI's system prompt only when it runs in auto mode
+
+
+def in_auto_mode(api: FakeAnthropicAPI) -> list[bool]:
+    return [AUTO_PROMPT in json.dumps(request.body) for request in api.turn_requests]
+
+
+@BOTH
+async def test_a_new_session_starts_in_auto_where_the_model_supports_it(tmp_path: Path, capable: bool) -> None:
+    """No `permissions.defaultMode` in Claude Code's settings: `auto`, as claude-agent-acp starts
+    (the CLI's default model supports auto mode: its `supportsAutoMode`)."""
+    with FakeAnthropicAPI([{"reply": "one"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, default_mode=None) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert session.modes is not None and session.modes.current_mode_id == "auto"
+    assert in_auto_mode(api) == [True]
+    assert agent.frames.problems == []
+
+
+@BOTH
+async def test_a_model_without_auto_mode_starts_in_default(tmp_path: Path, capable: bool) -> None:
+    """claude-haiku-4-5 has no auto mode behind a base URL that is not Anthropic's (Claude Code
+    2.1.332's `supportsAutoMode`): `default`, auto not offered; the session's model is the one
+    ANTHROPIC_MODEL makes the CLI run."""
+    with FakeAnthropicAPI([{"reply": "one"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, default_mode=None,
+                                extra={"ANTHROPIC_MODEL": "claude-haiku-4-5"}) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert session.modes is not None and session.modes.current_mode_id == "default"
+    assert "auto" not in [m.id for m in session.modes.available_modes]
+    assert option(session.config_options, "model").current_value == "claude-haiku-4-5"
+    assert in_auto_mode(api) == [False]
+    assert [request.body["model"] for request in api.turn_requests] == ["claude-haiku-4-5"]
+    assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize(("configured", "model", "expected"), [
+    ("acceptEdits", None, "acceptEdits"),
+    ("auto", "claude-haiku-4-5", "acceptEdits"),  # chosen auto the model cannot run: claude-agent-acp's fallback
+    ("plan", None, "plan"),
+])
+async def test_the_settings_default_mode_wins(tmp_path: Path, configured: str, model: str | None,
+                                              expected: str) -> None:
+    with FakeAnthropicAPI([{"reply": "one"}]) as api:
+        async with claude_agent(api, tmp_path, capable=True, default_mode=configured,
+                                extra={"ANTHROPIC_MODEL": model} if model else None) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert session.modes is not None and session.modes.current_mode_id == expected
+    assert in_auto_mode(api) == [False]
+    assert agent.frames.problems == []
+
+
+async def test_a_projects_local_settings_choose_the_mode(tmp_path: Path) -> None:
+    """`.claude/settings.local.json` in the session's cwd outranks the user's settings."""
+    work = tmp_path / "work"
+    (work / ".claude").mkdir(parents=True)
+    (work / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"defaultMode": "auto"}}))
+    with FakeAnthropicAPI([{"reply": "one"}]) as api:
+        async with claude_agent(api, tmp_path, capable=True, default_mode="acceptEdits") as agent:
+            session = await agent.conn.new_session(cwd=str(work))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert session.modes is not None and session.modes.current_mode_id == "auto"
+    assert in_auto_mode(api) == [True]
+    assert agent.frames.problems == []

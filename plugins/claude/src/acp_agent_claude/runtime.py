@@ -120,6 +120,7 @@ class ClaudeSession:
     cwd: str
     mode: str = "default"
     model: str | None = None
+    choose_mode: bool = False  # a new session: its mode (and model) follow settings and the model
     effort: str | None = None  # the session's reasoning effort; None: the CLI's settings decide
     fast: bool = False  # fast mode
     add_dirs: tuple[str, ...] = ()  # the request's additionalDirectories (`--add-dir`)
@@ -246,6 +247,9 @@ class ClaudeRuntime(ProviderRuntime):
                 except (CLIGone, ControlError) as exc:
                     log.warning("claude CLI failed to start: %s", type(exc).__name__)
                     raise PhaseFailed(_start_failure("started")) from None
+            session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
+            if session.choose_mode:
+                self._choose_defaults(session)
             async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
                 # Apply and verify the session's settings: the CLI answers only once they hold.
                 try:
@@ -258,13 +262,23 @@ class ClaudeRuntime(ProviderRuntime):
                 self._retire(cli)
             raise
         session.commands = [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")]
-        session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
         session.cli = cli
         session.dead = session.released = False
         session.prompted = session.prompted or resume
         session.last_used = time.monotonic()
         self._make_room(keep=session)
         self._expiry_changed.set()
+
+    def _choose_defaults(self, session: ClaudeSession) -> None:
+        """A new session's model and permission mode, once the CLI has listed its models (as
+        claude-agent-acp: settings' `defaultMode`, else `auto` where the model supports it)."""
+        configured_mode, settings_model = settings.configured(self.context.environ, session.cwd)
+        if session.model is None:
+            session.model = settings.preferred_model(session.models, self.context.environ, settings_model)
+        offered = [mode[0] for mode in available_modes(self.context.environ)]
+        auto = settings.supports_auto_mode(session.models, session.model)
+        session.mode = settings.initial_mode(configured_mode, auto, offered)
+        session.choose_mode = False
 
     # -- idle CLIs: a bounded number live, least recently used released first -------------------
 
@@ -382,7 +396,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
-                                add_dirs=additional_directories(channel))
+                                add_dirs=additional_directories(channel), choose_mode=True)
         try:
             await self._connect(session, resume=False)
         except BaseException:
