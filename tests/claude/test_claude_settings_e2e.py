@@ -311,6 +311,9 @@ async def test_effort_and_fast_mode_survive_close_and_reopen(tmp_path: Path, cap
 AUTO_PROMPT = "While auto mode is active"  # in the CLI's system prompt only when it runs in auto mode
 
 
+PLAN_PROMPT = "Plan mode is active"
+
+
 def in_auto_mode(api: FakeAnthropicAPI) -> list[bool]:
     return [AUTO_PROMPT in json.dumps(request.body) for request in api.turn_requests]
 
@@ -374,4 +377,33 @@ async def test_a_projects_local_settings_choose_the_mode(tmp_path: Path) -> None
             await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
     assert session.modes is not None and session.modes.current_mode_id == "auto"
     assert in_auto_mode(api) == [True]
+    assert agent.frames.problems == []
+
+
+@BOTH
+@pytest.mark.parametrize("reopen", ["resume", "load"])
+async def test_mode_and_model_survive_close_and_reopen(tmp_path: Path, capable: bool, reopen: str) -> None:
+    """A session closed and resumed (or loaded) in the same agent keeps its mode and model: the
+    CLI that reopens it runs with them (its system prompt says plan mode; the API request names
+    the model), and the session advertises them again."""
+    # plan mode: its instructions are in every request (auto mode's are not, for every model)
+    with FakeAnthropicAPI([{"reply": "one"}, {"reply": "two"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.set_session_mode(session_id=sid, mode_id="plan")
+            await agent.conn.set_config_option(session_id=sid, config_id="model", value="sonnet")
+            await agent.conn.prompt(session_id=sid, prompt=text("first"))
+            await agent.conn.close_session(session_id=sid)
+            if reopen == "resume":
+                reopened = await agent.conn.resume_session(cwd=str(tmp_path), session_id=sid)
+            else:
+                reopened = await agent.conn.load_session(cwd=str(tmp_path), session_id=sid)
+            await agent.conn.prompt(session_id=sid, prompt=text("second"))
+    assert session.modes is not None and session.modes.current_mode_id == "default"
+    assert reopened.modes is not None and reopened.modes.current_mode_id == "plan"
+    assert option(reopened.config_options, "model").current_value == "sonnet"
+    assert [PLAN_PROMPT in json.dumps(r.body) for r in api.turn_requests] == [True, True]
+    assert [(r.body or {}).get("model") for r in api.turn_requests] == ["claude-sonnet-5-5"] * 2
+    assert user_texts(api.turn_requests[1].body)[-1] == "user: second"
     assert agent.frames.problems == []

@@ -170,3 +170,32 @@ async def test_a_users_config_policy_keeps_codex_from_auto_review(tmp_path: Path
     assert session.modes is not None and session.modes.current_mode_id != "auto-review"
     assert turn_metadata(requests[0]).get("auto_review_enabled") is False
     assert agent.frames.problems == []
+
+
+@BOTH
+@pytest.mark.parametrize("how", ["resume", "load"])
+async def test_mode_and_model_are_kept_when_a_closed_session_is_reopened(tmp_path: Path, capable: bool,
+                                                                         how: str) -> None:
+    """The mode and model chosen for a session come back with its resume or load in the same
+    agent: advertised again and sent with the next turn."""
+    with FakeResponsesAPI() as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=cwd)
+            sid = session.session_id
+            await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")
+            await agent.conn.set_config_option(session_id=sid, config_id="model", value="gpt-6.1-sol")
+            await agent.conn.prompt(session_id=sid, prompt=text("first"))
+            await agent.conn.close_session(session_id=sid)
+            if how == "resume":
+                reopened = await agent.conn.resume_session(cwd=cwd, session_id=sid)
+            else:
+                reopened = await agent.conn.load_session(cwd=cwd, session_id=sid)
+            await agent.conn.prompt(session_id=sid, prompt=text("after reopening"))
+        requests = api.turn_requests
+    assert reopened.modes is not None and reopened.modes.current_mode_id == "read-only"
+    assert option(reopened.config_options, "model").current_value == "gpt-6.1-sol"
+    assert [(r.body["model"], turn_metadata(r).get("sandbox_mode")) for r in requests] == [
+        ("gpt-6.1-sol", "read-only"), ("gpt-6.1-sol", "read-only")]
+    assert agent.frames.problems == []

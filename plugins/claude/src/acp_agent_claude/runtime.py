@@ -146,6 +146,20 @@ class ClaudeSession:
     titled: bool = False  # its title was asked for (and published) or is being asked for
 
 
+@define(frozen=True)
+class _Kept:
+    """What a closed session was set to (a resume or load in this agent opens it so again)."""
+
+    mode: str
+    model: str | None
+    effort: str | None
+    fast: bool
+
+    @classmethod
+    def of(cls, session: ClaudeSession) -> _Kept:
+        return cls(session.mode, session.model, session.effort, session.fast)
+
+
 class _NotSubmitted(Exception):
     """Writing the user message to the CLI failed: the CLI is gone and nothing was submitted."""
 
@@ -189,8 +203,8 @@ class ClaudeRuntime(ProviderRuntime):
         self.context = context
         self.cli_path = cli_path
         self.sessions: dict[str, ClaudeSession] = {}
-        self._kept_settings: dict[str, tuple[str | None, bool]] = {}
-        """A closed session's effort and fast mode, for its resume or load in this process."""
+        self._kept_settings: dict[str, _Kept] = {}
+        """A closed session's mode, model, effort and fast mode, for its resume or load in this process."""
         self._unwritten: set[str] = set()  # closed before any prompt: deleting them has nothing to do
         self._tg = task_group
         self._dir: Path | None = None
@@ -429,14 +443,16 @@ class ClaudeRuntime(ProviderRuntime):
                 await channel.emit(event)
         existing = self.sessions.pop(session_id, None)
         if existing is not None:
-            self._kept_settings[session_id] = (existing.effort, existing.fast)
+            self._kept_settings[session_id] = _Kept.of(existing)
             if existing.cli is not None:
                 await self._stop(existing.cli)
             self._forget_files(existing)
-        effort, fast = self._kept_settings.pop(session_id, (None, False))  # the CLI starts with them
+        kept = self._kept_settings.pop(session_id, None)  # the CLI starts with them
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
-                                add_dirs=additional_directories(channel), effort=effort, fast=fast)
+                                add_dirs=additional_directories(channel), choose_mode=kept is None)
+        if kept is not None:
+            session.mode, session.model, session.effort, session.fast = kept.mode, kept.model, kept.effort, kept.fast
         try:
             await self._connect(session, resume=True)
         except BaseException:
@@ -531,7 +547,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def close_session(self, session_id: str) -> None:
         session = self.sessions.pop(session_id, None)
         if session is not None:
-            self._kept_settings[session_id] = (session.effort, session.fast)
+            self._kept_settings[session_id] = _Kept.of(session)
             if session.cli is not None:
                 await self._stop(session.cli)
             self._forget_files(session)

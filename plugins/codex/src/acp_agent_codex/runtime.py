@@ -294,6 +294,8 @@ class CodexRuntime(ProviderRuntime):
         self._default_policy = not user_config_sets_policy(context.environ)
         self._kept: dict[str, settings.Choices] = {}
         """What the user chose per session, kept after it is closed so a resume runs with it again."""
+        self._kept_modes: dict[str, str] = {}
+        """The mode the user chose for a session, for its resume or load in this process."""
 
     # -- the app-server process -------------------------------------------------------------
 
@@ -616,6 +618,7 @@ class CodexRuntime(ProviderRuntime):
             async with self.clock.phase(Phase.READING, label="thread/resume"):
                 try:
                     result = await self._resume(server, session_id, cwd, config, Phase.READING,
+                                                self._kept_modes.get(session_id, DEFAULT_MODE),
                                                 roots=additional_directories(channel))
                 except SessionNotFound:
                     if previous is None or previous.generation != server.generation:
@@ -631,6 +634,9 @@ class CodexRuntime(ProviderRuntime):
             self._opening -= 1
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
                              self._choices(server, session_id, result), roots=additional_directories(channel))
+        kept_mode = self._kept_modes.get(session_id)
+        if kept_mode is not None:  # sent with its next turn too (a config.toml policy sent none above)
+            thread.mode, thread.mode_dirty, thread.mode_explicit = kept_mode, True, True
         self._threads[session_id] = thread
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
@@ -689,6 +695,8 @@ class CodexRuntime(ProviderRuntime):
         """What the user chose for the source session goes on with its fork (sent with its first turn)."""
         forked.mode = source.mode
         forked.mode_dirty = forked.mode_explicit = source.mode_explicit
+        if source.mode_explicit:
+            self._kept_modes[forked.thread_id] = source.mode
         for name in (settings.MODEL, settings.EFFORT, settings.FAST):
             if name in source.choices.explicit:
                 settings.choose(forked.choices, server.models or [], name, _value_of(source.choices, name))
@@ -708,6 +716,7 @@ class CodexRuntime(ProviderRuntime):
                     raise SessionNotFound(session_id) from None
                 raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
         self._kept.pop(session_id, None)
+        self._kept_modes.pop(session_id, None)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         server = await self._ready()
@@ -743,6 +752,7 @@ class CodexRuntime(ProviderRuntime):
         thread = self._thread(session_id)
         thread.mode = mode_id
         thread.mode_dirty = thread.mode_explicit = True
+        self._kept_modes[session_id] = mode_id
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         thread = self._thread(session_id)
