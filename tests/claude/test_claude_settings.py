@@ -84,3 +84,18 @@ def test_settings_files_rank_managed_local_project_user(tmp_path: Any) -> None:
     assert settings.preferred_model(models, {"ANTHROPIC_MODEL": "claude-haiku-4-5"}, None) == "claude-haiku-4-5"
     assert settings.preferred_model(models, {}, "claude-opus-5-5") == "default"
     assert settings.preferred_model(models, {}, None) is None
+
+
+def test_status_names_credential_sources_only() -> None:
+    assert commands.credential_source({"tokenSource": "claude.ai", "apiKeySource": "none",
+                                       "apiProvider": "firstParty"}) == "token from claude.ai (firstParty)"
+    assert commands.credential_source({"tokenSource": "none", "apiKeySource": "none"}) == "not signed in"
+    assert commands.credential_source(None) == "unknown"
+    assert commands.local_command([TextContent(" /status ")]) == commands.STATUS
+    offered = commands.with_status([{"name": "mcp"}])
+    assert [c["name"] for c in offered] == ["mcp", "status"]
+    assert commands.with_status([{"name": "status"}]) == [{"name": "status"}]
+    text = commands.status_text(version="2.1.332", session_id="s", cwd="/w", directories=[], model="Opus",
+                                mode="Auto", effort=None, fast=None, account={})
+    assert text.splitlines() == ["Claude Code 2.1.332", "Session: s", "Working directory: /w", "Model: Opus",
+                                 "Mode: Auto", "Effort: Claude Code default", "Credentials: not signed in"]

@@ -16,7 +16,7 @@ import anyio.to_thread
 import pytest
 from acp import RequestError, schema
 
-from tests.claude.e2e_support import agent_texts, claude_agent, claude_env, text
+from tests.claude.e2e_support import API_KEY, agent_texts, claude_agent, claude_env, text
 from tests.claude.test_claude_idle_e2e import cli_of, flag, user_texts
 from tests.e2e.harness import AgentProcess, spawn_agent
 from tests.e2e.processes import argv_of, wait_ended
@@ -406,4 +406,33 @@ async def test_mode_and_model_survive_close_and_reopen(tmp_path: Path, capable: 
     assert [PLAN_PROMPT in json.dumps(r.body) for r in api.turn_requests] == [True, True]
     assert [(r.body or {}).get("model") for r in api.turn_requests] == ["claude-sonnet-5-5"] * 2
     assert user_texts(api.turn_requests[1].body)[-1] == "user: second"
+    assert agent.frames.problems == []
+
+
+@BOTH
+async def test_status_is_offered_and_answered_by_the_agent(tmp_path: Path, capable: bool) -> None:
+    """Claude Code 2.1.332 neither lists nor answers /status in stream-json: the agent offers it and
+    answers from the session and the CLI's own report (version, credential sources), with no
+    model call and no secret."""
+    extra_dir = tmp_path / "extra"
+    extra_dir.mkdir()
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path), additional_directories=[str(extra_dir)])
+            sid = session.session_id
+            await agent.conn.set_session_mode(session_id=sid, mode_id="acceptEdits")
+            await agent.conn.set_config_option(session_id=sid, config_id="effort", value="high")
+            result = await agent.conn.prompt(session_id=sid, prompt=text("/status"))
+            answer = "".join(agent_texts(agent, sid))
+            offered = {c["name"] for u in agent.frames.updates(sid)
+                       if u["sessionUpdate"] == "available_commands_update" for c in u["availableCommands"]}
+    assert "status" in offered
+    assert result.stop_reason == "end_turn"
+    assert answer.startswith("Claude Code 2.1.")
+    for line in (f"Session: {sid}", f"Working directory: {tmp_path}", f"Additional directories: {extra_dir}",
+                 "Model: Default (recommended) (claude-opus-5-5)", "Mode: Accept edits", "Effort: high",
+                 "Fast mode: off", "Credentials: API key from ANTHROPIC_API_KEY (firstParty)"):
+        assert line in answer.splitlines(), (line, answer)
+    assert API_KEY not in str(agent.frames.incoming)
+    assert api.turn_requests == []
     assert agent.frames.problems == []

@@ -131,6 +131,8 @@ class ClaudeSession:
     lock: anyio.Lock = field(factory=anyio.Lock)
     models: list[dict[str, Any]] = field(factory=list)
     commands: list[dict[str, Any]] = field(factory=list)
+    account: dict[str, Any] = field(factory=dict)  # the CLI's `account` report: credential sources
+    version: str | None = None  # the CLI's `claude_code_version`
     credentials: dict[str, str] = field(factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
@@ -275,7 +277,11 @@ class ClaudeRuntime(ProviderRuntime):
             if cli is not None:
                 self._retire(cli)
             raise
-        session.commands = [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")]
+        session.commands = commands.with_status(
+            [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")])
+        session.account = info["account"] if isinstance(info.get("account"), dict) else {}
+        version = info.get("claude_code_version")
+        session.version = version if isinstance(version, str) else None
         session.cli = cli
         session.dead = session.released = False
         session.prompted = session.prompted or resume
@@ -629,8 +635,12 @@ class ClaudeRuntime(ProviderRuntime):
             if session.cli is not None and not session.dead and not session.cli.alive:
                 await self._lost_while_idle(session, turn)
             await self._ensure_cli(session, turn)
-            if commands.local_command(prompt) == commands.MCP:
+            local = commands.local_command(prompt)
+            if local == commands.MCP:
                 return await self._answer_mcp(session, turn)
+            if local == commands.STATUS:
+                await turn.emit(AgentMessageChunk(TextContent(self._status(session))))
+                return TurnEnd("end_turn")
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
             session.fold, session.turn = fold, turn
             session.steers.clear()
@@ -675,6 +685,20 @@ class ClaudeRuntime(ProviderRuntime):
         answer = commands.mcp_text(status) if status is not None else "The MCP servers' state is not available."
         await turn.emit(AgentMessageChunk(TextContent(answer)))
         return TurnEnd("end_turn")
+
+    def _status(self, session: ClaudeSession) -> str:
+        """`/status`: what the session runs with, from the agent's state and the CLI's report."""
+        info = settings.model_info(session.models, session.model)
+        model = str(session.model or "default")
+        if info is not None:
+            name = str(info.get("displayName") or info.get("value"))
+            resolved = info.get("resolvedModel")
+            model = f"{name} ({resolved})" if isinstance(resolved, str) and resolved else name
+        mode = next((name for mode_id, name, _ in MODES if mode_id == session.mode), session.mode)
+        fast = session.fast if settings.supports_fast_mode(session.models, session.model) else None
+        return commands.status_text(version=session.version, session_id=session.session_id, cwd=session.cwd,
+                                    directories=session.add_dirs, model=model, mode=mode, effort=session.effort,
+                                    fast=fast, account=session.account)
 
     def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
         """Until the session has a title, each turn that ended asks the CLI for one, in the
