@@ -501,6 +501,12 @@ class _Handler(BaseHTTPRequestHandler):
             api.record(self, body, kind, None)
             self._not_found()
             return
+        if api.keys is not None and headers.get("authorization") not in {f"Bearer {key}" for key in api.keys}:
+            recorded = api.record(self, body, kind, None)
+            self._send_json(401, error_body(*_DEFAULT_ERRORS[401]), FAST_RETRY_HEADERS)
+            recorded.outcomes.append("completed")
+            recorded.ended.set()
+            return
         step: Step = api.next_step() if kind == "turn" else {"reply": api.side_reply(headers)}
         if step.get("echo"):
             step = {**step, "reply": echo_text(body or {})}
@@ -643,8 +649,12 @@ class FakeResponsesAPI(LoopbackFake):
     thread_name = "fake-responses-api"
     poll_interval_s = SHUTDOWN_POLL_INTERVAL_S
 
-    def __init__(self, script: Sequence[Step] = (), *, port: int = 0, review: str | None = None) -> None:
+    def __init__(self, script: Sequence[Step] = (), *, port: int = 0, review: str | None = None,
+                 keys: Sequence[str] | None = None) -> None:
         self.review = review
+        self.keys = frozenset(keys) if keys is not None else None
+        """The API keys accepted (None: any); another `authorization` is answered 401
+        `invalid_api_key` without consuming a step."""
         """The automatic reviewer's verdict (`allow`, `deny`), or None: it gets the side reply."""
         self.held = threading.Event()
         """Set once a `hold` step's answer is streamed (its response is still open)."""

@@ -146,6 +146,7 @@ class ClaudeSession:
     asking: int = 0  # permission requests and questions open: a steer waits for them
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     titled: bool = False  # its title was asked for (and published) or is being asked for
+    renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 
 
 @define(frozen=True)
@@ -550,6 +551,14 @@ class ClaudeRuntime(ProviderRuntime):
             if info.last_modified else UNSET) for info in found[:PAGE_SIZE] if info.cwd or cwd]
         return SessionListing(infos, str(offset + PAGE_SIZE) if len(found) > PAGE_SIZE else None)
 
+    async def renew_environment(self, environ: Mapping[str, str]) -> bool:
+        """CLIs started from now on get `environ`; each open session's CLI is replaced at its
+        next prompt (resuming its transcript)."""
+        self.context = attrs.evolve(self.context, environ=dict(environ))
+        for session in self.sessions.values():
+            session.renew = session.cli is not None
+        return True
+
     async def close_session(self, session_id: str) -> None:
         session = self.sessions.pop(session_id, None)
         if session is not None:
@@ -634,6 +643,12 @@ class ClaudeRuntime(ProviderRuntime):
         async with session.lock:
             if session.cli is not None and not session.dead and not session.cli.alive:
                 await self._lost_while_idle(session, turn)
+            if session.renew:
+                # New credentials (a sign-in, a key stored meanwhile): a CLI with them takes over
+                # the session, resuming its transcript, as a released session comes back.
+                session.renew = False
+                if session.cli is not None and not session.dead and not session.released:
+                    self._release(session, "new credentials")
             await self._ensure_cli(session, turn)
             local = commands.local_command(prompt)
             if local == commands.MCP:

@@ -142,6 +142,9 @@ class EarlyCodexRuntime(ProviderRuntime):
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         await (await self.runtime()).set_mode(session_id, mode_id)
 
+    async def renew_environment(self, environ: Mapping[str, str]) -> bool:
+        return await (await self.runtime()).renew_environment(environ)
+
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         return await (await self.runtime()).set_config_option(session_id, config_id, value)
 

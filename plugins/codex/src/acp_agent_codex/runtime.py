@@ -296,6 +296,9 @@ class CodexRuntime(ProviderRuntime):
         """What the user chose per session, kept after it is closed so a resume runs with it again."""
         self._kept_modes: dict[str, str] = {}
         """The mode the user chose for a session, for its resume or load in this process."""
+        self._renew = False
+        """The environment changed (new credentials): the next app-server start-up point replaces
+        the running one, once no turn runs; threads resume on the new one at their next prompt."""
 
     # -- the app-server process -------------------------------------------------------------
 
@@ -303,6 +306,13 @@ class CodexRuntime(ProviderRuntime):
         """The running app-server, started (again) under the initializing phase when needed."""
         async with self._server_lock:
             server = self._server
+            if server is not None and server.alive and self._renew and \
+                    not any(thread.active is not None for thread in self._threads.values()):
+                log.info("replacing codex app-server: new credentials")
+                self._renew = False
+                self._server = None
+                await self._stop(server)
+                server = None  # not a lost backend: nothing to tell the sessions
             if server is not None and server.alive:
                 return server
             replaced = server is not None
@@ -747,6 +757,13 @@ class CodexRuntime(ProviderRuntime):
                 await server.call("thread/unsubscribe", {"threadId": session_id})
             except (RpcError, ConnectionClosed) as exc:
                 log.info("thread/unsubscribe failed: %s", type(exc).__name__)
+
+    async def renew_environment(self, environ: Mapping[str, str]) -> bool:
+        """app-server keeps the environment it started with: a new one (with `environ`) takes
+        over at the next prompt that finds no turn running, and each thread resumes on it."""
+        self.context = evolve(self.context, environ=dict(environ))
+        self._renew = True
+        return True
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         thread = self._thread(session_id)
