@@ -99,3 +99,16 @@ def test_status_names_credential_sources_only() -> None:
                                 mode="Auto", effort=None, fast=None, account={})
     assert text.splitlines() == ["Claude Code 2.1.332", "Session: s", "Working directory: /w", "Model: Opus",
                                  "Mode: Auto", "Effort: Claude Code default", "Credentials: not signed in"]
+
+
+def test_a_transcripts_last_user_record_names_its_mode() -> None:
+    import json
+
+    lines = [json.dumps({"type": "user", "permissionMode": "plan", "message": {"content": "hi"}}),
+             json.dumps({"type": "assistant", "message": {"content": '"permissionMode": "bypassPermissions"'}}),
+             "{broken"]
+    assert settings.transcript_mode("\n".join(lines)) == "plan"
+    assert settings.transcript_mode("") is None
+    offered = ["default", "acceptEdits", "plan"]
+    assert settings.initial_mode(None, True, offered, resumed="plan") == "plan"
+    assert settings.initial_mode("acceptEdits", True, offered, resumed="auto") == "acceptEdits"  # not offered

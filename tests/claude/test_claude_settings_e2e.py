@@ -436,3 +436,21 @@ async def test_status_is_offered_and_answered_by_the_agent(tmp_path: Path, capab
     assert API_KEY not in str(agent.frames.incoming)
     assert api.turn_requests == []
     assert agent.frames.problems == []
+
+
+@BOTH
+async def test_a_load_in_another_agent_goes_on_in_the_transcripts_mode(tmp_path: Path, capable: bool) -> None:
+    """A session loaded by a new agent process starts in the permission mode its transcript was
+    last in (claude-agent-acp's resumed mode), before the settings' default."""
+    with FakeAnthropicAPI([{"reply": "one"}, {"reply": "two"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as first:
+            session = await first.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await first.conn.set_session_mode(session_id=sid, mode_id="plan")
+            await first.conn.prompt(session_id=sid, prompt=text("first"))
+        async with claude_agent(api, tmp_path, capable=capable) as second:
+            loaded = await second.conn.load_session(cwd=str(tmp_path), session_id=sid)
+            await second.conn.prompt(session_id=sid, prompt=text("second"))
+    assert loaded.modes is not None and loaded.modes.current_mode_id == "plan"
+    assert [PLAN_PROMPT in json.dumps(r.body) for r in api.turn_requests] == [True, True]
+    assert first.frames.problems == [] and second.frames.problems == []

@@ -121,6 +121,7 @@ class ClaudeSession:
     mode: str = "default"
     model: str | None = None
     choose_mode: bool = False  # a new session: its mode (and model) follow settings and the model
+    resumed_mode: str | None = None  # a reopened transcript's last permission mode
     effort: str | None = None  # the session's reasoning effort; None: the CLI's settings decide
     fast: bool = False  # fast mode
     add_dirs: tuple[str, ...] = ()  # the request's additionalDirectories (`--add-dir`)
@@ -147,6 +148,14 @@ class ClaudeSession:
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     titled: bool = False  # its title was asked for (and published) or is being asked for
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
+
+
+def _stored_mode(session_id: str, directory: str) -> str | None:
+    """The last permission mode in the session's stored transcript (claude-agent-sdk finds it)."""
+    from claude_agent_sdk._internal.sessions import _read_session_file
+
+    text = _read_session_file(session_id, directory)
+    return settings.transcript_mode(text) if text else None
 
 
 @define(frozen=True)
@@ -298,7 +307,7 @@ class ClaudeRuntime(ProviderRuntime):
             session.model = settings.preferred_model(session.models, self.context.environ, settings_model)
         offered = [mode[0] for mode in available_modes(self.context.environ)]
         auto = settings.supports_auto_mode(session.models, session.model)
-        session.mode = settings.initial_mode(configured_mode, auto, offered)
+        session.mode = settings.initial_mode(configured_mode, auto, offered, session.resumed_mode)
         session.choose_mode = False
 
     # -- idle CLIs: a bounded number live, least recently used released first -------------------
@@ -458,6 +467,8 @@ class ClaudeRuntime(ProviderRuntime):
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
                                 add_dirs=additional_directories(channel), choose_mode=kept is None)
+        if kept is None:  # opened by another agent process: it goes on in its transcript's mode
+            session.resumed_mode = await self._read(_stored_mode, session_id, cwd)
         if kept is not None:
             session.mode, session.model, session.effort, session.fast = kept.mode, kept.model, kept.effort, kept.fast
         try:

@@ -81,9 +81,28 @@ def preferred_model(models: Sequence[dict[str, Any]], environ: Mapping[str, str]
     return None
 
 
-def initial_mode(configured_mode: str | None, auto_supported: bool, offered: Sequence[str]) -> str:
-    """A new session's permission mode: the settings' choice where this session offers it (`auto`
-    the model cannot run becomes `acceptEdits`), else `auto` where the model supports it."""
+def transcript_mode(text: str) -> str | None:
+    """The permission mode of a stored transcript's last user record (where a resume goes on)."""
+    for line in reversed(text.splitlines()):
+        if '"permissionMode"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") == "user" and isinstance(record.get("permissionMode"), str):
+            return str(record["permissionMode"])
+    return None
+
+
+def initial_mode(configured_mode: str | None, auto_supported: bool, offered: Sequence[str],
+                 resumed: str | None = None) -> str:
+    """A session's starting permission mode, as claude-agent-acp's `resolveInitialPermissionMode`:
+    a reopened transcript's mode where this session offers it; else the settings' choice where it
+    is offered (`auto` the model cannot run becomes `acceptEdits`); else `auto` where the model
+    supports it, else `default`."""
+    if resumed is not None and resumed in offered and (resumed != "auto" or auto_supported):
+        return resumed
     if configured_mode is None:
         return "auto" if auto_supported else "default"
     if configured_mode == "auto" and not auto_supported:
