@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +20,10 @@ API_KEY = "sk-ant-test-e2e-0123456789abcdef"
 
 
 def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: str | None = API_KEY,
-               extra: dict[str, str] | None = None) -> dict[str, str]:
+               extra: dict[str, str] | None = None, default_mode: str | None = "default") -> dict[str, str]:
+    """The CLI's environment. `default_mode` is written as Claude Code's own
+    `permissions.defaultMode` setting: the tests start sessions in `default` (the user decides
+    every permission) unless they test the built-in start (`None`: `auto` where the model has it)."""
     env = {
         "ANTHROPIC_BASE_URL": api.base_url,
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
@@ -32,6 +36,10 @@ def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: 
         "NO_PROXY": "127.0.0.1,localhost",
     }
     (tmp_path / "home").mkdir(exist_ok=True)
+    if default_mode is not None:
+        config = tmp_path / "claude-config"
+        config.mkdir(exist_ok=True)
+        (config / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": default_mode}}))
     if key is not None:
         env["ANTHROPIC_API_KEY"] = key
     env.update(extra or {})

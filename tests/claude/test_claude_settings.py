@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from acp_agent.acp import ImageContent, TextContent
 from acp_agent_claude import commands, settings
 
@@ -49,3 +51,64 @@ def test_the_mcp_answer_names_states_and_never_configuration() -> None:
                     "- tools (stdio): connected, 2 tools")
     assert "secret" not in text
     assert commands.mcp_text({"mcpServers": []}) == "No MCP servers are configured for this session."
+
+
+def test_the_initial_mode_follows_claude_agent_acp() -> None:
+    offered = ["default", "acceptEdits", "plan", "auto"]
+    assert settings.initial_mode(None, True, offered) == "auto"
+    assert settings.initial_mode(None, False, offered) == "default"
+    assert settings.initial_mode("plan", True, offered) == "plan"
+    assert settings.initial_mode("auto", False, offered) == "acceptEdits"
+    assert settings.initial_mode("bypassPermissions", True, offered) == "default"  # not offered (root)
+    assert settings.initial_mode("nonsense", True, offered) == "default"
+
+
+def test_settings_files_rank_managed_local_project_user(tmp_path: Any) -> None:
+    import json
+
+    config, work = tmp_path / "config", tmp_path / "work"
+    (work / ".claude").mkdir(parents=True)
+    config.mkdir()
+    environ = {"CLAUDE_CONFIG_DIR": str(config), "HOME": str(tmp_path)}
+    assert settings.configured(environ, str(work)) == (None, None)
+    (config / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": "plan"}, "model": "haiku"}))
+    assert settings.configured(environ, str(work)) == ("plan", "haiku")
+    (work / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": "bypassPermissions"}}))
+    assert settings.configured(environ, str(work))[0] == "plan"  # a repository may not start sessions in bypass
+    (work / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"defaultMode": "acceptEdits"}}))
+    assert settings.configured(environ, str(work))[0] == "acceptEdits"
+    (config / "settings.json").write_text("{broken")
+    assert settings.configured(environ, str(work)) == ("acceptEdits", None)
+    models = [{"value": "default", "resolvedModel": "claude-opus-5-5"},
+              {"value": "claude-haiku-4-5", "resolvedModel": "claude-haiku-4-5"}]
+    assert settings.preferred_model(models, {"ANTHROPIC_MODEL": "claude-haiku-4-5"}, None) == "claude-haiku-4-5"
+    assert settings.preferred_model(models, {}, "claude-opus-5-5") == "default"
+    assert settings.preferred_model(models, {}, None) is None
+
+
+def test_status_names_credential_sources_only() -> None:
+    assert commands.credential_source({"tokenSource": "claude.ai", "apiKeySource": "none",
+                                       "apiProvider": "firstParty"}) == "token from claude.ai (firstParty)"
+    assert commands.credential_source({"tokenSource": "none", "apiKeySource": "none"}) == "not signed in"
+    assert commands.credential_source(None) == "unknown"
+    assert commands.local_command([TextContent(" /status ")]) == commands.STATUS
+    offered = commands.with_status([{"name": "mcp"}])
+    assert [c["name"] for c in offered] == ["mcp", "status"]
+    assert commands.with_status([{"name": "status"}]) == [{"name": "status"}]
+    text = commands.status_text(version="2.1.332", session_id="s", cwd="/w", directories=[], model="Opus",
+                                mode="Auto", effort=None, fast=None, account={})
+    assert text.splitlines() == ["Claude Code 2.1.332", "Session: s", "Working directory: /w", "Model: Opus",
+                                 "Mode: Auto", "Effort: Claude Code default", "Credentials: not signed in"]
+
+
+def test_a_transcripts_last_user_record_names_its_mode() -> None:
+    import json
+
+    lines = [json.dumps({"type": "user", "permissionMode": "plan", "message": {"content": "hi"}}),
+             json.dumps({"type": "assistant", "message": {"content": '"permissionMode": "bypassPermissions"'}}),
+             "{broken"]
+    assert settings.transcript_mode("\n".join(lines)) == "plan"
+    assert settings.transcript_mode("") is None
+    offered = ["default", "acceptEdits", "plan"]
+    assert settings.initial_mode(None, True, offered, resumed="plan") == "plan"
+    assert settings.initial_mode("acceptEdits", True, offered, resumed="auto") == "acceptEdits"  # not offered

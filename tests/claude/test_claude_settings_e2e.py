@@ -16,7 +16,7 @@ import anyio.to_thread
 import pytest
 from acp import RequestError, schema
 
-from tests.claude.e2e_support import agent_texts, claude_agent, claude_env, text
+from tests.claude.e2e_support import API_KEY, agent_texts, claude_agent, claude_env, text
 from tests.claude.test_claude_idle_e2e import cli_of, flag, user_texts
 from tests.e2e.harness import AgentProcess, spawn_agent
 from tests.e2e.processes import argv_of, wait_ended
@@ -306,3 +306,151 @@ async def test_effort_and_fast_mode_survive_close_and_reopen(tmp_path: Path, cap
     assert [(r.body or {}).get("speed") for r in api.turn_requests] == ["fast", "fast"]
     assert user_texts(api.turn_requests[1].body)[-1] == "user: second"
     assert agent.frames.problems == []
+
+
+AUTO_PROMPT = "While auto mode is active"  # in the CLI's system prompt only when it runs in auto mode
+
+
+PLAN_PROMPT = "Plan mode is active"
+
+
+def in_auto_mode(api: FakeAnthropicAPI) -> list[bool]:
+    return [AUTO_PROMPT in json.dumps(request.body) for request in api.turn_requests]
+
+
+@BOTH
+async def test_a_new_session_starts_in_auto_where_the_model_supports_it(tmp_path: Path, capable: bool) -> None:
+    """No `permissions.defaultMode` in Claude Code's settings: `auto`, as claude-agent-acp starts
+    (the CLI's default model supports auto mode: its `supportsAutoMode`)."""
+    with FakeAnthropicAPI([{"reply": "one"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, default_mode=None) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert session.modes is not None and session.modes.current_mode_id == "auto"
+    assert in_auto_mode(api) == [True]
+    assert agent.frames.problems == []
+
+
+@BOTH
+async def test_a_model_without_auto_mode_starts_in_default(tmp_path: Path, capable: bool) -> None:
+    """claude-haiku-4-5 has no auto mode behind a base URL that is not Anthropic's (Claude Code
+    2.1.332's `supportsAutoMode`): `default`, auto not offered; the session's model is the one
+    ANTHROPIC_MODEL makes the CLI run."""
+    with FakeAnthropicAPI([{"reply": "one"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, default_mode=None,
+                                extra={"ANTHROPIC_MODEL": "claude-haiku-4-5"}) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert session.modes is not None and session.modes.current_mode_id == "default"
+    assert "auto" not in [m.id for m in session.modes.available_modes]
+    assert option(session.config_options, "model").current_value == "claude-haiku-4-5"
+    assert in_auto_mode(api) == [False]
+    assert [request.body["model"] for request in api.turn_requests] == ["claude-haiku-4-5"]
+    assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize(("configured", "model", "expected"), [
+    ("acceptEdits", None, "acceptEdits"),
+    ("auto", "claude-haiku-4-5", "acceptEdits"),  # chosen auto the model cannot run: claude-agent-acp's fallback
+    ("plan", None, "plan"),
+])
+async def test_the_settings_default_mode_wins(tmp_path: Path, configured: str, model: str | None,
+                                              expected: str) -> None:
+    with FakeAnthropicAPI([{"reply": "one"}]) as api:
+        async with claude_agent(api, tmp_path, capable=True, default_mode=configured,
+                                extra={"ANTHROPIC_MODEL": model} if model else None) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert session.modes is not None and session.modes.current_mode_id == expected
+    assert in_auto_mode(api) == [False]
+    assert agent.frames.problems == []
+
+
+async def test_a_projects_local_settings_choose_the_mode(tmp_path: Path) -> None:
+    """`.claude/settings.local.json` in the session's cwd outranks the user's settings."""
+    work = tmp_path / "work"
+    (work / ".claude").mkdir(parents=True)
+    (work / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"defaultMode": "auto"}}))
+    with FakeAnthropicAPI([{"reply": "one"}]) as api:
+        async with claude_agent(api, tmp_path, capable=True, default_mode="acceptEdits") as agent:
+            session = await agent.conn.new_session(cwd=str(work))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert session.modes is not None and session.modes.current_mode_id == "auto"
+    assert in_auto_mode(api) == [True]
+    assert agent.frames.problems == []
+
+
+@BOTH
+@pytest.mark.parametrize("reopen", ["resume", "load"])
+async def test_mode_and_model_survive_close_and_reopen(tmp_path: Path, capable: bool, reopen: str) -> None:
+    """A session closed and resumed (or loaded) in the same agent keeps its mode and model: the
+    CLI that reopens it runs with them (its system prompt says plan mode; the API request names
+    the model), and the session advertises them again."""
+    # plan mode: its instructions are in every request (auto mode's are not, for every model)
+    with FakeAnthropicAPI([{"reply": "one"}, {"reply": "two"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.set_session_mode(session_id=sid, mode_id="plan")
+            await agent.conn.set_config_option(session_id=sid, config_id="model", value="sonnet")
+            await agent.conn.prompt(session_id=sid, prompt=text("first"))
+            await agent.conn.close_session(session_id=sid)
+            if reopen == "resume":
+                reopened = await agent.conn.resume_session(cwd=str(tmp_path), session_id=sid)
+            else:
+                reopened = await agent.conn.load_session(cwd=str(tmp_path), session_id=sid)
+            await agent.conn.prompt(session_id=sid, prompt=text("second"))
+    assert session.modes is not None and session.modes.current_mode_id == "default"
+    assert reopened.modes is not None and reopened.modes.current_mode_id == "plan"
+    assert option(reopened.config_options, "model").current_value == "sonnet"
+    assert [PLAN_PROMPT in json.dumps(r.body) for r in api.turn_requests] == [True, True]
+    assert [(r.body or {}).get("model") for r in api.turn_requests] == ["claude-sonnet-5-5"] * 2
+    assert user_texts(api.turn_requests[1].body)[-1] == "user: second"
+    assert agent.frames.problems == []
+
+
+@BOTH
+async def test_status_is_offered_and_answered_by_the_agent(tmp_path: Path, capable: bool) -> None:
+    """Claude Code 2.1.332 neither lists nor answers /status in stream-json: the agent offers it and
+    answers from the session and the CLI's own report (version, credential sources), with no
+    model call and no secret."""
+    extra_dir = tmp_path / "extra"
+    extra_dir.mkdir()
+    with FakeAnthropicAPI([]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path), additional_directories=[str(extra_dir)])
+            sid = session.session_id
+            await agent.conn.set_session_mode(session_id=sid, mode_id="acceptEdits")
+            await agent.conn.set_config_option(session_id=sid, config_id="effort", value="high")
+            result = await agent.conn.prompt(session_id=sid, prompt=text("/status"))
+            answer = "".join(agent_texts(agent, sid))
+            offered = {c["name"] for u in agent.frames.updates(sid)
+                       if u["sessionUpdate"] == "available_commands_update" for c in u["availableCommands"]}
+    assert "status" in offered
+    assert result.stop_reason == "end_turn"
+    assert answer.startswith("Claude Code 2.1.")
+    for line in (f"Session: {sid}", f"Working directory: {tmp_path}", f"Additional directories: {extra_dir}",
+                 "Model: Default (recommended) (claude-opus-5-5)", "Mode: Accept edits", "Effort: high",
+                 "Fast mode: off", "Credentials: API key from ANTHROPIC_API_KEY (firstParty)"):
+        assert line in answer.splitlines(), (line, answer)
+    assert API_KEY not in str(agent.frames.incoming)
+    assert api.turn_requests == []
+    assert agent.frames.problems == []
+
+
+@BOTH
+async def test_a_load_in_another_agent_goes_on_in_the_transcripts_mode(tmp_path: Path, capable: bool) -> None:
+    """A session loaded by a new agent process starts in the permission mode its transcript was
+    last in (claude-agent-acp's resumed mode), before the settings' default."""
+    with FakeAnthropicAPI([{"reply": "one"}, {"reply": "two"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable) as first:
+            session = await first.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await first.conn.set_session_mode(session_id=sid, mode_id="plan")
+            await first.conn.prompt(session_id=sid, prompt=text("first"))
+        async with claude_agent(api, tmp_path, capable=capable) as second:
+            loaded = await second.conn.load_session(cwd=str(tmp_path), session_id=sid)
+            await second.conn.prompt(session_id=sid, prompt=text("second"))
+    assert loaded.modes is not None and loaded.modes.current_mode_id == "plan"
+    assert [PLAN_PROMPT in json.dumps(r.body) for r in api.turn_requests] == [True, True]
+    assert first.frames.problems == [] and second.frames.problems == []

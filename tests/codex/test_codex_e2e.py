@@ -240,6 +240,8 @@ async def test_shell_command_needing_approval(tmp_path: Path, capable: bool, ans
         async with codex_agent(home, tmp_path, capable=capable) as agent:
             agent.client.permission = lambda options: answer
             session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            # the user decides only in Workspace access (the default, Auto review, asks codex's reviewer)
+            await agent.conn.set_session_mode(session_id=session.session_id, mode_id="auto")
             outcome = await prompt_outcome(agent, session.session_id, "write the marker")
     assert outcome.stop_reason == "end_turn"
     (tool_call, options), = agent.client.permission_requests
@@ -271,6 +273,7 @@ async def test_file_change_outside_the_workspace_needs_approval(tmp_path: Path, 
             async with codex_agent(home, tmp_path, capable=True) as agent:
                 agent.client.permission = lambda options: answer
                 session = await agent.conn.new_session(cwd=workspace(tmp_path))
+                await agent.conn.set_session_mode(session_id=session.session_id, mode_id="auto")
                 outcome = await prompt_outcome(agent, session.session_id, "create the file")
         created = target.exists()
     finally:
@@ -363,7 +366,7 @@ async def test_list_and_load_replay_a_finished_thread(tmp_path: Path, capable: b
             again = await prompt_outcome(second, session.session_id, "after loading")
     (info,) = [s for s in listed.sessions if s.session_id == session.session_id]
     assert (info.cwd, info.title) == (cwd, "hello there")
-    assert loaded.modes is not None and loaded.modes.current_mode_id == "auto"
+    assert loaded.modes is not None and loaded.modes.current_mode_id == "auto-review"
     replay = second.frames.updates(session.session_id)
     shown = [(u["sessionUpdate"], u.get("content", {}).get("text")) for u in replay
              if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")]
@@ -390,7 +393,7 @@ async def test_modes_and_model_reach_the_next_turn(tmp_path: Path) -> None:
         home = write_codex_home(api, tmp_path)
         async with codex_agent(home, tmp_path, capable=True) as agent:
             session = await agent.conn.new_session(cwd=workspace(tmp_path))
-            assert session.modes is not None and session.modes.current_mode_id == "auto"
+            assert session.modes is not None and session.modes.current_mode_id == "auto-review"
             assert [m.id for m in session.modes.available_modes] == ["read-only", "auto", "auto-review", "full-access"]
             model = next(o for o in session.config_options or [] if o.id == "model")
             assert (model.id, model.current_value) == ("model", "gpt-5.5")

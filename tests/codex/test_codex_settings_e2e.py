@@ -119,6 +119,7 @@ async def test_auto_review_mode_routes_approvals_to_codexs_reviewer(tmp_path: Pa
         async with codex_agent(home, tmp_path, capable=capable) as agent:
             session = await agent.conn.new_session(cwd=workspace(tmp_path))
             sid = session.session_id
+            await agent.conn.set_session_mode(session_id=sid, mode_id="auto")  # (the default is auto-review)
             await agent.conn.prompt(session_id=sid, prompt=text("auto"))
             await agent.conn.set_session_mode(session_id=sid, mode_id="auto-review")
             await agent.conn.prompt(session_id=sid, prompt=text("auto review"))
@@ -130,4 +131,71 @@ async def test_auto_review_mode_routes_approvals_to_codexs_reviewer(tmp_path: Pa
     assert review.name == "Auto review" and "reviewer" in (review.description or "")
     flags = [(turn_metadata(r).get("sandbox_mode"), turn_metadata(r).get("auto_review_enabled")) for r in requests]
     assert flags == [("workspace-write", False), ("workspace-write", True), ("workspace-write", False)]
+    assert agent.frames.problems == []
+
+
+@BOTH
+@pytest.mark.parametrize("verdict", ["allow", "deny"])
+async def test_sessions_start_in_auto_review_and_the_reviewer_decides(tmp_path: Path, capable: bool,
+                                                                      verdict: str) -> None:
+    """codex-acp's default mode: thread/start asks for `approvalsReviewer: auto_review` (app-server
+    reports it back, hence the mode), and a command that needs approval goes to codex's reviewer (a
+    request to the model API), never to the user."""
+    marker = tmp_path / "work" / "reviewed.txt"
+    step = {"shell": ["bash", "-lc", f"echo reviewed > {marker}"], "justification": "Write the marker?"}
+    with FakeResponsesAPI([step, {"reply": "done"}], review=verdict) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            done = await agent.conn.prompt(session_id=session.session_id, prompt=text("write it"))
+        requests = api.turn_requests
+        reviews = api.reviews
+    assert session.modes is not None and session.modes.current_mode_id == "auto-review"
+    assert done.stop_reason == "end_turn"
+    assert agent.client.permission_requests == []
+    assert len(reviews) >= 1 and "reviewed.txt" in str((reviews[0].body or {}).get("input"))
+    assert turn_metadata(requests[0]).get("auto_review_enabled") is True
+    assert marker.exists() is (verdict == "allow")
+    assert agent.frames.problems == []
+
+
+async def test_a_users_config_policy_keeps_codex_from_auto_review(tmp_path: Path) -> None:
+    """The user's config.toml chooses approvals: the agent sends no policy and no reviewer."""
+    with FakeResponsesAPI([{"reply": "ok"}]) as api:
+        home = write_codex_home(api, tmp_path, policy='approval_policy = "on-request"\n')
+        async with codex_agent(home, tmp_path, capable=True) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
+        requests = api.turn_requests
+    assert session.modes is not None and session.modes.current_mode_id != "auto-review"
+    assert turn_metadata(requests[0]).get("auto_review_enabled") is False
+    assert agent.frames.problems == []
+
+
+@BOTH
+@pytest.mark.parametrize("how", ["resume", "load"])
+async def test_mode_and_model_are_kept_when_a_closed_session_is_reopened(tmp_path: Path, capable: bool,
+                                                                         how: str) -> None:
+    """The mode and model chosen for a session come back with its resume or load in the same
+    agent: advertised again and sent with the next turn."""
+    with FakeResponsesAPI() as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=cwd)
+            sid = session.session_id
+            await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")
+            await agent.conn.set_config_option(session_id=sid, config_id="model", value="gpt-6.1-sol")
+            await agent.conn.prompt(session_id=sid, prompt=text("first"))
+            await agent.conn.close_session(session_id=sid)
+            if how == "resume":
+                reopened = await agent.conn.resume_session(cwd=cwd, session_id=sid)
+            else:
+                reopened = await agent.conn.load_session(cwd=cwd, session_id=sid)
+            await agent.conn.prompt(session_id=sid, prompt=text("after reopening"))
+        requests = api.turn_requests
+    assert reopened.modes is not None and reopened.modes.current_mode_id == "read-only"
+    assert option(reopened.config_options, "model").current_value == "gpt-6.1-sol"
+    assert [(r.body["model"], turn_metadata(r).get("sandbox_mode")) for r in requests] == [
+        ("gpt-6.1-sol", "read-only"), ("gpt-6.1-sol", "read-only")]
     assert agent.frames.problems == []

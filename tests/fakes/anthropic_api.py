@@ -657,6 +657,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(404, "not_found_error", f"Not found: {path}")
             api.finish(record, "completed")
             return
+        if api.keys is not None and self.headers.get("x-api-key") not in api.keys:
+            record = api.record(self, body, kind, reason, None)
+            self._send_error(401, "authentication_error", "invalid x-api-key")
+            api.finish(record, "completed")
+            return
         step: Step = api.take_step(body) if kind == "turn" else {}
         record = api.record(self, body, kind, reason, step if kind == "turn" else None)
         outcome = "completed"
@@ -841,7 +846,10 @@ class FakeAnthropicAPI(LoopbackFake):
     handler = _Handler
     thread_name = "fake-anthropic-api"
 
-    def __init__(self, script: Sequence[Step] = (), *, port: int = 0) -> None:
+    def __init__(self, script: Sequence[Step] = (), *, port: int = 0, keys: Sequence[str] | None = None) -> None:
+        self.keys = frozenset(keys) if keys is not None else None
+        """The API keys accepted (None: any); a request with another `x-api-key` is answered 401
+        `authentication_error` without consuming a step."""
         self._lock = threading.Condition()
         self._script: list[Step] = expand_script(script)
         self._requests: list[RecordedRequest] = []

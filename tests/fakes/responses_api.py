@@ -38,6 +38,12 @@ Steps (consumed in order by turn requests; side requests never consume one):
   `release()` once for it, the client disconnects, or the fake stops: a turn that is still running
   while a test sends a follow-up prompt or a steer. `held` is set once a held answer is out.
 
+Side requests (sub-agents, memory, compaction) are answered with a fixed text, except codex's
+automatic approval reviewer (`x-openai-subagent: guardian`, a `codex_output_schema` JSON answer)
+when the fake was made with `review="allow"` or `"deny"`: then it answers that verdict as the JSON
+its schema asks for (`outcome`, `risk_level`, `user_authorization`, `rationale`).
+`reviews` lists the reviewer requests received.
+
 Every step may also carry `"first_byte_delay_s": X` (a delay before the response headers).
 When the script is exhausted, every turn request is answered as `{"reply": "ok"}`.
 
@@ -495,7 +501,13 @@ class _Handler(BaseHTTPRequestHandler):
             api.record(self, body, kind, None)
             self._not_found()
             return
-        step: Step = api.next_step() if kind == "turn" else {"reply": SIDE_REPLY}
+        if api.keys is not None and headers.get("authorization") not in {f"Bearer {key}" for key in api.keys}:
+            recorded = api.record(self, body, kind, None)
+            self._send_json(401, error_body(*_DEFAULT_ERRORS[401]), FAST_RETRY_HEADERS)
+            recorded.outcomes.append("completed")
+            recorded.ended.set()
+            return
+        step: Step = api.next_step() if kind == "turn" else {"reply": api.side_reply(headers)}
         if step.get("echo"):
             step = {**step, "reply": echo_text(body or {})}
         recorded = api.record(self, body, kind, step)
@@ -637,7 +649,13 @@ class FakeResponsesAPI(LoopbackFake):
     thread_name = "fake-responses-api"
     poll_interval_s = SHUTDOWN_POLL_INTERVAL_S
 
-    def __init__(self, script: Sequence[Step] = (), *, port: int = 0) -> None:
+    def __init__(self, script: Sequence[Step] = (), *, port: int = 0, review: str | None = None,
+                 keys: Sequence[str] | None = None) -> None:
+        self.review = review
+        self.keys = frozenset(keys) if keys is not None else None
+        """The API keys accepted (None: any); another `authorization` is answered 401
+        `invalid_api_key` without consuming a step."""
+        """The automatic reviewer's verdict (`allow`, `deny`), or None: it gets the side reply."""
         self.held = threading.Event()
         """Set once a `hold` step's answer is streamed (its response is still open)."""
         self.releases = threading.Semaphore(0)
@@ -670,6 +688,18 @@ class FakeResponsesAPI(LoopbackFake):
     @property
     def side_requests(self) -> list[RecordedRequest]:
         return [request for request in self.requests if request.kind == "side"]
+
+    @property
+    def reviews(self) -> list[RecordedRequest]:
+        """The requests of codex's automatic approval reviewer (the `guardian` sub-agent)."""
+        return [request for request in self.requests if request.headers.get("x-openai-subagent") == "guardian"]
+
+    def side_reply(self, headers: Mapping[str, str]) -> str:
+        """A side request's answer: the reviewer's verdict as its schema's JSON, else SIDE_REPLY."""
+        if self.review is None or headers.get("x-openai-subagent") != "guardian":
+            return SIDE_REPLY
+        return json.dumps({"outcome": self.review, "risk_level": "low" if self.review == "allow" else "high",
+                           "user_authorization": "unknown", "rationale": f"fake reviewer: {self.review}"})
 
     @property
     def remaining_steps(self) -> int:

@@ -39,6 +39,8 @@ class RuntimeHost:
     opening: anyio.CancelScope = field(factory=anyio.CancelScope)
     """Cancelled when the host is closed before the runtime finished opening (an early runtime
     may wait for `initialize` to be answered, which never happens if the client leaves first)."""
+    environ: Mapping[str, str] | None = None
+    """The environment the runtime has now (renewed when the credentials change)."""
 
 
 class BackendHost:
@@ -63,7 +65,7 @@ class BackendHost:
         return self.current.runtime if self.current is not None else None
 
     def open(self, context: RuntimeContext, *, early: bool = False) -> RuntimeHost:
-        host = RuntimeHost(early_environ=context.environ if early else None)
+        host = RuntimeHost(early_environ=context.environ if early else None, environ=context.environ)
         self.current = host
         self.outdated = False  # a new backend starts with what is configured now
         assert self._task_group is not None
@@ -88,6 +90,8 @@ class BackendHost:
             if host is None or host.done.is_set():
                 host = self.open(context())
         await host.ready.wait()
+        if host.runtime is not None and sessions_open:
+            await self._renew(host, host.runtime, context)
         if host.runtime is None:
             error = host.error
             if isinstance(error, PhaseDeadlineExceeded | PhaseFailed):
@@ -97,6 +101,19 @@ class BackendHost:
                 title=f"The {self.provider.title} backend could not be started.", source="adapter",
                 execution="notSubmitted", phase="initializing"))
         return host.runtime
+
+    async def _renew(self, host: RuntimeHost, runtime: ProviderRuntime,
+                     context: Callable[[], RuntimeContext]) -> None:
+        """Open sessions see credentials stored since their backend started (their next prompt
+        runs on a backend with them), where the runtime can renew its environment; otherwise the
+        backend is replaced once no session is open."""
+        async with self._lock:
+            fresh = context().environ
+            if host.environ is None or fresh == host.environ:
+                return
+            host.environ = fresh
+            if not await runtime.renew_environment(fresh):
+                self.outdated = True
 
     async def replace_when_idle(self, *, sessions_open: bool) -> None:
         """Let the next session start a backend that sees what a sign-in stored.

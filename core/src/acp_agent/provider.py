@@ -274,6 +274,14 @@ class ProviderRuntime(abc.ABC):
     async def close_session(self, session_id: str) -> None:
         return None
 
+    async def renew_environment(self, environ: Mapping[str, str]) -> bool:
+        """The backend's environment changed while sessions are open (a sign-in, a key stored in
+        the keyring by `authenticate` or `acp-agent auth set`): backends started from now on get
+        `environ`, and each open session's backend is replaced by one with it before that
+        session's next prompt, keeping its history. False (the default): not supported, the
+        backend is replaced once no session is open."""
+        return False
+
     async def delete_session(self, session_id: str) -> None:
         """Remove a stored session so `session/list` no longer shows it (ACP's `session/delete`).
 

@@ -121,6 +121,8 @@ class ClaudeSession:
     cwd: str
     mode: str = "default"
     model: str | None = None
+    choose_mode: bool = False  # a new session: its mode (and model) follow settings and the model
+    resumed_mode: str | None = None  # a reopened transcript's last permission mode
     effort: str | None = None  # the session's reasoning effort; None: the CLI's settings decide
     fast: bool = False  # fast mode
     add_dirs: tuple[str, ...] = ()  # the request's additionalDirectories (`--add-dir`)
@@ -131,6 +133,8 @@ class ClaudeSession:
     lock: anyio.Lock = field(factory=anyio.Lock)
     models: list[dict[str, Any]] = field(factory=list)
     commands: list[dict[str, Any]] = field(factory=list)
+    account: dict[str, Any] = field(factory=dict)  # the CLI's `account` report: credential sources
+    version: str | None = None  # the CLI's `claude_code_version`
     credentials: dict[str, str] = field(factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
@@ -144,6 +148,29 @@ class ClaudeSession:
     asking: int = 0  # permission requests and questions open: a steer waits for them
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     titled: bool = False  # its title was asked for (and published) or is being asked for
+    renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
+
+
+def _stored_mode(session_id: str, directory: str) -> str | None:
+    """The last permission mode in the session's stored transcript (claude-agent-sdk finds it)."""
+    from claude_agent_sdk._internal.sessions import _read_session_file
+
+    text = _read_session_file(session_id, directory)
+    return settings.transcript_mode(text) if text else None
+
+
+@define(frozen=True)
+class _Kept:
+    """What a closed session was set to (a resume or load in this agent opens it so again)."""
+
+    mode: str
+    model: str | None
+    effort: str | None
+    fast: bool
+
+    @classmethod
+    def of(cls, session: ClaudeSession) -> _Kept:
+        return cls(session.mode, session.model, session.effort, session.fast)
 
 
 @define(eq=False)
@@ -199,8 +226,8 @@ class ClaudeRuntime(ProviderRuntime):
         self.context = context
         self.cli_path = cli_path
         self.sessions: dict[str, ClaudeSession] = {}
-        self._kept_settings: dict[str, tuple[str | None, bool]] = {}
-        """A closed session's effort and fast mode, for its resume or load in this process."""
+        self._kept_settings: dict[str, _Kept] = {}
+        """A closed session's mode, model, effort and fast mode, for its resume or load in this process."""
         self._unwritten: set[str] = set()  # closed before any prompt: deleting them has nothing to do
         self._tg = task_group
         self._dir: Path | None = None
@@ -317,6 +344,9 @@ class ClaudeRuntime(ProviderRuntime):
                 except (CLIGone, ControlError) as exc:
                     log.warning("claude CLI failed to start: %s", type(exc).__name__)
                     raise PhaseFailed(_start_failure("started")) from None
+            session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
+            if session.choose_mode:
+                self._choose_defaults(session)
             async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
                 # Apply and verify the session's settings: the CLI answers only once they hold.
                 try:
@@ -328,14 +358,28 @@ class ClaudeRuntime(ProviderRuntime):
             if cli is not None:
                 self._retire(cli)
             raise
-        session.commands = [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")]
-        session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
+        session.commands = commands.with_status(
+            [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")])
+        session.account = info["account"] if isinstance(info.get("account"), dict) else {}
+        version = info.get("claude_code_version")
+        session.version = version if isinstance(version, str) else None
         session.cli = cli
         session.dead = session.released = False
         session.prompted = session.prompted or resume
         session.last_used = time.monotonic()
         self._make_room(keep=session)
         self._expiry_changed.set()
+
+    def _choose_defaults(self, session: ClaudeSession) -> None:
+        """A new session's model and permission mode, once the CLI has listed its models (as
+        claude-agent-acp: settings' `defaultMode`, else `auto` where the model supports it)."""
+        configured_mode, settings_model = settings.configured(self.context.environ, session.cwd)
+        if session.model is None:
+            session.model = settings.preferred_model(session.models, self.context.environ, settings_model)
+        offered = [mode[0] for mode in available_modes(self.context.environ)]
+        auto = settings.supports_auto_mode(session.models, session.model)
+        session.mode = settings.initial_mode(configured_mode, auto, offered, session.resumed_mode)
+        session.choose_mode = False
 
     # -- idle CLIs: a bounded number live, least recently used released first -------------------
 
@@ -453,7 +497,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
-                                add_dirs=additional_directories(channel))
+                                add_dirs=additional_directories(channel), choose_mode=True)
         try:
             await self._connect(session, resume=False, started=self._adopt_spare(session))
         except BaseException:
@@ -487,14 +531,18 @@ class ClaudeRuntime(ProviderRuntime):
                 await channel.emit(event)
         existing = self.sessions.pop(session_id, None)
         if existing is not None:
-            self._kept_settings[session_id] = (existing.effort, existing.fast)
+            self._kept_settings[session_id] = _Kept.of(existing)
             if existing.cli is not None:
                 await self._stop(existing.cli)
             self._forget_files(existing)
-        effort, fast = self._kept_settings.pop(session_id, (None, False))  # the CLI starts with them
+        kept = self._kept_settings.pop(session_id, None)  # the CLI starts with them
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
-                                add_dirs=additional_directories(channel), effort=effort, fast=fast)
+                                add_dirs=additional_directories(channel), choose_mode=kept is None)
+        if kept is None:  # opened by another agent process: it goes on in its transcript's mode
+            session.resumed_mode = await self._read(_stored_mode, session_id, cwd)
+        if kept is not None:
+            session.mode, session.model, session.effort, session.fast = kept.mode, kept.model, kept.effort, kept.fast
         try:
             await self._connect(session, resume=True)
         except BaseException:
@@ -587,10 +635,18 @@ class ClaudeRuntime(ProviderRuntime):
             if info.last_modified else UNSET) for info in found[:PAGE_SIZE] if info.cwd or cwd]
         return SessionListing(infos, str(offset + PAGE_SIZE) if len(found) > PAGE_SIZE else None)
 
+    async def renew_environment(self, environ: Mapping[str, str]) -> bool:
+        """CLIs started from now on get `environ`; each open session's CLI is replaced at its
+        next prompt (resuming its transcript)."""
+        self.context = attrs.evolve(self.context, environ=dict(environ))
+        for session in self.sessions.values():
+            session.renew = session.cli is not None
+        return True
+
     async def close_session(self, session_id: str) -> None:
         session = self.sessions.pop(session_id, None)
         if session is not None:
-            self._kept_settings[session_id] = (session.effort, session.fast)
+            self._kept_settings[session_id] = _Kept.of(session)
             if session.cli is not None:
                 await self._stop(session.cli)
             self._forget_files(session)
@@ -671,9 +727,19 @@ class ClaudeRuntime(ProviderRuntime):
         async with session.lock:
             if session.cli is not None and not session.dead and not session.cli.alive:
                 await self._lost_while_idle(session, turn)
+            if session.renew:
+                # New credentials (a sign-in, a key stored meanwhile): a CLI with them takes over
+                # the session, resuming its transcript, as a released session comes back.
+                session.renew = False
+                if session.cli is not None and not session.dead and not session.released:
+                    self._release(session, "new credentials")
             await self._ensure_cli(session, turn)
-            if commands.local_command(prompt) == commands.MCP:
+            local = commands.local_command(prompt)
+            if local == commands.MCP:
                 return await self._answer_mcp(session, turn)
+            if local == commands.STATUS:
+                await turn.emit(AgentMessageChunk(TextContent(self._status(session))))
+                return TurnEnd("end_turn")
             fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
             session.fold, session.turn = fold, turn
             session.steers.clear()
@@ -718,6 +784,20 @@ class ClaudeRuntime(ProviderRuntime):
         answer = commands.mcp_text(status) if status is not None else "The MCP servers' state is not available."
         await turn.emit(AgentMessageChunk(TextContent(answer)))
         return TurnEnd("end_turn")
+
+    def _status(self, session: ClaudeSession) -> str:
+        """`/status`: what the session runs with, from the agent's state and the CLI's report."""
+        info = settings.model_info(session.models, session.model)
+        model = str(session.model or "default")
+        if info is not None:
+            name = str(info.get("displayName") or info.get("value"))
+            resolved = info.get("resolvedModel")
+            model = f"{name} ({resolved})" if isinstance(resolved, str) and resolved else name
+        mode = next((name for mode_id, name, _ in MODES if mode_id == session.mode), session.mode)
+        fast = session.fast if settings.supports_fast_mode(session.models, session.model) else None
+        return commands.status_text(version=session.version, session_id=session.session_id, cwd=session.cwd,
+                                    directories=session.add_dirs, model=model, mode=mode, effort=session.effort,
+                                    fast=fast, account=session.account)
 
     def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
         """Until the session has a title, each turn that ended asks the CLI for one, in the

@@ -7,11 +7,18 @@ effort reaches the CLI as `--effort LEVEL` when it starts and as `apply_flag_set
 does; the API request then carries `output_config.effort`. Fast mode (models with
 `supportsFastMode`) is `apply_flag_settings` `{"fastMode": true|false}` while the CLI runs and
 `--settings {"fastMode": true}` when it starts; the API request then carries `speed: "fast"`.
+
+A new session's permission mode follows claude-agent-acp's `resolveInitialPermissionMode`: the
+`permissions.defaultMode` of Claude Code's settings files when one is set, else `auto` when the
+session's model supports it, else `default`. Its model is `ANTHROPIC_MODEL`, else the settings'
+`model`, else the CLI's default (as claude-agent-acp's `getAvailableModels` picks it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from acp_agent.acp import ConfigOption, ConfigOptionValue
@@ -22,6 +29,85 @@ EFFORT = "effort"
 DEFAULT_EFFORT = "default"  # no level of the session's own: the CLI's settings decide
 FAST = "fast-mode"  # the id Codex's fast mode has too
 FAST_ON, FAST_OFF = "on", "off"
+AUTO_FALLBACK = "acceptEdits"  # a chosen `auto` the model cannot run (claude-agent-acp's fallback)
+MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
+
+
+def settings_files(environ: Mapping[str, str], cwd: str) -> list[tuple[str, str]]:
+    """Claude Code's settings files as (source, path), lowest precedence first: the user's
+    (`$CLAUDE_CONFIG_DIR` or `~/.claude`), the project's, the project's local, the managed one."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    config_dir = environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+    return [("user", os.path.join(config_dir, "settings.json")),
+            ("project", os.path.join(cwd, ".claude", "settings.json")),
+            ("local", os.path.join(cwd, ".claude", "settings.local.json")),
+            ("managed", MANAGED_SETTINGS)]
+
+
+def _read(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except (OSError, ValueError):
+        return {}  # absent or broken: the CLI reports its own settings problems
+    return value if isinstance(value, dict) else {}
+
+
+def configured(environ: Mapping[str, str], cwd: str) -> tuple[str | None, str | None]:
+    """The settings' `permissions.defaultMode` and `model` (None where no file sets them). A
+    repository's committed settings may not start sessions in `bypassPermissions`."""
+    mode: str | None = None
+    model: str | None = None
+    for source, path in settings_files(environ, cwd):
+        values = _read(path)
+        permissions = values.get("permissions")
+        chosen = permissions.get("defaultMode") if isinstance(permissions, dict) else None
+        if isinstance(chosen, str) and chosen and not (source == "project" and chosen == "bypassPermissions"):
+            mode = chosen
+        if isinstance(values.get("model"), str) and values["model"]:
+            model = values["model"]
+    return mode, model
+
+
+def preferred_model(models: Sequence[dict[str, Any]], environ: Mapping[str, str],
+                    settings_model: str | None) -> str | None:
+    """The model the CLI runs when the session chose none: `ANTHROPIC_MODEL`, else the settings'
+    `model`, as the CLI's model list names it (None: the list's default)."""
+    for preference in (environ.get("ANTHROPIC_MODEL"), settings_model):
+        if preference:
+            for entry in models:
+                if preference in (entry.get("value"), entry.get("resolvedModel")):
+                    return str(entry["value"])
+    return None
+
+
+def transcript_mode(text: str) -> str | None:
+    """The permission mode of a stored transcript's last user record (where a resume goes on)."""
+    for line in reversed(text.splitlines()):
+        if '"permissionMode"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") == "user" and isinstance(record.get("permissionMode"), str):
+            return str(record["permissionMode"])
+    return None
+
+
+def initial_mode(configured_mode: str | None, auto_supported: bool, offered: Sequence[str],
+                 resumed: str | None = None) -> str:
+    """A session's starting permission mode, as claude-agent-acp's `resolveInitialPermissionMode`:
+    a reopened transcript's mode where this session offers it; else the settings' choice where it
+    is offered (`auto` the model cannot run becomes `acceptEdits`); else `auto` where the model
+    supports it, else `default`."""
+    if resumed is not None and resumed in offered and (resumed != "auto" or auto_supported):
+        return resumed
+    if configured_mode is None:
+        return "auto" if auto_supported else "default"
+    if configured_mode == "auto" and not auto_supported:
+        return AUTO_FALLBACK
+    return configured_mode if configured_mode in offered else "default"
 
 
 def model_info(models: Sequence[dict[str, Any]], model: str | None) -> dict[str, Any] | None:

@@ -92,14 +92,16 @@ LIST_PAGE: Final = 50
 TURNS_PAGE: Final = 100
 
 MODES: Final = (
-    SessionMode("read-only", "Read-only", "Codex can read files; edits and commands outside the sandbox ask first."),
-    SessionMode("auto", "Auto", "Codex can edit and run commands in the workspace; anything beyond asks first."),
+    SessionMode("read-only", "Read-only", "Codex reads files; it asks before editing files or running commands."),
+    SessionMode("auto", "Workspace access",
+                "Codex edits files and runs commands in the workspace; it asks you before going beyond it."),
     SessionMode("auto-review", "Auto review",
-                "Like Auto, but Codex's automatic reviewer (a risk-based check by the model) decides requests "
-                "to go beyond the workspace instead of asking you."),
-    SessionMode("full-access", "Full access", "Codex can edit files and run commands anywhere without asking."),
+                "Like Workspace access, but Codex's automatic reviewer decides the requests to go beyond the "
+                "workspace instead of asking you."),
+    SessionMode("full-access", "Full access", "Codex edits files and runs commands anywhere without asking."),
 )
-DEFAULT_MODE: Final = "auto"
+DEFAULT_MODE: Final = "auto-review"
+"""codex-acp's default (its `agent` mode): workspace-write, on-request, approvals to the reviewer."""
 # mode → (turn/start sandboxPolicy, approvalPolicy, thread/start sandbox)
 _POLICIES: Final[Mapping[str, tuple[dict[str, str], str, str]]] = {
     "read-only": ({"type": "readOnly"}, "on-request", "read-only"),
@@ -186,7 +188,7 @@ def mode_of(result: Mapping[str, Any]) -> str:
     """The ACP mode that a thread/start or thread/resume result's sandbox amounts to."""
     sandbox = result.get("sandbox")
     kind = sandbox.get("type") if isinstance(sandbox, Mapping) else None
-    mode = _MODE_OF_SANDBOX.get(kind, DEFAULT_MODE) if isinstance(kind, str) else DEFAULT_MODE
+    mode = _MODE_OF_SANDBOX.get(kind, "auto") if isinstance(kind, str) else "auto"
     if mode == "auto" and result.get("approvalsReviewer") in ("auto_review", "guardian_subagent"):
         return "auto-review"
     return mode
@@ -265,6 +267,11 @@ class CodexRuntime(ProviderRuntime):
         self._default_policy = not user_config_sets_policy(context.environ)
         self._kept: dict[str, settings.Choices] = {}
         """What the user chose per session, kept after it is closed so a resume runs with it again."""
+        self._kept_modes: dict[str, str] = {}
+        """The mode the user chose for a session, for its resume or load in this process."""
+        self._renew = False
+        """The environment changed (new credentials): the next app-server start-up point replaces
+        the running one, once no turn runs; threads resume on the new one at their next prompt."""
 
     # -- the app-server process -------------------------------------------------------------
 
@@ -272,6 +279,13 @@ class CodexRuntime(ProviderRuntime):
         """The running app-server, started (again) under the initializing phase when needed."""
         async with self._server_lock:
             server = self._server
+            if server is not None and server.alive and self._renew and \
+                    not any(thread.active is not None for thread in self._threads.values()):
+                log.info("replacing codex app-server: new credentials")
+                self._renew = False
+                self._server = None
+                await self._stop(server)
+                server = None  # not a lost backend: nothing to tell the sessions
             if server is not None and server.alive:
                 return server
             replaced = server is not None
@@ -561,6 +575,7 @@ class CodexRuntime(ProviderRuntime):
             async with self.clock.phase(Phase.READING, label="thread/resume"):
                 try:
                     result = await self._resume(server, session_id, cwd, config, Phase.READING,
+                                                self._kept_modes.get(session_id, DEFAULT_MODE),
                                                 roots=additional_directories(channel))
                 except SessionNotFound:
                     if previous is None or previous.generation != server.generation:
@@ -576,6 +591,9 @@ class CodexRuntime(ProviderRuntime):
             self._opening -= 1
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
                              self._choices(server, session_id, result), roots=additional_directories(channel))
+        kept_mode = self._kept_modes.get(session_id)
+        if kept_mode is not None:  # sent with its next turn too (a config.toml policy sent none above)
+            thread.mode, thread.mode_dirty, thread.mode_explicit = kept_mode, True, True
         self._threads[session_id] = thread
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
@@ -634,6 +652,8 @@ class CodexRuntime(ProviderRuntime):
         """What the user chose for the source session goes on with its fork (sent with its first turn)."""
         forked.mode = source.mode
         forked.mode_dirty = forked.mode_explicit = source.mode_explicit
+        if source.mode_explicit:
+            self._kept_modes[forked.thread_id] = source.mode
         for name in (settings.MODEL, settings.EFFORT, settings.FAST):
             if name in source.choices.explicit:
                 settings.choose(forked.choices, server.models or [], name, _value_of(source.choices, name))
@@ -653,6 +673,7 @@ class CodexRuntime(ProviderRuntime):
                     raise SessionNotFound(session_id) from None
                 raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
         self._kept.pop(session_id, None)
+        self._kept_modes.pop(session_id, None)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         server = await self._ready()
@@ -684,10 +705,18 @@ class CodexRuntime(ProviderRuntime):
             except (RpcError, ConnectionClosed) as exc:
                 log.info("thread/unsubscribe failed: %s", type(exc).__name__)
 
+    async def renew_environment(self, environ: Mapping[str, str]) -> bool:
+        """app-server keeps the environment it started with: a new one (with `environ`) takes
+        over at the next prompt that finds no turn running, and each thread resumes on it."""
+        self.context = evolve(self.context, environ=dict(environ))
+        self._renew = True
+        return True
+
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         thread = self._thread(session_id)
         thread.mode = mode_id
         thread.mode_dirty = thread.mode_explicit = True
+        self._kept_modes[session_id] = mode_id
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         thread = self._thread(session_id)
