@@ -142,6 +142,7 @@ class ClaudeSession:
     turn_over: bool = True  # the running turn's last result is in: nothing can join it
     asking: int = 0  # permission requests and questions open: a steer waits for them
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
+    window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
 
 
@@ -601,7 +602,8 @@ class ClaudeRuntime(ProviderRuntime):
             await self._ensure_cli(session, turn)
             if commands.local_command(prompt) == commands.MCP:
                 return await self._answer_mcp(session, turn)
-            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
+            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks,
+                            window=session.window)
             session.fold, session.turn = fold, turn
             session.steers.clear()
             session.steer_running = session.turn_over = False
@@ -612,7 +614,8 @@ class ClaudeRuntime(ProviderRuntime):
                     # The CLI had died before our message reached it: replace it and submit for the first time.
                     await self._lost_while_idle(session, turn)
                     await self._ensure_cli(session, turn)
-                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
+                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks,
+                                    window=session.window)
                     session.fold = fold
                     try:
                         outcome = await self._run_turn(session, prompt, turn, fold)
