@@ -122,3 +122,90 @@ async def test_automatic_compaction_publishes_the_new_context_size(tmp_path: Pat
     assert usage[0] == (facts["tokensAfter"], size)
     assert len(usage) == 2 and usage[1][1] == size and usage[1][0] < 100000
     assert agent.frames.problems == []
+
+
+MULTI = {"tool_use": {"name": "AskUserQuestion", "id": "toolu_multi", "input": {"questions": [
+    {"question": "Which parts?", "header": "Parts", "multiSelect": True,
+     "options": [{"label": "Tests", "description": "unit and e2e"}, {"label": "Docs", "description": "the guide"},
+                 {"label": "Bench", "description": "numbers"}]}]}}}
+
+
+def _tool_result_text(request: Any, tool_use_id: str) -> tuple[str, bool]:
+    for message in (request.body or {}).get("messages") or []:
+        blocks = message.get("content") if isinstance(message.get("content"), list) else []
+        for block in blocks:
+            if isinstance(block, dict) and block.get("tool_use_id") == tool_use_id:
+                content = block.get("content")
+                said = "".join(str(p.get("text", "")) for p in content) if isinstance(content, list) else str(content)
+                return said, bool(block.get("is_error"))
+    raise AssertionError(f"no tool_result for {tool_use_id}")
+
+
+def _pick(options: list[Any], name: str) -> str:
+    return next(o.option_id for o in options if o.name == name)
+
+
+@CAPABLE
+async def test_a_multi_select_question_takes_several_answers(tmp_path: Path, capable: bool) -> None:
+    """A client with elicitation ticks both in the form; one without picks them one request at a
+    time and says Done. Either way the CLI hears both answers."""
+    from acp import schema
+
+    from tests.fakes.anthropic_api import FakeAnthropicAPI
+
+    form = schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities()) if capable else None
+    picks = ["Docs", "Tests", "Done"]
+    with FakeAnthropicAPI([MULTI, {"reply": "noted"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, elicitation=form) as agent:
+            agent.client.elicitation = lambda message, mode: schema.AcceptElicitationResponse(
+                action="accept", content={"question_0": ["Docs", "Tests"]})
+            agent.client.permission = lambda options: _pick(options, picks.pop(0))
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask me"))
+    assert outcome.stop_reason == "end_turn"
+    said, is_error = _tool_result_text(api.turn_requests[1], "toolu_multi")
+    assert not is_error and '"Which parts?"="Docs, Tests"' in said, said
+    if capable:
+        assert len(agent.client.elicitations) == 1 and agent.client.permission_requests == []
+    else:
+        assert picks == [] and agent.client.elicitations == []
+        asked = [([o.name for o in options], call.title) for call, options in agent.client.permission_requests]
+        assert asked == [(["Tests", "Docs", "Bench", "Decline"], "Which parts?"),
+                         (["Tests", "Bench", "Done", "Decline"], "Which parts? (chosen: Docs)"),
+                         (["Bench", "Done", "Decline"], "Which parts? (chosen: Docs, Tests)")]
+        assert {call.tool_call_id for call, _ in agent.client.permission_requests} == {"toolu_multi"}
+    assert agent.frames.problems == []
+
+
+async def test_a_multi_select_question_declined_or_cancelled_midway(tmp_path: Path) -> None:
+    """Without elicitation: Decline after a pick answers nothing; session/cancel while the next
+    pick is open ends the turn cancelled and the model hears no answer."""
+    from acp import schema
+
+    from tests.fakes.anthropic_api import FakeAnthropicAPI
+
+    picks = ["Docs", "Decline"]
+    with FakeAnthropicAPI([MULTI, {"reply": "noted"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            agent.client.permission = lambda options: _pick(options, picks.pop(0))
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            declined = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask me"))
+            said, _ = _tool_result_text(api.turn_requests[1], "toolu_multi")
+            api.set_script([MULTI, {"reply": "noted"}])
+            requests_before = len(api.turn_requests)
+
+            async def cancel_on_second(options: list[Any], tool_call: Any) -> Any:
+                if len([o for o in options if o.name == "Done"]) == 0:  # the first pick
+                    return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(
+                        outcome="selected", option_id=options[0].option_id))
+                await agent.conn.cancel(session_id=session.session_id)
+                return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
+
+            agent.client.permission_hook = cancel_on_second
+            cancelled = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask again"))
+            heard = len(api.turn_requests) - requests_before
+    assert declined.stop_reason == "end_turn"
+    assert "Docs" not in said
+    assert cancelled.stop_reason == "cancelled"
+    assert heard == 1  # only the request that asked: no answer went to the model
+    assert agent.frames.problems == []
