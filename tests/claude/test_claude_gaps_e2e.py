@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import schema
 
 from tests.claude.e2e_support import claude_agent, text
+from tests.claude.test_claude_questions_e2e import result_text, tool_result
+from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
 CAPABLE = pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
@@ -45,8 +48,6 @@ TASK_SCRIPT = [
 async def test_task_tools_plan_with_the_agents_defaults(tmp_path: Path, capable: bool) -> None:
     """No switch set by the test: the user's model is one the CLI offers the task tools to (as
     for claude-agent-acp's users), and the agent's defaults let the task calls through."""
-    from tests.fakes.anthropic_api import FakeAnthropicAPI
-
     _user_settings(tmp_path, {"model": TASK_MODEL})
     with FakeAnthropicAPI(TASK_SCRIPT) as api:
         async with claude_agent(api, tmp_path, capable=capable) as agent:
@@ -85,8 +86,6 @@ def _facts(last: dict[str, Any], capable: bool) -> dict[str, Any]:
 async def test_compact_publishes_the_new_context_size(tmp_path: Path, capable: bool) -> None:
     """`/compact` makes no model call; the context it kept is published at once (and again by
     its turn's result), not the result's zero usage."""
-    from tests.fakes.anthropic_api import FakeAnthropicAPI
-
     with FakeAnthropicAPI([{"reply": "first answer"}, {"reply": "after compaction"}]) as api:
         async with claude_agent(api, tmp_path, capable=capable) as agent:
             session = await agent.conn.new_session(cwd=str(tmp_path))
@@ -105,8 +104,6 @@ async def test_compact_publishes_the_new_context_size(tmp_path: Path, capable: b
 
 @CAPABLE
 async def test_automatic_compaction_publishes_the_new_context_size(tmp_path: Path, capable: bool) -> None:
-    from tests.fakes.anthropic_api import FakeAnthropicAPI
-
     script = [{"reply": "first", "usage": {"input_tokens": 990000}}, {"reply": "second"}]
     with FakeAnthropicAPI(script) as api:
         async with claude_agent(api, tmp_path, capable=capable) as agent:
@@ -131,14 +128,8 @@ MULTI = {"tool_use": {"name": "AskUserQuestion", "id": "toolu_multi", "input": {
 
 
 def _tool_result_text(request: Any, tool_use_id: str) -> tuple[str, bool]:
-    for message in (request.body or {}).get("messages") or []:
-        blocks = message.get("content") if isinstance(message.get("content"), list) else []
-        for block in blocks:
-            if isinstance(block, dict) and block.get("tool_use_id") == tool_use_id:
-                content = block.get("content")
-                said = "".join(str(p.get("text", "")) for p in content) if isinstance(content, list) else str(content)
-                return said, bool(block.get("is_error"))
-    raise AssertionError(f"no tool_result for {tool_use_id}")
+    block = tool_result(request, tool_use_id)
+    return result_text(block), bool(block.get("is_error"))
 
 
 def _pick(options: list[Any], name: str) -> str:
@@ -149,10 +140,6 @@ def _pick(options: list[Any], name: str) -> str:
 async def test_a_multi_select_question_takes_several_answers(tmp_path: Path, capable: bool) -> None:
     """A client with elicitation ticks both in the form; one without picks them one request at a
     time and says Done. Either way the CLI hears both answers."""
-    from acp import schema
-
-    from tests.fakes.anthropic_api import FakeAnthropicAPI
-
     form = schema.ElicitationCapabilities(form=schema.ElicitationFormCapabilities()) if capable else None
     picks = ["Docs", "Tests", "Done"]
     with FakeAnthropicAPI([MULTI, {"reply": "noted"}]) as api:
@@ -180,10 +167,6 @@ async def test_a_multi_select_question_takes_several_answers(tmp_path: Path, cap
 async def test_a_multi_select_question_declined_or_cancelled_midway(tmp_path: Path) -> None:
     """Without elicitation: Decline after a pick answers nothing; session/cancel while the next
     pick is open ends the turn cancelled and the model hears no answer."""
-    from acp import schema
-
-    from tests.fakes.anthropic_api import FakeAnthropicAPI
-
     picks = ["Docs", "Decline"]
     with FakeAnthropicAPI([MULTI, {"reply": "noted"}]) as api:
         async with claude_agent(api, tmp_path, capable=False) as agent:
