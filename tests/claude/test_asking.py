@@ -29,6 +29,11 @@ def test_answers_are_keyed_by_question_text_and_multi_select_joins() -> None:
     assert asking.answered_input(INPUT, answer)["answers"] == {"Which color?": "Red", "Which sizes?": "S, L"}
     assert asking.answered_input(INPUT, Answer("decline"))["answers"] == {}
     assert asking.answered_input(INPUT, answer)["questions"] == INPUT["questions"]
+    # a label the join would split is quoted, as the CLI and claude-agent-acp write it
+    quoted = Answer("accept", {"question_1": ("S, small", 'the "M"', "L")})
+    assert asking.answered_input(INPUT, quoted)["answers"] == {"Which sizes?": '"S, small", "the \\"M\\"", L'}
+    assert asking.answered_input(INPUT, Answer("accept", {"question_1": ("S, small",)}))["answers"] == {
+        "Which sizes?": '"S, small"'}
 
 
 def test_exit_plan_options_follow_the_offered_modes() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_agent.acp import Plan, PlanEntry, TextContent, ToolCall, ToolCallUpdate, ToolContent
+from acp_agent.acp import Plan, PlanEntry, TextContent, ToolCall, ToolCallUpdate, ToolContent, UsageUpdate
 from acp_agent.events import Compaction, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent_claude.content import ContextWindow
 from acp_agent_claude.tasks import TaskPlan
 from tests.claude.replay import fold_turns, messages, new_fold
 
@@ -144,3 +145,35 @@ def test_a_subagents_calls_are_marked_and_may_outlive_the_turn() -> None:
     # the background subagent's Bash call is still running when the main loop ends the turn
     fold.feed({"type": "result", "subtype": "success", "is_error": False, "stop_reason": "end_turn"})
     assert fold.outcome == TurnEnd("end_turn")
+
+
+def _session_turns(name: str) -> list[list[Any]]:
+    """Each turn's events, with one context window kept across turns as the runtime keeps it."""
+    window, turns, events = ContextWindow(), [], []
+    fold = new_fold()
+    fold.window = window
+    for message in messages(name):
+        events.extend(fold.feed(message))
+        if fold.outcome is not None:
+            turns.append(events)
+            fold, events = new_fold(), []
+            fold.window = window
+    return turns
+
+
+def test_compact_publishes_the_context_kept() -> None:
+    """`/compact` makes no model call: the boundary's post_tokens is the context now, at once
+    and in the turn's result (whose usage is all zeros), against the window learnt earlier."""
+    first, compacted, after = _session_turns("bash_agent_compact")[:3]
+    [size] = {u.size for u in _of(first, UsageUpdate)}
+    assert size > 0
+    assert [(u.used, u.size) for u in _of(compacted, UsageUpdate)] == [(2692, size), (2692, size)]
+    boundary = next(i for i, e in enumerate(compacted) if isinstance(e, Compaction) and e.tokens_after)
+    assert isinstance(compacted[boundary + 1], UsageUpdate)  # right after the compaction's numbers
+    assert [u.used for u in _of(after, UsageUpdate)] == [3222 + 7]  # the next answer's own usage
+
+
+def test_automatic_compaction_publishes_the_context_kept() -> None:
+    _, compacted = _session_turns("auto_compact")
+    used = [u.used for u in _of(compacted, UsageUpdate)]
+    assert used == [2595, 2981 + 7]  # at the boundary, then the answer after it

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from acp import schema
 from pydantic import TypeAdapter
 
-from acp_agent.questions import Answer, Choice, Question, QuestionField, _elicitation_answer, form_schema
+from acp_agent.questions import Answer, Choice, Question, QuestionField, _elicitation_answer, ask, form_schema
 
 COLOR = QuestionField("color", "Which color?", "Color", (Choice("Blue", "cool"), Choice("Red")))
 TAGS = QuestionField("tags", "Which tags?", "", (Choice("a"), Choice("b")), multiple=True)
@@ -51,3 +52,54 @@ def test_answers_read_back() -> None:
     assert _elicitation_answer({"action": "cancel"}, question) == Answer("cancel")
     assert _elicitation_answer(None, question) == Answer("cancel")  # withdrawn or failed
     assert _elicitation_answer({"action": "_custom"}, question) == Answer("cancel")
+
+
+class _ScriptedOutbox:
+    """An outbox for a client without elicitation whose user picks `picks` in order."""
+
+    def __init__(self, picks: list[str | None]) -> None:
+        self.picks = picks
+        self.asked: list[tuple[str, list[str]]] = []
+        self.updates: list[Any] = []
+        self.features = type("Features", (), {"elicitation_form": False, "elicitation_url": False})()
+        self.connection = None
+
+    async def send_update(self, session_id: str, update: Any) -> None:
+        self.updates.append(update)
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], turn: Any) -> str | None:
+        self.asked.append((tool_call.title, [o.name for o in options]))
+        pick = self.picks.pop(0)
+        return next((o.option_id for o in options if o.name == pick), None) if pick is not None else None
+
+
+async def _ask(question: Question, picks: list[str | None]) -> tuple[Answer, _ScriptedOutbox]:
+    outbox = _ScriptedOutbox(picks)
+    answer = await ask(outbox, "s", question, None)  # type: ignore[arg-type]
+    assert outbox.picks == []  # every scripted pick was asked for
+    return answer, outbox
+
+
+@pytest.mark.anyio
+async def test_a_multi_select_field_takes_several_answers_by_permission() -> None:
+    tags = QuestionField("tags", "Which tags?", "", (Choice("a"), Choice("b"), Choice("c")), multiple=True)
+    answer, outbox = await _ask(Question("Answer these.", (tags, COLOR)), ["c", "a", "Done", "Red"])
+    assert answer == Answer("accept", {"tags": ("c", "a"), "color": ("Red",)})
+    assert outbox.asked == [
+        ("Which tags?", ["a", "b", "c", "Decline"]),
+        ("Which tags? (chosen: c)", ["a", "b", "Done", "Decline"]),
+        ("Which tags? (chosen: c, a)", ["b", "Done", "Decline"]),
+        ("Which color?", ["Blue", "Red", "Decline"]),
+    ]
+    # picking every answer ends the field without a Done
+    answer, _ = await _ask(Question("Which tags?", (tags,)), ["b", "a", "c"])
+    assert answer == Answer("accept", {"tags": ("b", "a", "c")})
+
+
+@pytest.mark.anyio
+async def test_a_multi_select_field_declined_or_dismissed_midway() -> None:
+    answer, _ = await _ask(Question("Which tags?", (TAGS,)), ["a", "Decline"])
+    assert answer == Answer("decline")
+    answer, outbox = await _ask(Question("Which tags?", (TAGS,)), ["a", None])
+    assert answer == Answer("cancel")
+    assert outbox.updates[-1].status == "failed"  # the question's own call ends failed

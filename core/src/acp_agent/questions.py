@@ -5,7 +5,8 @@ A client that advertises ACP elicitation (`clientCapabilities.elicitation.form` 
 `elicitation/create` request (a form built from the question's fields, or the backend's own JSON
 schema, or a URL). Every other client gets `session/request_permission` on a tool call of its own,
 whose options are the answers (one request per field, in order), as the reference adapters fall
-back. The user dismissing a question, or `session/cancel`, is a `cancel`; the provider turns that
+back; a field that takes several answers is asked again, with the answers not yet chosen and
+*Done*, after each pick. The user dismissing a question, or `session/cancel`, is a `cancel`; the provider turns that
 into its backend's refusal. Knows nothing of providers.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 ELICITATION_CREATE = "elicitation/create"
 QUESTION_TIMEOUT_S = 3600.0
 DECLINE_OPTION = "decline"
+DONE_OPTION = "done"
 Action = Literal["accept", "decline", "cancel"]
 
 
@@ -196,32 +198,59 @@ async def _ask_by_permission(outbox: Outbox, session_id: str, question: Question
 async def _permission_rounds(outbox: Outbox, session_id: str, question: Question | UrlQuestion, call_id: str,
                              turn: Turn | None) -> Answer:
     decline = acp.PermissionOption(DECLINE_OPTION, "Decline", "reject_once")
-    if isinstance(question, UrlQuestion):
-        content: list[acp.ToolCallContent] = [acp.ToolContent(acp.TextContent(f"{question.message}\n\nOpen {question.url}"))]
-        rounds: Sequence[tuple[str | None, str, list[acp.PermissionOption], list[acp.ToolCallContent]]] = [
-            (None, question.message, [acp.PermissionOption("done", "Done", "allow_once"), decline], content)]
-    elif not question.fields:  # a message to acknowledge
-        rounds = [(None, question.message, [acp.PermissionOption("accept", "Accept", "allow_once"), decline], [])]
-    else:
-        rounds = []
+    if isinstance(question, Question) and question.fields:
+        values: dict[str, tuple[str, ...]] = {}
         for entry in question.fields:
-            options = [acp.PermissionOption(f"choice-{index}", choice.label, "allow_once")
-                       for index, choice in enumerate(entry.choices)]
-            text = "\n".join(f"{c.label}: {c.description}" for c in entry.choices if c.description)
-            described: list[acp.ToolCallContent] = [acp.ToolContent(acp.TextContent(text))] if text else []
-            rounds.append((entry.id, entry.question or question.message, [*options, decline], described))
-    values: dict[str, tuple[str, ...]] = {}
-    for field_id, title, options, shown in rounds:
+            picked = await _pick(outbox, session_id, call_id, turn, entry, question.message, decline)
+            if isinstance(picked, Answer):
+                return picked
+            values[entry.id] = picked
+        return Answer("accept", values)
+    shown: list[acp.ToolCallContent] = []
+    if isinstance(question, UrlQuestion):
+        shown = [acp.ToolContent(acp.TextContent(f"{question.message}\n\nOpen {question.url}"))]
+        confirm = acp.PermissionOption(DONE_OPTION, "Done", "allow_once")
+    else:  # a message to acknowledge
+        confirm = acp.PermissionOption("accept", "Accept", "allow_once")
+    tool_call = acp.ToolCallUpdate(call_id, title=question.message, kind="other", status="pending",
+                                   content=shown or UNSET)
+    choice = await outbox.request_permission(session_id, tool_call, [confirm, decline], turn)
+    if choice is None:
+        return CANCELLED
+    return Answer("decline") if choice == DECLINE_OPTION else Answer("accept")
+
+
+async def _pick(outbox: Outbox, session_id: str, call_id: str, turn: Turn | None, entry: QuestionField,
+                message: str, decline: acp.PermissionOption) -> tuple[str, ...] | Answer:
+    """One field's answers by permission requests: one pick, or for a field taking several, a
+    request per pick offering the answers not yet chosen and *Done* (once one is chosen) until
+    the user is done or none is left. An Answer when the user declined or dismissed it."""
+    text = "\n".join(f"{c.label}: {c.description}" for c in entry.choices if c.description)
+    shown: list[acp.ToolCallContent] = [acp.ToolContent(acp.TextContent(text))] if text else []
+    picked: list[str] = []
+    while True:
+        options = [acp.PermissionOption(f"choice-{index}", choice.label, "allow_once")
+                   for index, choice in enumerate(entry.choices) if choice.label not in picked]
+        if picked:
+            options.append(acp.PermissionOption(DONE_OPTION, "Done", "allow_once"))
+        title = entry.question or message
+        if picked:
+            title = f"{title} (chosen: {', '.join(picked)})"
         tool_call = acp.ToolCallUpdate(call_id, title=title, kind="other", status="pending",
                                        content=shown or UNSET)
-        choice = await outbox.request_permission(session_id, tool_call, options, turn)
+        choice = await outbox.request_permission(session_id, tool_call, [*options, decline], turn)
         if choice is None:
             return CANCELLED
         if choice == DECLINE_OPTION:
             return Answer("decline")
-        if field_id is not None:
-            values[field_id] = (next(o.name for o in options if o.option_id == choice),)
-    return Answer("accept", values)
+        if choice == DONE_OPTION:
+            return tuple(picked)
+        label = next((o.name for o in options if o.option_id == choice), None)
+        if label is None:  # not an option offered: the client misbehaved; ask no further
+            return CANCELLED
+        picked.append(label)
+        if not entry.multiple or len(picked) == len({c.label for c in entry.choices}):
+            return tuple(picked)
 
 
 __all__ = ["Answer", "Choice", "Question", "QuestionField", "UrlQuestion", "ask", "form_schema"]

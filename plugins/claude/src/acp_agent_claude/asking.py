@@ -11,6 +11,7 @@ runtime asks and answers.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -56,6 +57,13 @@ def question(tool_input: Mapping[str, Any], tool_call_id: str | None = None) -> 
     return Question(message, tuple(fields), tool_call_id=tool_call_id)
 
 
+def _joined(labels: Sequence[str]) -> str:
+    """A multi-select's labels in the CLI's own form: comma-joined, a label holding ", " or a
+    quote JSON-quoted (claude-agent-acp's `joinMultiSelectAnswer`)."""
+    return ", ".join(json.dumps(label, ensure_ascii=False) if ", " in label or '"' in label else label
+                     for label in labels)
+
+
 def answered_input(tool_input: Mapping[str, Any], answer: Answer) -> dict[str, Any]:
     """The tool's input with `answers` (question text -> the chosen labels, joined), as the
     built-in tool reads them back; a declined question answers none."""
@@ -64,7 +72,7 @@ def answered_input(tool_input: Mapping[str, Any], answer: Answer) -> dict[str, A
         for index, entry in enumerate(_questions(tool_input)):
             picked = answer.values.get(_field_id(index))
             if picked:
-                answers[str(entry["question"])] = ", ".join(picked)
+                answers[str(entry["question"])] = _joined(picked) if entry.get("multiSelect") else picked[0]
     return {**tool_input, "answers": answers}
 
 

@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from attrs import define
+
 from acp_agent.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
@@ -157,16 +159,29 @@ def tool_result(tool_use_id: str, content: Any, is_error: bool | None, name: str
     )
 
 
-def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any] | None) -> UsageUpdate | None:
-    """Context use after a turn: tokens sent and produced against the model's context window."""
+@define
+class ContextWindow:
+    """A session's context window as the CLI last reported it (results' `modelUsage`): a
+    compaction's boundary carries the tokens kept but not the window."""
+
+    size: int | None = None
+
+
+def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any] | None,
+                 window: ContextWindow | None = None, used: int | None = None) -> UsageUpdate | None:
+    """Context use after a turn: tokens sent and produced (or `used`, when known otherwise)
+    against the model's context window; `window` learns the size."""
     if not usage:
         return None
-    used = sum(int(usage.get(key) or 0) for key in (
-        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
+    if used is None:
+        used = sum(int(usage.get(key) or 0) for key in (
+            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
     windows = [int(entry.get("contextWindow") or 0) for entry in (model_usage or {}).values() if isinstance(entry, dict)]
     size = max(windows, default=0)
     if size <= 0:
         return None
+    if window is not None:
+        window.size = size
     return UsageUpdate(used=used, size=size)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from attrs import define, field
 
-from acp_agent.acp import ToolCallUpdate, agent_text, thought_text
+from acp_agent.acp import ToolCallUpdate, UsageUpdate, agent_text, thought_text
 from acp_agent.events import (
     AuthConfirmed,
     Compaction,
@@ -53,6 +53,10 @@ class TurnFold:
     tasks: TaskPlan = field(factory=TaskPlan)
     """The session's task list (TaskCreate and friends): the runtime passes the session's own."""
     compaction_id: str | None = None
+    window: content.ContextWindow = field(factory=content.ContextWindow)
+    """The session's context window (the runtime passes the session's own)."""
+    compacted_used: int | None = None
+    """The tokens a compaction kept, while no model answer since says more."""
     subagent_texts: dict[str, list[str]] = field(factory=dict)
     subagent_tools: set[str] = field(factory=set)
     _parent: str | None = None
@@ -117,6 +121,7 @@ class TurnFold:
             self.pending_error = dict(line)
         if self._parent is not None:
             return self._subagent(self._parent, blocks)
+        self.compacted_used = None  # this answer's usage is the context now
         events: list[Event] = []
         message_id = message.get("id")
         streamed = message_id in self.streamed if message_id else False
@@ -220,7 +225,7 @@ class TurnFold:
         if subtype == "status":
             return self._compaction_status(data)
         if subtype == "compact_boundary":
-            return [self._compact_boundary(data)]
+            return self._compact_boundary(data)
         return []
 
     def _compaction_status(self, data: Mapping[str, Any]) -> list[Event]:
@@ -239,17 +244,26 @@ class TurnFold:
         self.compaction_id = compaction_id  # the boundary that follows adds its numbers
         return [Compaction(compaction_id, "completed")]
 
-    def _compact_boundary(self, data: Mapping[str, Any]) -> Compaction:
-        """The compacted history's boundary: the trigger and token counts before and after."""
+    def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
+        """The compacted history's boundary: the trigger and token counts before and after, and
+        the context's new size at once where the window is known (as claude-agent-acp does; the
+        result of a `/compact` turn, which made no model call, reports it again)."""
         compaction_id, self.compaction_id = self.compaction_id or f"compact-{data.get('uuid')}", None
         meta = _mapping(data.get("compact_metadata"))
         before, after = meta.get("pre_tokens"), meta.get("post_tokens")
-        return Compaction(compaction_id, "completed", trigger=str(meta["trigger"]) if meta.get("trigger") else None,
-                          tokens_before=before if isinstance(before, int) else None,
-                          tokens_after=after if isinstance(after, int) else None)
+        kept = after if isinstance(after, int) and not isinstance(after, bool) else None
+        events: list[Event] = [Compaction(
+            compaction_id, "completed", trigger=str(meta["trigger"]) if meta.get("trigger") else None,
+            tokens_before=before if isinstance(before, int) else None, tokens_after=kept)]
+        if self._parent is None and kept is not None:
+            self.compacted_used = kept
+            if self.window.size:
+                events.append(UsageUpdate(used=kept, size=self.window.size))
+        return events
 
     def _usage(self, result: Mapping[str, Any]) -> list[Event]:
-        update = content.usage_update(result.get("usage"), result.get("modelUsage"))
+        update = content.usage_update(result.get("usage"), result.get("modelUsage"), self.window,
+                                      used=self.compacted_used)
         return [update] if update is not None else []
 
     def _result(self, result: Mapping[str, Any]) -> Outcome:

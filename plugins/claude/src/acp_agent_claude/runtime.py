@@ -147,6 +147,7 @@ class ClaudeSession:
     turn_over: bool = True  # the running turn's last result is in: nothing can join it
     asking: int = 0  # permission requests and questions open: a steer waits for them
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
+    window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 
@@ -740,7 +741,8 @@ class ClaudeRuntime(ProviderRuntime):
             if local == commands.STATUS:
                 await turn.emit(AgentMessageChunk(TextContent(self._status(session))))
                 return TurnEnd("end_turn")
-            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
+            fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks,
+                            window=session.window)
             session.fold, session.turn = fold, turn
             session.steers.clear()
             session.steer_running = session.turn_over = False
@@ -751,7 +753,8 @@ class ClaudeRuntime(ProviderRuntime):
                     # The CLI had died before our message reached it: replace it and submit for the first time.
                     await self._lost_while_idle(session, turn)
                     await self._ensure_cli(session, turn)
-                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks)
+                    fold = TurnFold(cwd=session.cwd, observe=bound(self.context.hooks, PROVIDER), tasks=session.tasks,
+                                    window=session.window)
                     session.fold = fold
                     try:
                         outcome = await self._run_turn(session, prompt, turn, fold)
