@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import tomllib
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -44,6 +45,8 @@ from acp_agent.acp import (
     SessionInfo,
     SessionMode,
     SessionModeState,
+    ToolCall,
+    ToolCallUpdate,
     agent_text,
 )
 from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
@@ -63,7 +66,7 @@ from acp_agent.provider import (
     TurnFailed,
     additional_directories,
 )
-from acp_agent.questions import Answer
+from acp_agent.questions import Answer, Question, UrlQuestion
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent_codex import codex_home, commands, find_codex, items, settings
@@ -978,18 +981,41 @@ class CodexRuntime(ProviderRuntime):
 
     async def _on_question(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """A question to the user (request_user_input, an MCP server's elicitation): asked through
-        the core, which elicits or falls back to permission requests; cancel declines."""
-        user_input = method == "item/tool/requestUserInput"
-        question = items.user_input_question(params) if user_input else items.elicitation_question(params)
+        the core, which elicits or falls back to permission requests; cancel declines. An MCP
+        elicitation belongs to its server's running tool call; codex's own approval of an MCP tool
+        call is a permission request on that call (as codex-acp asks it)."""
         thread_id = params.get("threadId")
         thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
         active = thread.active if thread is not None else None
-        if (question is None or active is None or active.generation != server.generation
-                or not await self._caught_up(active)):
-            answer = Answer("cancel")
-        else:
-            answer = await active.channel.ask(question)
-        return items.user_input_result(answer) if user_input else items.elicitation_result(answer)
+        if active is not None and (active.generation != server.generation or not await self._caught_up(active)):
+            active = None
+        if method == "item/tool/requestUserInput":
+            question: Question | UrlQuestion | None = items.user_input_question(params)
+            answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
+            return items.user_input_result(answer)
+        call_id = items.running_mcp_call(active.translator.items, params.get("serverName")) if active else None
+        if items.is_mcp_tool_approval(params):
+            return await self._mcp_approval(active, params, call_id) if active else items.mcp_approval_result(None)
+        question = items.elicitation_question(params, call_id)
+        answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
+        return items.elicitation_result(answer)
+
+    @staticmethod
+    async def _mcp_approval(active: ActiveTurn, params: Mapping[str, Any], call_id: str | None) -> dict[str, Any]:
+        """Ask whether an MCP tool may run, on its tool call (or one of the question's own when
+        app-server announced none)."""
+        turn = active.channel
+        item_id = call_id or f"mcp-approval-{uuid.uuid4().hex[:12]}"
+        tool_call, options = items.mcp_approval_request(
+            params, item_id, active.translator.items.get(call_id) if call_id else None)
+        if call_id is None:
+            title = tool_call.title if isinstance(tool_call.title, str) else ""
+            await turn.emit(ToolCall(tool_call_id=item_id, title=title, kind="other", status="pending"))
+        choice = await turn.request_permission(tool_call, options)
+        result = items.mcp_approval_result(choice if choice in {o.option_id for o in options} else None)
+        if call_id is None:
+            await turn.emit(ToolCallUpdate(item_id, status="completed" if result["action"] == "accept" else "failed"))
+        return result
 
 
 @asynccontextmanager
