@@ -14,6 +14,7 @@ fields) otherwise, as for Claude; the answer is what the MCP server receives and
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from acp import schema
 
 from tests.codex.e2e_support import CodexAgent, codex_agent, text, workspace, write_codex_home
+from tests.fakes import mcp_stdio
 from tests.fakes.mcp_http import ASK_MESSAGE, ASK_URL, FakeMcpHttp
 from tests.fakes.responses_api import FakeResponsesAPI
 
@@ -40,7 +42,7 @@ def tool_output(api: FakeResponsesAPI) -> str:
     """What the model read back from the MCP tool."""
     body = api.turn_requests[1].body or {}
     [output] = [item["output"] for item in body["input"] if item.get("type") == "function_call_output"]
-    return json.dumps(output)
+    return output if isinstance(output, str) else "\n".join(str(part.get("text", "")) for part in output)
 
 
 def server_answers(mcp: FakeMcpHttp) -> list[dict[str, Any]]:
@@ -94,7 +96,7 @@ async def test_an_mcp_form_is_an_elicitation_for_a_client_that_offers_it(tmp_pat
     [params] = [f["params"] for f in agent.frames.incoming if f.get("method") == "elicitation/create"]
     assert params["toolCallId"] == call["toolCallId"]  # asked on the tool call the client shows
     assert [a["result"] for a in server_answers(mcp)] == [{"action": "accept", "content": {"color": "red"}}]
-    assert 'answer: {\\"action\\": \\"accept\\", \\"content\\": {\\"color\\": \\"red\\"}}' in tool_output(api)
+    assert 'answer: {"action": "accept", "content": {"color": "red"}}' in tool_output(api)
     updates = [u for u in agent.frames.updates(sid) if u.get("toolCallId") == call["toolCallId"]]
     assert updates[-1]["status"] == "completed"
 
@@ -105,7 +107,7 @@ async def test_an_mcp_form_a_client_without_elicitation_cannot_fill_is_declined(
     assert len(agent.client.permission_requests) == 1  # only the tool's own permission
     assert agent.client.elicitations == []
     assert [a["result"]["action"] for a in server_answers(mcp)] == ["decline"]
-    assert 'answer: {\\"action\\": \\"decline\\"' in tool_output(api)
+    assert 'answer: {"action": "decline"' in tool_output(api)
 
 
 async def test_an_mcp_url_is_a_url_elicitation_for_a_client_that_offers_it(tmp_path: Path) -> None:
@@ -117,7 +119,7 @@ async def test_an_mcp_url_is_a_url_elicitation_for_a_client_that_offers_it(tmp_p
     assert mode.tool_call_id == the_tool_call(agent, sid)["toolCallId"]
     assert len(agent.client.permission_requests) == 1
     assert [a["result"]["action"] for a in server_answers(mcp)] == ["accept"]
-    assert 'answer: {\\"action\\": \\"accept\\"' in tool_output(api)
+    assert 'answer: {"action": "accept"' in tool_output(api)
 
 
 async def test_an_mcp_url_without_the_url_capability_is_a_permission_request(tmp_path: Path) -> None:
@@ -133,7 +135,7 @@ async def test_an_mcp_url_without_the_url_capability_is_a_permission_request(tmp
     assert tool_call.tool_call_id == call["toolCallId"]
     assert ASK_URL in json.dumps(tool_call.model_dump(mode="json"))
     assert [a["result"]["action"] for a in server_answers(mcp)] == ["accept"]
-    assert 'answer: {\\"action\\": \\"accept\\"' in tool_output(api)
+    assert 'answer: {"action": "accept"' in tool_output(api)
 
 
 async def test_refusing_the_tool_cancels_it_without_running_it(tmp_path: Path) -> None:
@@ -179,3 +181,42 @@ async def test_cancel_while_an_mcp_server_asks_cancels_its_question(tmp_path: Pa
     assert outcome.stop_reason == "cancelled"
     assert agent.frames.problems == []
     assert [a["result"]["action"] for a in server_answers(mcp)] == ["cancel"]
+
+
+@pytest.mark.parametrize("capable", [pytest.param(True, id="capable"), pytest.param(False, id="legacy")])
+async def test_a_stdio_mcp_servers_question_reaches_the_user_and_back(tmp_path: Path, capable: bool) -> None:
+    """The same through an ACP stdio `mcpServers` entry (tests/fakes/mcp_stdio.py): a capable client
+    answers the form; a legacy client is asked the URL as a permission request."""
+    log = tmp_path / "mcp-stdio.jsonl"
+    ask = {"function_call": {"namespace": "mcp__sizer", "name": "ask",
+                             "arguments": {} if capable else {"mode": "url"}}}
+    accept = schema.AcceptElicitationResponse(action="accept", content={"size": "large"})
+    with FakeResponsesAPI([ask, {"reply": "noted"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        config = home / "config.toml"
+        config.write_text(config.read_text().replace('model = "gpt-5.5"', OUTSIDE_CATALOG))
+        async with codex_agent(home, tmp_path, capable=False, elicitation=FORM if capable else None) as agent:
+            agent.client.elicitation = lambda message, mode: accept
+            agent.client.permission = lambda options: "done" if options[0].option_id == "done" else "allow"
+            server = schema.McpServerStdio(name="sizer", command=sys.executable,
+                                           args=[mcp_stdio.__file__, str(log)], env=[])
+            session = await agent.conn.new_session(cwd=workspace(tmp_path), mcp_servers=[server])
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask via mcp"))
+    assert outcome.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    [call] = [u for u in agent.frames.updates(session.session_id) if u["sessionUpdate"] == "tool_call"]
+    assert call["title"] == "sizer: ask"
+    answers = [m["result"] for m in mcp_stdio.received(log) if str(m.get("id", "")).startswith("elicit-")]
+    if capable:
+        [(message, _)] = agent.client.elicitations
+        assert message == mcp_stdio.ASK_MESSAGE
+        assert answers == [{"action": "accept", "content": {"size": "large"}}]
+        assert len(agent.client.permission_requests) == 1  # the tool's own approval
+    else:
+        assert agent.client.elicitations == []
+        [_, (tool_call, options)] = agent.client.permission_requests
+        assert tool_call.tool_call_id == call["toolCallId"]
+        assert [o.option_id for o in options] == ["done", "decline"]
+        assert mcp_stdio.ASK_URL in json.dumps(tool_call.model_dump(mode="json"))
+        assert [a["action"] for a in answers] == ["accept"]
+    assert f"answer: {json.dumps(answers[0], sort_keys=True)}" in tool_output(api)
