@@ -69,7 +69,7 @@ from acp_agent.provider import (
 from acp_agent.questions import Answer, Question, UrlQuestion
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent_codex import codex_home, commands, find_codex, items, settings
+from acp_agent_codex import codex_home, commands, find_codex, items, settings, titles
 from acp_agent_codex.classify import (
     classify_error,
     notice_for,
@@ -190,6 +190,8 @@ class ThreadState:
     mode_explicit: bool = False
     orphaned: bool = False
     """A prompt ended before app-server acknowledged its turn: interrupt that turn when it shows up."""
+    titled: bool = True
+    """The thread has a name, or its title is being (or was) generated: generate none (again)."""
 
 
 # --- pure helpers ---------------------------------------------------------------------------------
@@ -295,6 +297,9 @@ class CodexRuntime(ProviderRuntime):
         self._default_policy = not user_config_sets_policy(context.environ)
         self._kept: dict[str, settings.Choices] = {}
         """What the user chose per session, kept after it is closed so a resume runs with it again."""
+        self._titles = titles.enabled(context.environ)
+        self._title_threads: dict[str, titles.Collector] = {}
+        """The ephemeral threads asking for a session's title, by thread id."""
 
     # -- the app-server process -------------------------------------------------------------
 
@@ -430,6 +435,10 @@ class CodexRuntime(ProviderRuntime):
                 server.started_threads.setdefault(thread_id, anyio.Event()).set()
             return
         thread_id = params.get("threadId")
+        collector = self._title_threads.get(thread_id) if isinstance(thread_id, str) else None
+        if collector is not None:
+            collector.feed(method, params)
+            return
         if method in _GLOBAL_NOTICES or (method == "warning" and not isinstance(thread_id, str)):
             notice = notice_for(method, params)
             if notice is not None:
@@ -445,6 +454,8 @@ class CodexRuntime(ProviderRuntime):
             return
         if method == "thread/tokenUsage/updated" and isinstance(params.get("tokenUsage"), Mapping):
             thread.usage = params["tokenUsage"]
+        if method == "thread/name/updated":
+            thread.titled = True  # named (by us, or by another client of this app-server)
         active = thread.active
         if active is not None and active.generation != server.generation:
             await self._outside_turn(thread, method, params)  # a prompt of an app-server now gone
@@ -555,7 +566,7 @@ class CodexRuntime(ProviderRuntime):
         finally:
             self._opening -= 1
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
-                             self._choices(server, thread_id, result), roots=roots)
+                             self._choices(server, thread_id, result), roots=roots, titled=not self._titles)
         self._threads[thread_id] = thread
         await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
@@ -773,7 +784,10 @@ class CodexRuntime(ProviderRuntime):
         thread.active = active
         self._router.start_turn(thread.thread_id, active.queue)
         try:
-            return await self._run_turn(server, thread, active, prompt, command)
+            end = await self._run_turn(server, thread, active, prompt, command)
+            if command is None and end.stop_reason == "end_turn":
+                self._title_soon(server, thread, prompt)
+            return end
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
             # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
             # app-server may still run it, and the next turn/start would meet it. Stop it, once
@@ -875,6 +889,43 @@ class CodexRuntime(ProviderRuntime):
             thread.active = None
         with anyio.CancelScope(shield=True):
             await self._router.end_turn(thread.thread_id, active.queue)
+
+    def _title_soon(self, server: AppServer, thread: ThreadState, prompt: Sequence[ContentBlock]) -> None:
+        """After a new session's first completed turn: its title, generated in the background."""
+        text = titles.source(prompt)
+        if thread.titled or not text:
+            return
+        thread.titled = True
+        model = titles.model(server.models or [], thread.choices.model)
+        self._tg.start_soon(self._generate_title, server, thread.thread_id, thread.cwd, text, model)
+
+    async def _generate_title(self, server: AppServer, thread_id: str, cwd: str, text: str,
+                              model: str | None) -> None:
+        """Ask the model for a title in an ephemeral thread and name the session's thread with it;
+        codex's `thread/name/updated` echo becomes the `session_info_update`. Bounded; a failure
+        only costs the title."""
+        collector = titles.Collector()
+        side_id: str | None = None
+        try:
+            with anyio.move_on_after(titles.TIMEOUT_S):
+                started = await server.call("thread/start", {"cwd": cwd, "ephemeral": True, "approvalPolicy": "never",
+                                                             "sandbox": "read-only"})
+                side_id = started["thread"]["id"]
+                self._title_threads[side_id] = collector
+                await server.call("turn/start", titles.turn_params(side_id, text, model))
+                await collector.done.wait()
+                title = titles.title_of(collector.answer)
+                if title is not None and thread_id in self._threads and server.alive:
+                    await server.call("thread/name/set", {"threadId": thread_id, "name": title})
+        except (RpcError, ConnectionClosed, KeyError, TypeError) as exc:
+            log.info("no title for thread %s: %s", thread_id, type(exc).__name__)
+        finally:
+            if side_id is not None:
+                self._title_threads.pop(side_id, None)
+                with (anyio.CancelScope(shield=True), anyio.move_on_after(UNSUBSCRIBE_TIMEOUT_S),
+                      contextlib.suppress(RpcError, ConnectionClosed)):
+                    if server.alive:
+                        await server.call("thread/unsubscribe", {"threadId": side_id})
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
         if active.codex_turn_id is not None:
