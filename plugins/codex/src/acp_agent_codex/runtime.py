@@ -49,7 +49,7 @@ from acp_agent.acp import (
     ToolCallUpdate,
     agent_text,
 )
-from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
 from acp_agent.executables import executable_problem
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureObservation
@@ -786,7 +786,7 @@ class CodexRuntime(ProviderRuntime):
         try:
             end = await self._run_turn(server, thread, active, prompt, command)
             if command is None and end.stop_reason == "end_turn":
-                self._title_soon(server, thread, prompt)
+                await self._title_after_first_turn(server, thread, prompt, turn)
             return end
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
             # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
@@ -890,12 +890,15 @@ class CodexRuntime(ProviderRuntime):
         with anyio.CancelScope(shield=True):
             await self._router.end_turn(thread.thread_id, active.queue)
 
-    def _title_soon(self, server: AppServer, thread: ThreadState, prompt: Sequence[ContentBlock]) -> None:
-        """After a new session's first completed turn: its title, generated in the background."""
+    async def _title_after_first_turn(self, server: AppServer, thread: ThreadState, prompt: Sequence[ContentBlock],
+                                      turn: TurnChannel) -> None:
+        """After a new session's first completed turn, as codex-acp: the prompt as its title at
+        once, then the model's title, generated in the background."""
         text = titles.source(prompt)
         if thread.titled or not text:
             return
         thread.titled = True
+        await turn.emit(SessionTitle(text))  # the core makes it one short line
         model = titles.model(server.models or [], thread.choices.model)
         self._tg.start_soon(self._generate_title, server, thread.thread_id, thread.cwd, text, model)
 
