@@ -78,3 +78,25 @@ async def test_a_loaded_session_and_titles_turned_off_get_no_generated_title(tmp
     for agent in (first, second):
         assert agent.frames.problems == []
         assert not any("title" in u for u in agent.frames.updates(session.session_id))
+
+
+@BOTH
+async def test_a_loaded_named_session_publishes_its_title(tmp_path: Path, capable: bool) -> None:
+    """The thread's name (here the one the agent generated) is published when the session is
+    loaded in another agent, with the thread's `updatedAt`, as codex-acp does; no new title."""
+    with FakeResponsesAPI([{"reply": "looking"}, {"reply": '{"title": "Fix the login test"}'}]) as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable, env=TITLES_ON, log_name="first") as first:
+            session = await first.conn.new_session(cwd=cwd)
+            await first.conn.prompt(session_id=session.session_id, prompt=text("Please fix the login test"))
+            await first.watched.wait_for(
+                lambda f: ((f.get("params") or {}).get("update") or {}).get("title") == "Fix the login test",
+                timeout_s=30)
+        async with codex_agent(home, tmp_path, capable=capable, env=TITLES_ON, log_name="second") as second:
+            await second.conn.load_session(cwd=cwd, session_id=session.session_id)
+    assert second.frames.problems == []
+    [title] = [u for u in second.frames.updates(session.session_id) if "title" in u]
+    assert title["title"] == "Fix the login test"
+    assert isinstance(title["updatedAt"], str) and title["updatedAt"].endswith("Z")
+    assert len(title_requests(api)) == 1

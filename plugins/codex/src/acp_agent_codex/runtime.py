@@ -261,6 +261,10 @@ def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
     )
 
 
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
 def _possibly_applied(observation: FailureObservation) -> FailureObservation:
     """A fork whose answer was lost may have been made."""
     return evolve(observation, mutation_possibly_applied=True)
@@ -647,6 +651,12 @@ class CodexRuntime(ProviderRuntime):
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
             await channel.emit(event)
+        named = result.get("thread")
+        info = session_info(named) if isinstance(named, Mapping) else None
+        if info is not None and isinstance(named, Mapping) and _text(named.get("name")):
+            # the thread's name, as codex-acp publishes it on load (an unnamed one keeps none)
+            updated = info.updated_at if isinstance(info.updated_at, str) else None
+            await channel.emit(SessionTitle(named["name"], updated))
         await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
 
