@@ -25,7 +25,9 @@ RUNS = 5
 def one_run() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as directory, FakeResponsesAPI([{"reply": "first"}, {"reply": "second"}]) as api:
         home = write_codex_home(api, Path(directory))
-        env = {"CODEX_HOME": str(home), "FAKE_OPENAI_API_KEY": FAKE_KEY}
+        # no title request after the first turn: it would take the second turn's scripted answer
+        # and run beside the second turn being timed
+        env = {"CODEX_HOME": str(home), "FAKE_OPENAI_API_KEY": FAKE_KEY, "ACP_AGENT_CODEX_TITLES": "0"}
         return time_turns("codex", env, directory)
 
 

@@ -65,9 +65,15 @@ def workspace(tmp_path: Path) -> str:
     return str(path)
 
 
+TITLES_OFF = {"ACP_AGENT_CODEX_TITLES": "0"}
+"""A new session's title is generated with a model request after its first turn; the tests of
+other features script every model request, so they run without it (tests/codex/test_codex_titles_e2e.py
+turns it on)."""
+
+
 def codex_env(home: Path) -> dict[str, str]:
     return {"CODEX_HOME": str(home), "FAKE_OPENAI_API_KEY": FAKE_KEY, "OPENAI_API_KEY": "", "CODEX_API_KEY": "",
-            "ACP_AGENT_CODEX_BIN": "", "RUST_LOG": "warn"}
+            "ACP_AGENT_CODEX_BIN": "", "RUST_LOG": "warn", **TITLES_OFF}
 
 
 @asynccontextmanager
@@ -172,7 +178,7 @@ def stand_in_env(tmp_path: Path, **settings: str) -> dict[str, str]:
     wrapper.write_text(f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(STAND_IN)!r}, run_name='__main__')\n")
     wrapper.chmod(0o755)
     return {"ACP_AGENT_CODEX_BIN": str(wrapper), "STAND_IN_PID_FILE": str(tmp_path / "stand-in.pid"),
-            "CODEX_HOME": str(tmp_path), **settings}
+            "CODEX_HOME": str(tmp_path), **TITLES_OFF, **settings}
 
 
 def stand_in_gone(tmp_path: Path) -> bool:

@@ -239,8 +239,8 @@ NAMED_TURN = {"turn/start": {"after": [
 
 @pytest.mark.parametrize("capable", [pytest.param(True, id="capable"), pytest.param(False, id="legacy")])
 async def test_thread_names_become_session_titles_in_and_between_turns(tmp_path: Path, capable: bool) -> None:
-    """codex 0.163 names a thread only on `thread/name/set`, which the agent never sends, so a
-    stand-in app-server plays the notifications here (the real binary's tests above cover the rest)."""
+    """A stand-in app-server plays the notifications here, in and between turns (the agent's own
+    naming of a new thread with the real binary is in test_codex_titles_e2e.py)."""
     env = stand_in_env(tmp_path, STAND_IN_SCRIPT=json.dumps(NAMED_TURN))
     async with spawn_agent("codex", tmp_path, env) as agent:
         await agent.initialize(capable=capable)

@@ -374,6 +374,41 @@ def test_questions_map_to_forms_and_answers_back() -> None:
     assert items.elicitation_result(Answer("decline")) == {"action": "decline", "content": None, "_meta": None}
 
 
+# codex 0.163's approval of an MCP tool call, as captured from the real binary
+MCP_APPROVAL = {"threadId": "t", "turnId": "u", "serverName": "asker", "mode": "form",
+                "_meta": {"codex_approval_kind": "mcp_tool_call", "persist": ["session", "always"],
+                          "tool_description": "Ask the user for a color.", "tool_params": {},
+                          "tool_params_display": []},
+                "message": 'Allow the asker MCP server to run tool "ask"?',
+                "requestedSchema": {"type": "object", "properties": {}}}
+
+
+def test_an_mcp_tool_approval_is_a_permission_on_the_tool_call() -> None:
+    from acp_agent.questions import Question
+    assert items.is_mcp_tool_approval(MCP_APPROVAL)
+    assert not items.is_mcp_tool_approval({**MCP_APPROVAL, "_meta": None})
+    assert not items.is_mcp_tool_approval({**MCP_APPROVAL, "requestedSchema": {
+        "type": "object", "properties": {"color": {"type": "string"}}}})
+    known = {"a": {"type": "mcpToolCall", "id": "a", "server": "asker", "tool": "ask", "status": "completed"},
+             "b": {"type": "mcpToolCall", "id": "b", "server": "other", "tool": "x", "status": "inProgress"},
+             "c": {"type": "mcpToolCall", "id": "c", "server": "asker", "tool": "ask", "status": "inProgress",
+                   "arguments": {"mode": "form"}}}
+    assert items.running_mcp_call(known, "asker") == "c"
+    assert items.running_mcp_call(known, "nobody") is None
+    call, options = items.mcp_approval_request(MCP_APPROVAL, "c", known["c"])
+    assert (call.tool_call_id, call.title, call.status, call.raw_input) == ("c", "asker: ask", "pending", {"mode": "form"})
+    assert [o.option_id for o in options] == ["allow", "allow_session", "allow_always", "cancel"]
+    _, only_once = items.mcp_approval_request({**MCP_APPROVAL, "_meta": {"codex_approval_kind": "mcp_tool_call"}},
+                                              "x", None)
+    assert [o.option_id for o in only_once] == ["allow", "cancel"]
+    assert items.mcp_approval_result("allow") == {"action": "accept", "content": None, "_meta": None}
+    assert items.mcp_approval_result("allow_session")["_meta"] == {"persist": "session"}
+    assert items.mcp_approval_result("allow_always")["_meta"] == {"persist": "always"}
+    assert items.mcp_approval_result("cancel")["action"] == items.mcp_approval_result(None)["action"] == "cancel"
+    form = {"mode": "form", "message": "Pick", "requestedSchema": {"type": "object", "properties": {}}}
+    assert items.elicitation_question(form, "c") == Question("Pick", schema=form["requestedSchema"], tool_call_id="c")
+
+
 def test_an_interrupted_turn_ends_the_terminals_of_its_abandoned_commands() -> None:
     translator = TurnTranslator()
     translator.feed("item/started", {"item": {"type": "commandExecution", "id": "c1", "command": "sleep 9",

@@ -17,8 +17,8 @@ Environment:
   `steplimit`, `retry`, `retry-fail`, `exit`, `wait`, `question`, `closed`, `echo` (answers
   `echo: <the turn's input text>`, so a test sees which turn an answer belongs to), `many:<n>` (an
   answer streamed in n chunks `w<i> ` plus 100 dots), `shell` (a `shell` tool call whose output
-  streams as `visibleOutput` deltas, exit code 0), `compact` (an automatic `compaction` item,
-  then an answer).
+  streams as `visibleOutput` deltas, exit code 0), `compact` (`session/contextUsage` near the window's
+  end, an automatic `compaction` item reporting `tokensAfter`, then an answer).
 - With the scenario directive `names`, a session's first turn names it: `session/nameChanged`
   (`nameOrigin: automatic`, the first prompt's first 40 characters) before that turn's
   `turn/completed`, as the host's first naming does.
@@ -592,6 +592,8 @@ class Host:
         elif name == "shell":
             self.shell(session_id, turn_id, items)
         elif name == "compact":
+            self.notify("session/contextUsage", {**self.view(session_id), "pressure": "high", "usedTokens": 150000,
+                                                 "windowTokens": 200000})
             compaction = {"itemId": f"{turn_id}-compact", "kind": "compaction", "revision": 1, "status": "inProgress",
                           "turnId": turn_id, "trigger": "auto", "tokensBefore": 150000}
             self.item(session_id, "item/started", compaction)

@@ -17,7 +17,9 @@ Steps (consumed in order by turn requests; side requests never consume one):
   `workspace-write` + `on-request`). An optional `"reply"` is streamed before the call.
 - `{"apply_patch": "*** Begin Patch ..."}`: a call of codex's apply_patch tool (freeform or JSON).
 - `{"plan": [{"step": "...", "status": "in_progress"}], "explanation": "..."}`: `update_plan`.
-- `{"function_call": {"name": "...", "arguments": {...}}}`: any other function call.
+- `{"function_call": {"name": "...", "arguments": {...}}}`: any other function call; with
+  `"namespace": "mcp__<server>"` a call of a tool in a `namespace` tool (how codex 0.163 offers an
+  MCP server's tools when the model has no `tool_search`: for a model slug outside its catalog).
 - `{"status": 500, "message": "...", "code": "...", "type": "..."}`: an HTTP error with OpenAI's
   error body `{"error": {"message", "type", "param", "code"}}` and `retry-after: 0`, so codex
   retries at once.
@@ -336,7 +338,7 @@ class _Stream:
         self.writer.event({"type": "response.output_item.done", "output_index": index, "item": done})
         self.output.append(done)
 
-    def function_call(self, name: str, arguments: str) -> None:
+    def function_call(self, name: str, arguments: str, namespace: str | None = None) -> None:
         item_id = _new_id("fc")
         added = {
             "id": item_id,
@@ -345,6 +347,7 @@ class _Stream:
             "arguments": "",
             "call_id": _new_id("call"),
             "name": name,
+            **({"namespace": namespace} if namespace else {}),
         }
         events = [
             {
@@ -632,7 +635,9 @@ def _stream_answer(stream: _Stream, step: Step, tools: Mapping[str, str]) -> Non
         stream.function_call("update_plan", json.dumps(plan))
     call = step.get("function_call")
     if isinstance(call, Mapping):
-        stream.function_call(str(call["name"]), json.dumps(call.get("arguments", {})))
+        namespace = call.get("namespace")
+        stream.function_call(str(call["name"]), json.dumps(call.get("arguments", {})),
+                             str(namespace) if namespace else None)
     if not stream.has_answer:
         stream.message(str(DEFAULT_STEP["reply"]))
 

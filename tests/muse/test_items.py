@@ -293,6 +293,25 @@ def test_compaction_items_and_the_hosts_naming() -> None:
     assert translator.feed("session/nameChanged", named) == [SessionTitle("Fix  the\nbuild")]
 
 
+def test_a_completed_compaction_reports_the_compacted_size_against_the_known_window() -> None:
+    running = f.item("k", "compaction", trigger="auto", tokensBefore=9000)
+    done = {**running, "status": "completed", "revision": 2, "outcome": "compacted", "tokensAfter": 1200}
+    unknown = TurnTranslator(f.TURN)  # no window reported yet: nothing to say the size against
+    unknown.feed(*f.started(running))
+    assert [type(step) for step in unknown.feed(*f.completed(done))] == [Compaction]
+    earlier = TurnTranslator(f.TURN, window=10000)  # the window an earlier turn reported
+    earlier.feed(*f.started(running))
+    assert earlier.feed(*f.completed(done))[1:] == [UsageUpdate(used=1200, size=10000)]
+    this_turn = TurnTranslator(f.TURN)
+    this_turn.feed("session/contextUsage", {**f.view(), "usedTokens": 9000, "windowTokens": 20000})
+    assert this_turn.window == 20000
+    this_turn.feed(*f.started(running))
+    assert this_turn.feed(*f.completed(done))[1:] == [UsageUpdate(used=1200, size=20000)]
+    failed = TurnTranslator(f.TURN, window=10000)
+    failed.feed(*f.started(running))
+    assert len(failed.feed(*f.completed({**done, "outcome": "failed"}))) == 1
+
+
 def test_user_input_questions_and_answers() -> None:
     from acp_agent.questions import Answer, Choice, Question, QuestionField
     params = {"userInputId": "t/q1", "questions": [

@@ -327,17 +327,70 @@ def user_input_result(answer: Answer) -> dict[str, Any]:
     return {"answers": {field_id: {"answers": list(values)} for field_id, values in answer.values.items()}}
 
 
-def elicitation_question(params: JsonObject) -> Question | UrlQuestion | None:
-    """`mcpServer/elicitation/request`: an MCP server's form (its schema handed on as it is) or URL;
-    None for a mode ACP cannot carry (OpenAI's own forms)."""
+def elicitation_question(params: JsonObject, tool_call_id: str | None = None) -> Question | UrlQuestion | None:
+    """`mcpServer/elicitation/request`: an MCP server's form (its schema handed on as it is) or URL,
+    asked on the server's running tool call (`tool_call_id`) when there is one; None for a mode
+    ACP cannot carry (OpenAI's own forms)."""
     message = _text(params.get("message"))
     mode = params.get("mode")
     if mode == "url" and _text(params.get("url")):
-        return UrlQuestion(message, _text(params.get("url")), _text(params.get("elicitationId")) or _text(params.get("url")))
+        return UrlQuestion(message, _text(params.get("url")), _text(params.get("elicitationId")) or _text(params.get("url")),
+                           tool_call_id=tool_call_id)
     if mode == "form":
         schema = params.get("requestedSchema")
-        return Question(message, schema=schema if isinstance(schema, Mapping) else None)
+        return Question(message, schema=schema if isinstance(schema, Mapping) else None, tool_call_id=tool_call_id)
     return None
+
+
+def is_mcp_tool_approval(params: JsonObject) -> bool:
+    """codex asking whether an MCP tool may run: an elicitation of its own, a form without fields
+    marked `_meta.codex_approval_kind: mcp_tool_call`. Asked as a permission, as codex-acp does."""
+    meta, schema = params.get("_meta"), params.get("requestedSchema")
+    return (isinstance(meta, Mapping) and meta.get("codex_approval_kind") == "mcp_tool_call"
+            and params.get("mode") == "form"
+            and (schema is None or (isinstance(schema, Mapping) and not schema.get("properties"))))
+
+
+def running_mcp_call(known: Mapping[str, JsonObject], server: Any) -> str | None:
+    """The id of the last `mcpToolCall` item of `server` that is still running (what an elicitation
+    of that server belongs to: app-server names no item in it)."""
+    running = [item_id for item_id, item in known.items() if item.get("type") == "mcpToolCall"
+               and item.get("server") == server and item.get("status") == "inProgress"]
+    return running[-1] if running else None
+
+
+MCP_ALLOW, MCP_ALLOW_SESSION, MCP_ALLOW_ALWAYS, MCP_CANCEL = "allow", "allow_session", "allow_always", "cancel"
+_MCP_PERSIST: Final[Mapping[str, str]] = {MCP_ALLOW_SESSION: "session", MCP_ALLOW_ALWAYS: "always"}
+
+
+def mcp_approval_request(params: JsonObject, item_id: str, item: JsonObject | None
+                         ) -> tuple[ToolCallUpdate, list[PermissionOption]]:
+    """An MCP tool approval as the tool call and options to ask about: Allow, the remembered
+    allowances codex offers (`_meta.persist`), Cancel."""
+    meta = params.get("_meta")
+    meta = meta if isinstance(meta, Mapping) else {}
+    persist = meta.get("persist")
+    offered = {persist} if isinstance(persist, str) else set(persist) if isinstance(persist, list) else set()
+    options = [PermissionOption(MCP_ALLOW, "Allow", "allow_once")]
+    if "session" in offered:
+        options.append(PermissionOption(MCP_ALLOW_SESSION, "Allow for this session", "allow_always"))
+    if "always" in offered:
+        options.append(PermissionOption(MCP_ALLOW_ALWAYS, "Always allow", "allow_always"))
+    options.append(PermissionOption(MCP_CANCEL, "Cancel", "reject_once"))
+    title = f"{_text(item.get('server'))}: {_text(item.get('tool'))}" if item else _text(params.get("message"))
+    arguments = item.get("arguments") if item else meta.get("tool_params")
+    return ToolCallUpdate(tool_call_id=item_id, title=title, kind="other", status="pending",
+                          raw_input=arguments), options
+
+
+def mcp_approval_result(choice: str | None) -> dict[str, Any]:
+    """The elicitation answer codex takes for the user's choice (no choice: cancel)."""
+    if choice == MCP_ALLOW:
+        return {"action": "accept", "content": None, "_meta": None}
+    persist = _MCP_PERSIST.get(choice) if choice is not None else None
+    if persist is not None:
+        return {"action": "accept", "content": None, "_meta": {"persist": persist}}
+    return {"action": "cancel", "content": None, "_meta": None}
 
 
 def elicitation_result(answer: Answer) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import functools
 import logging
 import os
 import tomllib
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -42,9 +43,11 @@ from acp_agent.acp import (
     SessionInfo,
     SessionMode,
     SessionModeState,
+    ToolCall,
+    ToolCallUpdate,
     agent_text,
 )
-from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
 from acp_agent.executables import executable_problem
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureObservation
@@ -60,10 +63,10 @@ from acp_agent.provider import (
     TurnFailed,
     additional_directories,
 )
-from acp_agent.questions import Answer
+from acp_agent.questions import Answer, Question, UrlQuestion
 from acp_agent.rpc import ConnectionClosed, Methods, RpcError
 from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent_codex import codex_home, commands, find_codex, items, settings
+from acp_agent_codex import codex_home, commands, find_codex, items, settings, titles
 from acp_agent_codex.appserver import (
     GLOBAL_NOTICES,
     NOTIFICATIONS,
@@ -162,6 +165,8 @@ class ThreadState:
     mode_explicit: bool = False
     orphaned: bool = False
     """A prompt ended before app-server acknowledged its turn: interrupt that turn when it shows up."""
+    titled: bool = True
+    """The thread has a name, or its title is being (or was) generated: generate none (again)."""
 
 
 # --- pure helpers ---------------------------------------------------------------------------------
@@ -231,6 +236,10 @@ def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
     )
 
 
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
 def _possibly_applied(observation: FailureObservation) -> FailureObservation:
     """A fork whose answer was lost may have been made."""
     return evolve(observation, mutation_possibly_applied=True)
@@ -272,6 +281,9 @@ class CodexRuntime(ProviderRuntime):
         self._renew = False
         """The environment changed (new credentials): the next app-server start-up point replaces
         the running one, once no turn runs; threads resume on the new one at their next prompt."""
+        self._titles = titles.enabled(context.environ)
+        self._title_threads: dict[str, titles.Collector] = {}
+        """The ephemeral threads asking for a session's title, by thread id."""
 
     # -- the app-server process -------------------------------------------------------------
 
@@ -385,6 +397,10 @@ class CodexRuntime(ProviderRuntime):
                 server.started_threads.setdefault(thread_id, anyio.Event()).set()
             return
         thread_id = params.get("threadId")
+        collector = self._title_threads.get(thread_id) if isinstance(thread_id, str) else None
+        if collector is not None:
+            collector.feed(method, params)
+            return
         if method in GLOBAL_NOTICES or (method == "warning" and not isinstance(thread_id, str)):
             notice = notice_for(method, params)
             if notice is not None:
@@ -400,6 +416,8 @@ class CodexRuntime(ProviderRuntime):
             return
         if method == "thread/tokenUsage/updated" and isinstance(params.get("tokenUsage"), Mapping):
             thread.usage = params["tokenUsage"]
+        if method == "thread/name/updated":
+            thread.titled = True  # named (by us, or by another client of this app-server)
         active = thread.active
         if active is not None and active.generation != server.generation:
             await self._outside_turn(thread, method, params)  # a prompt of an app-server now gone
@@ -513,7 +531,7 @@ class CodexRuntime(ProviderRuntime):
         finally:
             self._opening -= 1
         thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
-                             self._choices(server, thread_id, result), roots=roots)
+                             self._choices(server, thread_id, result), roots=roots, titled=not self._titles)
         self._threads[thread_id] = thread
         await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
@@ -598,6 +616,12 @@ class CodexRuntime(ProviderRuntime):
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
         for event in items.history_events(turns, self.context.redact, recogniser):
             await channel.emit(event)
+        named = result.get("thread")
+        info = session_info(named) if isinstance(named, Mapping) else None
+        if info is not None and isinstance(named, Mapping) and _text(named.get("name")):
+            # the thread's name, as codex-acp publishes it on load (an unnamed one keeps none)
+            updated = info.updated_at if isinstance(info.updated_at, str) else None
+            await channel.emit(SessionTitle(named["name"], updated))
         await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
 
@@ -746,7 +770,10 @@ class CodexRuntime(ProviderRuntime):
         thread.active = active
         self._router.start_turn(thread.thread_id, active.queue)
         try:
-            return await self._run_turn(server, thread, active, prompt, command)
+            end = await self._run_turn(server, thread, active, prompt, command)
+            if command is None and end.stop_reason == "end_turn":
+                await self._title_after_first_turn(server, thread, prompt, turn)
+            return end
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
             # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
             # app-server may still run it, and the next turn/start would meet it. Stop it, once
@@ -848,6 +875,46 @@ class CodexRuntime(ProviderRuntime):
             thread.active = None
         with anyio.CancelScope(shield=True):
             await self._router.end_turn(thread.thread_id, active.queue)
+
+    async def _title_after_first_turn(self, server: AppServer, thread: ThreadState, prompt: Sequence[ContentBlock],
+                                      turn: TurnChannel) -> None:
+        """After a new session's first completed turn, as codex-acp: the prompt as its title at
+        once, then the model's title, generated in the background."""
+        text = titles.source(prompt)
+        if thread.titled or not text:
+            return
+        thread.titled = True
+        await turn.emit(SessionTitle(text))  # the core makes it one short line
+        model = titles.model(server.models or [], thread.choices.model)
+        self._tg.start_soon(self._generate_title, server, thread.thread_id, thread.cwd, text, model)
+
+    async def _generate_title(self, server: AppServer, thread_id: str, cwd: str, text: str,
+                              model: str | None) -> None:
+        """Ask the model for a title in an ephemeral thread and name the session's thread with it;
+        codex's `thread/name/updated` echo becomes the `session_info_update`. Bounded; a failure
+        only costs the title."""
+        collector = titles.Collector()
+        side_id: str | None = None
+        try:
+            with anyio.move_on_after(titles.TIMEOUT_S):
+                started = await server.call("thread/start", {"cwd": cwd, "ephemeral": True, "approvalPolicy": "never",
+                                                             "sandbox": "read-only"})
+                side_id = started["thread"]["id"]
+                self._title_threads[side_id] = collector
+                await server.call("turn/start", titles.turn_params(side_id, text, model))
+                await collector.done.wait()
+                title = titles.title_of(collector.answer)
+                if title is not None and thread_id in self._threads and server.alive:
+                    await server.call("thread/name/set", {"threadId": thread_id, "name": title})
+        except (RpcError, ConnectionClosed, KeyError, TypeError) as exc:
+            log.info("no title for thread %s: %s", thread_id, type(exc).__name__)
+        finally:
+            if side_id is not None:
+                self._title_threads.pop(side_id, None)
+                with (anyio.CancelScope(shield=True), anyio.move_on_after(UNSUBSCRIBE_TIMEOUT_S),
+                      contextlib.suppress(RpcError, ConnectionClosed)):
+                    if server.alive:
+                        await server.call("thread/unsubscribe", {"threadId": side_id})
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
         if active.codex_turn_id is not None:
@@ -954,18 +1021,41 @@ class CodexRuntime(ProviderRuntime):
 
     async def _on_question(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """A question to the user (request_user_input, an MCP server's elicitation): asked through
-        the core, which elicits or falls back to permission requests; cancel declines."""
-        user_input = method == "item/tool/requestUserInput"
-        question = items.user_input_question(params) if user_input else items.elicitation_question(params)
+        the core, which elicits or falls back to permission requests; cancel declines. An MCP
+        elicitation belongs to its server's running tool call; codex's own approval of an MCP tool
+        call is a permission request on that call (as codex-acp asks it)."""
         thread_id = params.get("threadId")
         thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
         active = thread.active if thread is not None else None
-        if (question is None or active is None or active.generation != server.generation
-                or not await self._caught_up(active)):
-            answer = Answer("cancel")
-        else:
-            answer = await active.channel.ask(question)
-        return items.user_input_result(answer) if user_input else items.elicitation_result(answer)
+        if active is not None and (active.generation != server.generation or not await self._caught_up(active)):
+            active = None
+        if method == "item/tool/requestUserInput":
+            question: Question | UrlQuestion | None = items.user_input_question(params)
+            answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
+            return items.user_input_result(answer)
+        call_id = items.running_mcp_call(active.translator.items, params.get("serverName")) if active else None
+        if items.is_mcp_tool_approval(params):
+            return await self._mcp_approval(active, params, call_id) if active else items.mcp_approval_result(None)
+        question = items.elicitation_question(params, call_id)
+        answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
+        return items.elicitation_result(answer)
+
+    @staticmethod
+    async def _mcp_approval(active: ActiveTurn, params: Mapping[str, Any], call_id: str | None) -> dict[str, Any]:
+        """Ask whether an MCP tool may run, on its tool call (or one of the question's own when
+        app-server announced none)."""
+        turn = active.channel
+        item_id = call_id or f"mcp-approval-{uuid.uuid4().hex[:12]}"
+        tool_call, options = items.mcp_approval_request(
+            params, item_id, active.translator.items.get(call_id) if call_id else None)
+        if call_id is None:
+            title = tool_call.title if isinstance(tool_call.title, str) else ""
+            await turn.emit(ToolCall(tool_call_id=item_id, title=title, kind="other", status="pending"))
+        choice = await turn.request_permission(tool_call, options)
+        result = items.mcp_approval_result(choice if choice in {o.option_id for o in options} else None)
+        if call_id is None:
+            await turn.emit(ToolCallUpdate(item_id, status="completed" if result["action"] == "accept" else "failed"))
+        return result
 
 
 @asynccontextmanager

@@ -183,6 +183,8 @@ class MuseSession:
     lost: bool = False
     closed: bool = False
     mcp_noticed: bool = False
+    window: int | None = None
+    """The context window's size the host last reported (`session/contextUsage`)."""
 
 
 EFFORT: Final = "reasoning_effort"
@@ -778,7 +780,7 @@ class MuseRuntime(ProviderRuntime):
             turn.record_failure(observation)
             raise TurnFailed(observation)
         active.turn_id = turn_id
-        active.translator = TurnTranslator(turn_id, classify=bound(self.context.hooks, PROVIDER))
+        active.translator = TurnTranslator(turn_id, classify=bound(self.context.hooks, PROVIDER), window=state.window)
         active.known.set()
         active.queue.acknowledged()
         if active.cancel_requested:
@@ -817,7 +819,9 @@ class MuseRuntime(ProviderRuntime):
             if method == "session/closed":
                 state.needs_resume = True
                 continue
-            for step in translator.feed(method, params):
+            steps = translator.feed(method, params)
+            state.window = translator.window
+            for step in steps:
                 if isinstance(step, TurnDone):
                     return step.end
                 if isinstance(step, FailureObservation):

@@ -13,6 +13,7 @@ from typing import Any
 
 from attrs import define, field, frozen
 
+from acp_agent.acp import UsageUpdate
 from acp_agent.events import (
     AttemptBoundary,
     AuthConfirmed,
@@ -71,6 +72,8 @@ class TurnTranslator:
     foreign: set[str] = field(factory=set)
     retrying: bool = False
     done: bool = False
+    window: int | None = None
+    """The context window's size as the host last reported it (kept by the session across turns)."""
 
     def _progress(self) -> list[Step]:
         """Model output after a retry confirms a new attempt: the retry incident is over."""
@@ -106,6 +109,8 @@ class TurnTranslator:
             return [items.session_title(params)]
         if method == "session/contextUsage":
             update = items.usage(params)
+            if update is not None:
+                self.window = update.size
             return [update] if update is not None else []
         if method == "turn/completed":
             return self._finished(params)
@@ -134,7 +139,11 @@ class TurnTranslator:
             if method == "item/completed":
                 steps.extend(self._message_rest(item))
         elif kind == "compaction":
-            steps.append(items.compaction(item))
+            steps.append(compaction := items.compaction(item))
+            if compaction.status == "completed" and compaction.tokens_after is not None and self.window:
+                # The context's new size, as soon as the host reports it (the next contextUsage may
+                # come only with the next model call).
+                steps.append(UsageUpdate(used=compaction.tokens_after, size=self.window))
         elif items.is_terminal(item):
             steps.extend(self._terminal(method, item))
         else:
