@@ -39,7 +39,10 @@ def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: 
     if default_mode is not None:
         config = tmp_path / "claude-config"
         config.mkdir(exist_ok=True)
-        (config / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": default_mode}}))
+        path = config / "settings.json"  # a test's own user settings are kept, the mode added
+        settings = json.loads(path.read_text()) if path.exists() else {}
+        settings.setdefault("permissions", {}).setdefault("defaultMode", default_mode)
+        path.write_text(json.dumps(settings))
     if key is not None:
         env["ANTHROPIC_API_KEY"] = key
     env.update(extra or {})
