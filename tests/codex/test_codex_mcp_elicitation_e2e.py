@@ -62,6 +62,7 @@ async def ask_once(tmp_path: Path, *, url: bool = False, elicitation: Any = None
             agent.client.permission = permission or (lambda options: options[0].option_id)
             server = schema.HttpMcpServer(type="http", name="asker", url=mcp.url, headers=[])
             session = await agent.conn.new_session(cwd=workspace(tmp_path), mcp_servers=[server])
+            await agent.conn.set_session_mode(session_id=session.session_id, mode_id="auto")  # the user decides
             outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask via mcp"))
     assert outcome.stop_reason == "end_turn"
     assert agent.frames.problems == []
@@ -157,6 +158,7 @@ async def test_cancel_while_an_mcp_server_asks_cancels_its_question(tmp_path: Pa
         async with codex_agent(home, tmp_path, capable=False, elicitation=elicitation) as agent:
             server = schema.HttpMcpServer(type="http", name="asker", url=mcp.url, headers=[])
             session = await agent.conn.new_session(cwd=workspace(tmp_path), mcp_servers=[server])
+            await agent.conn.set_session_mode(session_id=session.session_id, mode_id="auto")  # the user decides
             sid = session.session_id
             prompt_done = anyio.Event()
 
@@ -201,6 +203,7 @@ async def test_a_stdio_mcp_servers_question_reaches_the_user_and_back(tmp_path: 
             server = schema.McpServerStdio(name="sizer", command=sys.executable,
                                            args=[mcp_stdio.__file__, str(log)], env=[])
             session = await agent.conn.new_session(cwd=workspace(tmp_path), mcp_servers=[server])
+            await agent.conn.set_session_mode(session_id=session.session_id, mode_id="auto")  # the user decides
             outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("ask via mcp"))
     assert outcome.stop_reason == "end_turn"
     assert agent.frames.problems == []
