@@ -150,19 +150,12 @@ def committed(incidents: IncidentRegistry, record: FailureRecord, kind: FailureK
         log.warning("failure record %s revision %d was not delivered", record.id, record.revision)
 
 
-@define(eq=False)
-class Turn:
-    """One running prompt. The first failure recorded wins over everything that follows."""
+class _OfSession:
+    """What a channel tells its provider about the session it serves, read from the session
+    itself (never a copy that could go stale when the session changes)."""
 
+    __slots__ = ()
     session: Session
-    turn_id: str
-    failure: FailureObservation | None = None
-    cancel_requested: bool = False
-    retry_published: bool = False
-    permission_scopes: set[anyio.CancelScope] = field(factory=set)
-    run_scope: anyio.CancelScope | None = None
-    backend_done: bool = False
-    """The provider's prompt has returned: the backend's turn is over (or was ended by force)."""
 
     @property
     def session_id(self) -> str:
@@ -175,6 +168,21 @@ class Turn:
     @property
     def additional_directories(self) -> tuple[str, ...]:
         return self.session.additional_directories
+
+
+@define(eq=False)
+class Turn(_OfSession):
+    """One running prompt. The first failure recorded wins over everything that follows."""
+
+    session: Session
+    turn_id: str
+    failure: FailureObservation | None = None
+    cancel_requested: bool = False
+    retry_published: bool = False
+    permission_scopes: set[anyio.CancelScope] = field(factory=set)
+    run_scope: anyio.CancelScope | None = None
+    backend_done: bool = False
+    """The provider's prompt has returned: the backend's turn is over (or was ended by force)."""
 
     def record_failure(self, observation: FailureObservation) -> None:
         if self.failure is None:
@@ -356,7 +364,7 @@ class Session:
 
 
 @define(eq=False)
-class LoadingSession:
+class LoadingSession(_OfSession):
     """Channel for a session being loaded or resumed: the history it replays is the answer to the
     request and is written as it comes; what the router keeps for the session follows, before the
     answer. A provider that keeps this channel reaches the session through the router afterwards.
@@ -364,17 +372,6 @@ class LoadingSession:
 
     session: Session
     loaded: bool = False
-    @property
-    def session_id(self) -> str:
-        return self.session.session_id
-
-    @property
-    def credentials(self) -> dict[str, str]:
-        return self.session.credentials
-
-    @property
-    def additional_directories(self) -> tuple[str, ...]:
-        return self.session.additional_directories
 
     async def emit(self, event: Event) -> None:
         if self.loaded:
