@@ -31,6 +31,7 @@ from acp_agent import pdeath
 # Re-exported: part of this module's API (the Claude runtime imports `runnable` from here).
 from acp_agent.pdeath import SETPRIV_CANDIDATES as SETPRIV_CANDIDATES  # noqa: PLC0414
 from acp_agent.pdeath import runnable as runnable  # noqa: PLC0414
+from acp_agent.stdio import FdReceiveStream, FdSendStream
 
 log = logging.getLogger(__name__)
 
@@ -150,59 +151,6 @@ async def open_child(
         yield child
 
 
-class _FdReceiveStream(anyio.abc.ByteReceiveStream):
-    """A pipe's read end as an anyio byte stream (non-blocking reads, woken by the event loop)."""
-
-    def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, False)
-        self._fd: int | None = fd
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        while True:
-            if self._fd is None:
-                raise anyio.ClosedResourceError
-            try:
-                data = os.read(self._fd, max_bytes)
-            except BlockingIOError:
-                await anyio.wait_readable(self._fd)
-                continue
-            if not data:
-                raise anyio.EndOfStream
-            return data
-
-    async def aclose(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            anyio.notify_closing(fd)
-            os.close(fd)
-
-
-class _FdSendStream(anyio.abc.ByteSendStream):
-    """A pipe's write end as an anyio byte stream."""
-
-    def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, False)
-        self._fd: int | None = fd
-
-    async def send(self, item: bytes) -> None:
-        view = memoryview(item)
-        while view:
-            if self._fd is None:
-                raise anyio.ClosedResourceError
-            try:
-                view = view[os.write(self._fd, view):]
-            except BlockingIOError:
-                await anyio.wait_writable(self._fd)
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                raise anyio.BrokenResourceError from exc
-
-    async def aclose(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            anyio.notify_closing(fd)
-            os.close(fd)
-
-
 class _AdoptedProcess(anyio.abc.Process):
     """A `subprocess.Popen` started before the event loop (`acp_agent.prestart`), driven from it.
 
@@ -213,9 +161,9 @@ class _AdoptedProcess(anyio.abc.Process):
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
         self._popen = popen
         # The streams own the descriptors from now on: detach them from Popen's file objects.
-        self._stdin = _FdSendStream(os.dup(popen.stdin.fileno()))
-        self._stdout = _FdReceiveStream(os.dup(popen.stdout.fileno()))
-        self._stderr = _FdReceiveStream(os.dup(popen.stderr.fileno()))
+        self._stdin = FdSendStream(os.dup(popen.stdin.fileno()), owned=True)
+        self._stdout = FdReceiveStream(os.dup(popen.stdout.fileno()), owned=True)
+        self._stderr = FdReceiveStream(os.dup(popen.stderr.fileno()), owned=True)
         for stream in (popen.stdin, popen.stdout, popen.stderr):
             stream.close()
 

@@ -21,17 +21,41 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-class FdReceiveStream(anyio.abc.ByteReceiveStream):
-    """Reads from a file descriptor it does not own."""
+class _FdStream:
+    """A file descriptor read or written through the event loop. Not `owned` (the process's own
+    stdio): closing leaves it open and blocking again. `owned` (a child's pipe adopted from a
+    `subprocess.Popen`, `acp_agent.process`): closing closes it, and using it afterwards is
+    `ClosedResourceError`."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, owned: bool = False) -> None:
         self._fd = fd
+        self._owned = owned
+        self._closed = False
         self._pollable = _pollable(fd)
         if self._pollable:
             os.set_blocking(fd, False)
 
+    def _check_open(self) -> None:
+        if self._closed and self._owned:  # an owned descriptor's number may be reused by now
+            raise anyio.ClosedResourceError
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._owned:
+            anyio.notify_closing(self._fd)
+            os.close(self._fd)
+        elif self._pollable:
+            os.set_blocking(self._fd, True)
+
+
+class FdReceiveStream(_FdStream, anyio.abc.ByteReceiveStream):
+    """Reads from a file descriptor."""
+
     async def receive(self, max_bytes: int = 65536) -> bytes:
         while True:
+            self._check_open()
             if not self._pollable:
                 data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes)
             else:
@@ -44,23 +68,14 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
                 raise anyio.EndOfStream
             return data
 
-    async def aclose(self) -> None:
-        if self._pollable:
-            os.set_blocking(self._fd, True)
 
-
-class FdSendStream(anyio.abc.ByteSendStream):
-    """Writes whole buffers to a file descriptor it does not own."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._pollable = _pollable(fd)
-        if self._pollable:
-            os.set_blocking(fd, False)
+class FdSendStream(_FdStream, anyio.abc.ByteSendStream):
+    """Writes whole buffers to a file descriptor."""
 
     async def send(self, item: bytes) -> None:
         view = memoryview(item)
         while view:
+            self._check_open()
             if not self._pollable:
                 written = await anyio.to_thread.run_sync(os.write, self._fd, view)
             else:
@@ -69,13 +84,9 @@ class FdSendStream(anyio.abc.ByteSendStream):
                 except BlockingIOError:
                     await anyio.wait_writable(self._fd)
                     continue
-                except BrokenPipeError as exc:
+                except (BrokenPipeError, ConnectionResetError) as exc:
                     raise anyio.BrokenResourceError from exc
             view = view[written:]
-
-    async def aclose(self) -> None:
-        if self._pollable:
-            os.set_blocking(self._fd, True)
 
 
 def stdio_streams(stdin: Any = None, stdout: Any = None) -> tuple[FdReceiveStream, FdSendStream]:
