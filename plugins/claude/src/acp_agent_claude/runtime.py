@@ -153,9 +153,15 @@ class ClaudeSession:
 
 
 def _stored_mode(session_id: str, directory: str) -> str | None:
-    """The last permission mode in the session's stored transcript (claude-agent-sdk finds it)."""
-    from claude_agent_sdk._internal.sessions import _read_session_file
+    """The last permission mode in the session's stored transcript (claude-agent-sdk finds it).
 
+    The SDK offers no public reader of a transcript's raw records, so this uses a private one; an
+    SDK without it only loses this nicety (the session starts in its default mode instead)."""
+    try:
+        from claude_agent_sdk._internal.sessions import _read_session_file
+    except ImportError:
+        log.info("claude-agent-sdk has no transcript reader: a reopened session starts in its default mode")
+        return None
     text = _read_session_file(session_id, directory)
     return settings.transcript_mode(text) if text else None
 
