@@ -100,6 +100,8 @@ async def test_the_command_line_starts_app_server_and_the_first_session_adopts_i
             log = agent.log_text()
             assert f"adopted codex app-server (pid {server})" in log
             assert "started codex app-server" not in log  # no second app-server was spawned
+            # Its handshake was written by the command line at spawn; only the answers were read.
+            assert f"codex app-server (pid {server}) answered initialize (greeted when it was spawned)" in log
             with ExitStack() as stack:
                 (server_fd,) = pidfds([server], stack)
                 agent.process.stdin.close()

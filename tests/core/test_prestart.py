@@ -83,6 +83,37 @@ def test_what_one_command_line_started_is_not_seen_by_another(provider: str, pre
     assert prestart.holds(provider)
 
 
+@pytest.fixture
+def greeting_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A provider whose prestart also returns a greeting for the backend's stdin."""
+    package = tmp_path / "acp_agent_greettest"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
+    (package / "prestart.py").write_text(
+        "def prestart(environ):\n"
+        f"    return {ECHO!r}, {{'PATH': environ.get('PATH', '')}}, b'hello\\nthere\\n'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "greettest"
+
+
+def test_a_greeting_is_written_at_spawn_and_the_process_goes_only_to_who_would_send_it(
+        greeting_provider: str, prestart: Prestarted) -> None:
+    environ = {"PATH": "/usr/bin:/bin"}
+    prestart.start(greeting_provider, environ)
+    popen = prestart._held[greeting_provider][0]
+    assert prestart.take(greeting_provider, ECHO, environ) is None  # a taker that would not greet
+    assert popen.returncode is not None  # stopped and reaped
+    prestart.start(greeting_provider, environ)
+    popen = prestart.take(greeting_provider, ECHO, environ, b"hello\nthere\n")
+    assert popen is not None and popen.stdout is not None and popen.stdin is not None
+    assert popen.stdout.readline() == b"HELLO\n" and popen.stdout.readline() == b"THERE\n"  # answered
+    popen.stdin.close()
+    popen.wait(timeout=10)
+    for stream in (popen.stdout, popen.stderr):
+        assert stream is not None
+        stream.close()
+
+
 def test_a_provider_without_prestart_starts_nothing(prestart: Prestarted) -> None:
     prestart.start("no_such_provider_here", {})
     assert not prestart.holds("no_such_provider_here")

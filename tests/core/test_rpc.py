@@ -226,6 +226,36 @@ async def test_outgoing_request_has_a_deadline_and_correlates_answers() -> None:
     await run_peer(peer, body)
 
 
+async def test_answers_to_requests_written_before_the_connection_are_kept_until_awaited() -> None:
+    """A greeting written at spawn (`acp_agent.prestart`): its answers may be read before anyone
+    awaits them; they are kept by id, and the connection's own requests take the next ids."""
+    peer = Peer(methods())
+    first = peer.connection.written_request("initialize")
+    second = peer.connection.written_request("model/list")
+
+    async def body() -> None:
+        await peer.send_raw(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no models"}}\n'
+                            b'{"jsonrpc":"2.0","id":0,"result":{"ok":true}}\n')
+        await peer.send_raw(b'{"jsonrpc":"2.0","method":"unknown/note"}\n')  # both answers were read
+        async with anyio.create_task_group() as tg:
+            later: list[Any] = []
+
+            async def ask() -> None:
+                later.append(await peer.connection.request("thread/start", {}, timeout_s=5))
+
+            tg.start_soon(ask)
+            frames = await peer.wait_for(1)
+            assert [frame.get("id") for frame in frames if frame.get("method") == "thread/start"] == [2]
+            await peer.send_raw(b'{"jsonrpc":"2.0","id":2,"result":"t"}\n')
+        assert later == ["t"]
+        assert await peer.connection.answer(first, timeout_s=5) == {"ok": True}
+        with pytest.raises(RpcError) as raised:
+            await peer.connection.answer(second, timeout_s=5)
+        assert raised.value.code == -32000 and raised.value.message == "no models"
+
+    await run_peer(peer, body)
+
+
 class GatedSend(anyio.abc.ByteSendStream):
     """An output stream whose reader can stop reading: `send` waits while the gate is shut."""
 

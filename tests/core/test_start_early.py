@@ -1,5 +1,6 @@
-"""`ProviderSpec.start_early`: the core opens the runtime when the agent starts, before
-`initialize`, and the first session adopts it unless its environment has changed (issue 11)."""
+"""`ProviderSpec.start_early`: the core opens the runtime as soon as `initialize` is answered (not
+before: its imports would delay the answer; the backend itself boots from the command line), and
+the first session adopts it unless its environment has changed (issue 11)."""
 
 from __future__ import annotations
 
@@ -44,16 +45,26 @@ class Recorder:
             self.closed.append(dict(context.environ))
 
 
-async def test_the_runtime_opens_before_initialize_and_serves_the_first_session() -> None:
+async def test_the_runtime_opens_once_initialize_is_answered_and_serves_the_first_session() -> None:
     recorder = Recorder(make_spec({}))
     async with run_in_process(recorder.spec, environ={"SCRIPTED_API_KEY": "k"}) as client:
-        with anyio.fail_after(5):
-            await recorder.first_open.wait()  # nothing was sent yet
         await client.initialize()
+        with anyio.fail_after(5):
+            await recorder.first_open.wait()  # no session was asked for
         await client.new_session(CWD)
         await client.new_session(CWD)
         assert len(recorder.opened) == 1 and recorder.closed == []
     assert len(recorder.closed) == 1  # stopped with the agent
+
+
+async def test_a_session_asked_for_before_initialize_gets_one_runtime() -> None:
+    """A client that skips `initialize`: the session's request opens the runtime, once."""
+    recorder = Recorder(make_spec({}))
+    async with run_in_process(recorder.spec, environ={"SCRIPTED_API_KEY": "k"}) as client:
+        await client.new_session(CWD)
+        await client.new_session(CWD)
+        assert len(recorder.opened) == 1 and recorder.closed == []
+    assert len(recorder.closed) == 1
 
 
 async def test_an_early_runtime_is_closed_with_an_agent_that_opens_no_session() -> None:
@@ -70,10 +81,10 @@ async def test_an_environment_changed_since_start_up_reopens_the_runtime() -> No
     recorder = Recorder(make_spec({}))
     keyring = MemoryKeyring()
     async with run_in_process(recorder.spec, keyring=keyring) as client:
+        await client.initialize()
         with anyio.fail_after(5):
             await recorder.first_open.wait()
         keyring.set_password("acp-agent", "scripted", "stored-later")
-        await client.initialize()
         await client.new_session(CWD)
         assert [env.get("SCRIPTED_API_KEY") for env in recorder.opened] == [None, "stored-later"]
         assert [env.get("SCRIPTED_API_KEY") for env in recorder.closed] == [None]
@@ -113,12 +124,11 @@ class Gated(Recorder):
             yield runtime
 
 
-async def test_an_early_runtime_learns_when_initialize_is_answered() -> None:
+async def test_an_early_runtime_is_opened_with_initialize_answered() -> None:
+    """Opened only after the answer: what it waits for (`initialize_answered`) is already set,
+    and it sees the client's capabilities."""
     gated = Gated(make_spec({}))
     async with run_in_process(gated.spec, environ={"SCRIPTED_API_KEY": "k"}) as client:
-        with anyio.fail_after(5):
-            await gated.waiting.wait()
-        assert not gated.answered.is_set()  # nothing was sent yet
         await client.initialize()
         with anyio.fail_after(5):
             await gated.answered.wait()

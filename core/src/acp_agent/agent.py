@@ -210,15 +210,24 @@ class Agent:
             self._task_group = task_group
             self.backend.attach(task_group)
             if self.provider.start_early:
-                # Without the keyring: loading its backends costs ~200 ms, which would delay
-                # `initialize`. A secret found there later makes the first session reopen it.
-                self.backend.open(self.runtime_context(dict(self.settings.environ)), early=True)
+                task_group.start_soon(self._open_early)
             try:
                 await self.connection.serve()
             finally:
                 with anyio.CancelScope(shield=True):
                     await self.shutdown()
                 task_group.cancel_scope.cancel()
+
+    async def _open_early(self) -> None:
+        """Open a `start_early` runtime as soon as `initialize` is answered (or a request needs it).
+
+        Not before: building its context and importing its modules would delay the answer, and
+        the backend itself is already booting (`acp_agent.prestart`). Without the keyring:
+        loading its backends costs ~200 ms; a secret found there makes the first session reopen it.
+        """
+        await self._initialize_answered.wait()
+        if self.backend.current is None:
+            self.backend.open(self.runtime_context(dict(self.settings.environ)), early=True)
 
     async def shutdown(self) -> None:
         """Close every session and the backend within the shutdown budget."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, field, frozen
 
 from acp_agent.wire import clip
@@ -89,6 +89,19 @@ class Methods:
     requests: Mapping[str, RequestHandler]
     notifications: Mapping[str, NotificationHandler]
     ordered: frozenset[str] = frozenset()
+
+
+class PendingRequest:
+    """A request awaiting its answer: the reader hands the answer over through `send`."""
+
+    __slots__ = ("request_id", "method", "send", "receive")
+
+    def __init__(self, request_id: int, method: str, send: MemoryObjectSendStream[JsonObject],
+                 receive: MemoryObjectReceiveStream[JsonObject]) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.send = send
+        self.receive = receive
 
 
 @frozen
@@ -306,25 +319,43 @@ class Connection:
         """Send a request and wait for its answer under a deadline; raises RpcError on an error answer."""
         if self._closed or self._input_closed:
             raise ConnectionClosed(method)
+        pending = self._register(method)
+        message: JsonObject = {"jsonrpc": "2.0", "id": pending.request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        return await self._complete(pending, message, timeout_s)
+
+    def written_request(self, method: str) -> PendingRequest:
+        """The next id, for a request another writer already sent the peer (the greeting that
+        `acp_agent.prestart` wrote when it spawned the process): its answer is kept from now on,
+        even if it arrives before anyone awaits it with `answer`."""
+        return self._register(method)
+
+    async def answer(self, pending: PendingRequest, *, timeout_s: float | None = None) -> Any:
+        """The answer to a `written_request`, as `request` returns it."""
+        return await self._complete(pending, None, timeout_s)
+
+    def _register(self, method: str) -> PendingRequest:
         request_id = self._next_id
         self._next_id += 1
         answer_send, answer_receive = anyio.create_memory_object_stream[JsonObject](1)
         self._pending[request_id] = answer_send
-        message: JsonObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
+        return PendingRequest(request_id, method, answer_send, answer_receive)
+
+    async def _complete(self, pending: PendingRequest, message: JsonObject | None,
+                        timeout_s: float | None) -> Any:
         try:
             with anyio.fail_after(timeout_s if timeout_s is not None else self.request_timeout_s):
-                if not await self._send(message):
-                    raise ConnectionClosed(method)
+                if message is not None and not await self._send(message):
+                    raise ConnectionClosed(pending.method)
                 try:
-                    answer = await answer_receive.receive()
+                    answer = await pending.receive.receive()
                 except anyio.EndOfStream:
-                    raise ConnectionClosed(method) from None
+                    raise ConnectionClosed(pending.method) from None
         finally:
-            self._pending.pop(request_id, None)
-            answer_send.close()
-            answer_receive.close()
+            self._pending.pop(pending.request_id, None)
+            pending.send.close()
+            pending.receive.close()
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}
             code = error.get("code")

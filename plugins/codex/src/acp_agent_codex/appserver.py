@@ -23,11 +23,16 @@ import anyio
 import anyio.abc
 from attrs import define, field
 
-from acp_agent import __version__ as core_version
 from acp_agent.process import ChildProcess, adopt_child, kill_process_group, open_child
 from acp_agent.provider import ProviderRuntime, RuntimeContext
-from acp_agent.rpc import Connection, ConnectionClosed, Methods, RpcError
-from acp_agent_codex.prestart import child_environment, find_codex
+from acp_agent.rpc import Connection, ConnectionClosed, Methods, PendingRequest, RpcError
+from acp_agent_codex.prestart import (
+    GREETING_REQUESTS,
+    child_environment,
+    find_codex,
+    greeting,
+    initialize_params,
+)
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +105,16 @@ def _keeping(server: AppServer) -> Methods:
                    ordered=NOTIFICATIONS)
 
 
-async def _handshake(server: AppServer) -> None:
+async def _handshake(server: AppServer, greeted: Sequence[PendingRequest] = ()) -> None:
+    """`initialize`, `initialized` and `model/list`; with `greeted`, the command line wrote them
+    when it spawned the process (`prestart.greeting`) and only their answers are read here."""
+    connection = server.connection
     try:
-        await server.call("initialize", {
-            "clientInfo": {"name": "acp-agent", "title": "acp-agent", "version": core_version},
-            "capabilities": {"experimentalApi": True},
-        })
-        await server.connection.notify("initialized", None)
+        if greeted:
+            await connection.answer(greeted[0], timeout_s=NO_TIMEOUT)
+        else:
+            await server.call("initialize", initialize_params())
+            await connection.notify("initialized", None)
     except (ConnectionClosed, RpcError) as exc:
         server.handshake_error = exc
         log.debug("%s (pid %d) failed initialize: %s", APP_SERVER_NAME, server.child.pid, type(exc).__name__)
@@ -115,9 +123,11 @@ async def _handshake(server: AppServer) -> None:
         server.handshaken.set()
         if server.handshake_error is not None:
             server.listed.set()
-    log.debug("%s (pid %d) answered initialize", APP_SERVER_NAME, server.child.pid)
+    log.debug("%s (pid %d) answered initialize%s", APP_SERVER_NAME, server.child.pid,
+              " (greeted when it was spawned)" if greeted else "")
     try:
-        server.model_list = await server.call("model/list", {})
+        server.model_list = (await connection.answer(greeted[1], timeout_s=NO_TIMEOUT) if greeted
+                             else await server.call("model/list", {}))
     except RpcError as exc:
         log.info("model/list failed: %s", exc.message)
         server.model_list = {}
@@ -128,19 +138,23 @@ async def _handshake(server: AppServer) -> None:
 
 
 async def serve_app_server(argv: Sequence[str], env: Mapping[str, str], generation: int,
-                           adopted: subprocess.Popen[bytes] | None = None, *,
+                           adopted: subprocess.Popen[bytes] | None = None, greeting: bytes = b"", *,
                            task_status: anyio.abc.TaskStatus[AppServer]) -> None:
     """Own one app-server (`adopted`, else spawned) until it exits or is asked to stop; its
-    handshake starts as soon as it is connected. Raises OSError if it cannot be spawned."""
+    handshake starts as soon as it is connected (an adopted one was sent `greeting`, the
+    handshake's opening, when it was spawned). Raises OSError if it cannot be spawned."""
     spawned = (adopt_child(adopted, name=APP_SERVER_NAME) if adopted is not None
                else open_child(argv, env=env, name=APP_SERVER_NAME))
     async with spawned as child:
         server = AppServer(child, generation)
         server.connection = Connection(child.stdout, child.stdin, _keeping(server), require_version=False)
+        # Answers to a greeting are kept from the first line read (ids 0 and 1, in its order).
+        greeted = ([server.connection.written_request(method) for method in GREETING_REQUESTS]
+                   if adopted is not None and greeting else [])
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(_read, server)
-                group.start_soon(_handshake, server)
+                group.start_soon(_handshake, server, greeted)
                 task_status.started(server)
                 await server.finished.wait()
                 if not server.stop_requested:
@@ -177,10 +191,10 @@ async def open_codex(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
     async with anyio.create_task_group() as group:
         early: AppServer | None = None
         if binary is not None:
-            argv, env = [binary, "app-server"], child_environment(context.environ)
-            adopted = context.prestarted.take("codex", argv, env)  # the command line's, if it matches
+            argv, env, hello = [binary, "app-server"], child_environment(context.environ), greeting()
+            adopted = context.prestarted.take("codex", argv, env, hello)  # the command line's, if it matches
             try:
-                early = await group.start(serve_app_server, argv, env, 1, adopted)
+                early = await group.start(serve_app_server, argv, env, 1, adopted, hello)
             except OSError as exc:
                 log.info("%s was not started early: %s", APP_SERVER_NAME, type(exc).__name__)
         try:
