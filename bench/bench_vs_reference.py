@@ -8,7 +8,9 @@ is stable for 1 s; stdin EOF → exit with 1 and with 16 sessions. Subjects run 
 inside each run, so every ratio is taken under the same load. Reports median [min–max] and ratios; asserts nothing.
 
 Subjects: `acp-agent --provider claude|codex`; the raw backends (`claude -p … --output-format
-stream-json` from the bundled CLI, `codex app-server` driven with raw JSON-RPC); and, when they
+stream-json` from the bundled CLI, `codex app-server` driven with raw JSON-RPC); the bundled
+CLI alone started and driven as acp-agent runs a session's CLI ("claude CLI as the agent runs
+it": stream-json input, the agent's flags, environment and control handshake); and, when they
 are installed (`npm install @agentclientprotocol/claude-agent-acp@0.101.0
 @agentclientprotocol/codex-acp@2.6.0` in a directory named by `ACP_REFERENCE_DIR`, default
 /work/ref), the reference adapters. Missing subjects are skipped and said so; npm is not needed.
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -215,6 +218,60 @@ def raw_claude(env: dict[str, str], cwd: str) -> Row:
     return row
 
 
+def cli_as_agent(env: dict[str, str], cwd: str) -> Row:
+    """The bundled CLI alone, started and driven exactly as acp-agent drives a session's CLI (its
+    argv and environment from `acp_agent_claude.prestart`, stream-json input, the `initialize` and
+    `set_permission_mode` control requests, then the prompt): the first to the last text delta.
+    Tells the CLI's own speed in the agent's mode from what the agent adds (issue 11, target 3)."""
+    from acp_agent_claude.prestart import command, environment
+
+    cli = claude_cli()
+    assert cli is not None
+    session = str(uuid.uuid4())
+    argv = command(cli, session_id=session, resume=False, mode="default", model=None, mcp_config=None)
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               env=environment(env, {}, cwd), cwd=cwd)
+    assert process.stdin is not None and process.stdout is not None
+    deltas: list[tuple[float, str]] = []
+
+    def send(message: dict[str, Any]) -> None:
+        assert process.stdin is not None
+        process.stdin.write((json.dumps(message) + "\n").encode())
+        process.stdin.flush()
+
+    def until(kind: str) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            now = time.perf_counter()
+            frame = json.loads(line)
+            delta = (frame.get("event") or {}).get("delta") or {}
+            if frame.get("type") == "stream_event" and delta.get("type") == "text_delta":
+                deltas.append((now, delta["text"]))
+            if frame.get("type") == kind:
+                return
+        raise RuntimeError("the CLI closed its output")
+
+    try:
+        send({"type": "control_request", "request_id": "req_1", "request": {"subtype": "initialize", "hooks": None}})
+        until("control_response")
+        send({"type": "control_request", "request_id": "req_2",
+              "request": {"subtype": "set_permission_mode", "mode": "default"}})
+        until("control_response")
+        send({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "stream"}]},
+              "parent_tool_use_id": None, "session_id": session, "uuid": str(uuid.uuid4())})
+        until("result")
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    row: Row = {"stream": deltas[-1][0] - deltas[0][0] if deltas else float("nan")}
+    row["stream ok"] = float("".join(text for _, text in deltas) == ANSWER)
+    return row
+
+
 # --- fixtures per subject ---------------------------------------------------------------------------
 
 
@@ -273,6 +330,8 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
                                  else "claude-agent-sdk is not installed")
     found["raw claude -p"] = ((claude_fixture, lambda env, cwd, sessions: raw_claude(env, cwd)) if claude_cli()
                               else "claude-agent-sdk is not installed")
+    found["claude CLI as the agent runs it"] = ((claude_fixture, lambda env, cwd, sessions: cli_as_agent(env, cwd))
+                                                if claude_cli() else "claude-agent-sdk is not installed")
     baseline = os.environ.get("BENCH_BASELINE_SRC")
     if baseline:  # another checkout's sources (e.g. `git archive main core plugins`), for before/after
         path = os.pathsep.join(f"{baseline}/{part}/src" for part in ("core", "plugins/codex", "plugins/claude"))
@@ -301,6 +360,8 @@ ROWS = [("initialize", "spawn → initialize", 1000, "ms"), ("session/new", "fir
 RATIOS = [("ready", "acp-agent codex", "raw app-server", "target 2: ≤ 1.15"),
           ("stream", "acp-agent codex", "raw app-server", "target 3: ≤ 1.1"),
           ("stream", "acp-agent claude", "raw claude -p", "target 3: ≤ 1.1"),
+          ("stream", "acp-agent claude", "claude CLI as the agent runs it", "what the agent adds"),
+          ("stream", "claude CLI as the agent runs it", "raw claude -p", "the CLI's mode against -p"),
           ("ready", "acp-agent claude", "claude-agent-acp", "target 1: ≤ 0.5"),
           ("rss 16", "acp-agent claude", "claude-agent-acp", "target 4: ≤ 0.2"),
           ("initialize", "acp-agent codex", "codex-acp", "target 6: ≤ 0.25"),

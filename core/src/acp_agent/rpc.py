@@ -111,15 +111,20 @@ class _Frame:
     on_written: Callable[[bool], None] | None = None
 
 
+# Built once: `json.dumps` with options builds a new encoder for every call, and every streamed
+# chunk is a frame (about 0.7 of 3 us per frame here); the output is the same.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_ENCODE_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
+
+
 def _encode(message: JsonObject) -> bytes:
     """One frame; raises TypeError, ValueError or RecursionError for a value JSON cannot carry."""
     try:
-        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode() + b"\n"
+        return _ENCODE(message).encode() + b"\n"
     except UnicodeEncodeError:
         # A lone surrogate (a peer may send "\ud800" in an id or a method name) is not UTF-8;
         # escaped JSON carries it unchanged.
-        return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+        return _ENCODE_ASCII(message).encode() + b"\n"
 
 
 def _reject_constant(name: str) -> Any:
