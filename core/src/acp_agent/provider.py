@@ -157,8 +157,8 @@ class RuntimeContext:
     runtime claims its own with `prestarted.take(name, argv, env)`."""
     initialize_answered: anyio.Event | None = None
     """Set once the agent has answered the client's `initialize` (or a request needs the runtime);
-    None: no wait. A runtime opened at start-up (`ProviderSpec.start_early`) may start its
-    backend at once but defers heavy imports until then, so they do not delay that answer."""
+    None: no wait. The core opens a `ProviderSpec.start_early` runtime only once it is set; a
+    runtime that starts work of its own sooner waits for it before heavy imports."""
 
 
 @frozen
@@ -305,9 +305,9 @@ class ProviderSpec:
 
     `open_runtime` is called once per agent process, lazily (not at `initialize`), and must not
     import the vendor SDK before it is called. With `start_early` the core opens the runtime as
-    soon as the agent starts, off the request path, so a backend shared by every session (one
-    process per agent) is starting while the client initializes; such a runtime must not read the
-    client's capabilities from its context (they are not known yet: all False), and the core
+    soon as `initialize` is answered (or a request needs it), before any session is asked for, so
+    a backend shared by every session (one process per agent, usually already booting from the
+    command line: `acp_agent.prestart`) finishes its handshake off the request path; the core
     reopens it if the environment a session would get has changed by the first session request.
     """
 

@@ -94,7 +94,7 @@ class Methods:
 class PendingRequest:
     """A request awaiting its answer: the reader hands the answer over through `send`."""
 
-    __slots__ = ("request_id", "method", "send", "receive")
+    __slots__ = ("method", "receive", "request_id", "send")
 
     def __init__(self, request_id: int, method: str, send: MemoryObjectSendStream[JsonObject],
                  receive: MemoryObjectReceiveStream[JsonObject]) -> None:
