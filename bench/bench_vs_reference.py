@@ -176,13 +176,19 @@ def raw_app_server(env: dict[str, str], cwd: str) -> Row:
         row["stream"] = deltas[-1][0] - deltas[0][0] if deltas else float("nan")
         row["stream ok"] = float("".join(text for _, text in deltas) == ANSWER)
     finally:
-        process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        close(process)
     return row
+
+
+def close(process: subprocess.Popen[bytes]) -> None:
+    """End a raw subject: close its input, then kill it if it has not exited within 10 s."""
+    assert process.stdin is not None
+    process.stdin.close()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def claude_cli() -> str | None:
@@ -261,12 +267,7 @@ def cli_as_agent(env: dict[str, str], cwd: str) -> Row:
               "parent_tool_use_id": None, "session_id": session, "uuid": str(uuid.uuid4())})
         until("result")
     finally:
-        process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        close(process)
     row: Row = {"stream": deltas[-1][0] - deltas[0][0] if deltas else float("nan")}
     row["stream ok"] = float("".join(text for _, text in deltas) == ANSWER)
     return row

@@ -28,17 +28,22 @@ def prestart() -> Iterator[Prestarted]:
     held.stop_unclaimed()
 
 
+def write_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, returned: str) -> str:
+    """A package `acp_agent_<name>` whose __init__ must never run, with a prestart.py returning
+    the Python expression `returned`."""
+    package = tmp_path / f"acp_agent_{name}"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
+    (package / "prestart.py").write_text(f"def prestart(environ):\n    return {returned}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
 @pytest.fixture
 def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A package `acp_agent_prestarttest` whose __init__ must never run, with a prestart.py."""
-    package = tmp_path / "acp_agent_prestarttest"
-    package.mkdir()
-    (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
-    (package / "prestart.py").write_text(
-        "def prestart(environ):\n"
-        f"    return {ECHO!r}, {{'PATH': environ.get('PATH', ''), 'MARK': environ.get('MARK', '')}}\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return "prestarttest"
+    return write_provider(tmp_path, monkeypatch, "prestarttest",
+                          f"{ECHO!r}, {{'PATH': environ.get('PATH', ''), 'MARK': environ.get('MARK', '')}}")
 
 
 def test_a_backend_is_started_without_importing_the_package_and_claimed_once(
@@ -86,14 +91,8 @@ def test_what_one_command_line_started_is_not_seen_by_another(provider: str, pre
 @pytest.fixture
 def greeting_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A provider whose prestart also returns a greeting for the backend's stdin."""
-    package = tmp_path / "acp_agent_greettest"
-    package.mkdir()
-    (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
-    (package / "prestart.py").write_text(
-        "def prestart(environ):\n"
-        f"    return {ECHO!r}, {{'PATH': environ.get('PATH', '')}}, b'hello\\nthere\\n'\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return "greettest"
+    return write_provider(tmp_path, monkeypatch, "greettest",
+                          f"{ECHO!r}, {{'PATH': environ.get('PATH', '')}}, b'hello\\nthere\\n'")
 
 
 def test_a_greeting_is_written_at_spawn_and_the_process_goes_only_to_who_would_send_it(
