@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 import acp
@@ -23,7 +23,7 @@ import pytest
 from acp_agent_codex import find_codex
 from tests.codex.e2e_support import codex_agent, stand_in_env, text, workspace, write_codex_home
 from tests.e2e.harness import spawn_agent
-from tests.e2e.processes import pidfds, wait_ended
+from tests.e2e.processes import close_input_and_wait_for, wait_ended
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -153,11 +153,6 @@ async def test_an_agent_closed_before_initialize_stops_app_server(tmp_path: Path
         async with spawn_agent("codex", tmp_path, env) as agent:
             await requests.wait_for(lambda lines: len(lines) >= 2)  # initialize, model/list: it runs
             server = int((tmp_path / "stand-in.pid").read_text())
-            with ExitStack() as stack:
-                (server_fd,) = pidfds([server], stack)
-                agent.process.stdin.close()
-                with anyio.fail_after(15):
-                    await agent.process.wait()
-                    await anyio.wait_readable(server_fd)
+            await close_input_and_wait_for(agent.process, server)
             assert agent.process.returncode == 0
         await wait_ended([server], within_s=5)

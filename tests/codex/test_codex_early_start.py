@@ -6,7 +6,6 @@ test wakes when it has been spawned instead of polling."""
 from __future__ import annotations
 
 import os
-from contextlib import ExitStack
 from pathlib import Path
 
 import anyio
@@ -14,7 +13,7 @@ import pytest
 
 from tests.codex.e2e_support import app_server_pid, codex_agent, stand_in_env, text, workspace, write_codex_home
 from tests.e2e.harness import spawn_agent
-from tests.e2e.processes import kill_agent_and_wait_for, live_descendants, pidfds, wait_ended
+from tests.e2e.processes import close_input_and_wait_for, kill_agent_and_wait_for, live_descendants, wait_ended
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -50,12 +49,7 @@ async def test_app_server_runs_before_any_session_and_stops_at_the_end_of_input(
         await agent.initialize(capable=False)
         server = await spawned_stand_in(fifo)  # no session/new was sent
         assert server in live_descendants(agent.process.pid)
-        with ExitStack() as stack:
-            (server_fd,) = pidfds([server], stack)
-            agent.process.stdin.close()
-            with anyio.fail_after(15):
-                await agent.process.wait()
-                await anyio.wait_readable(server_fd)
+        await close_input_and_wait_for(agent.process, server)
         assert agent.process.returncode == 0
 
 
@@ -102,10 +96,5 @@ async def test_the_command_line_starts_app_server_and_the_first_session_adopts_i
             assert "started codex app-server" not in log  # no second app-server was spawned
             # Its handshake was written by the command line at spawn; only the answers were read.
             assert f"codex app-server (pid {server}) answered initialize (greeted when it was spawned)" in log
-            with ExitStack() as stack:
-                (server_fd,) = pidfds([server], stack)
-                agent.process.stdin.close()
-                with anyio.fail_after(15):
-                    await agent.process.wait()
-                    await anyio.wait_readable(server_fd)
+            await close_input_and_wait_for(agent.process, server)
         assert agent.process.returncode == 0

@@ -7,6 +7,7 @@ import signal
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -109,4 +110,14 @@ async def kill_agent_and_wait_for(agent_pid: int, backend_pid: int) -> None:
         with anyio.fail_after(10):
             await anyio.wait_readable(agent_fd)
         with anyio.fail_after(PARENT_DEATH_WAIT_S):
+            await anyio.wait_readable(backend_fd)
+
+
+async def close_input_and_wait_for(agent_process: Any, backend_pid: int) -> None:
+    """Close the agent's stdin and wait (pidfd, 15 s) until it and its backend have ended."""
+    with ExitStack() as stack:
+        (backend_fd,) = pidfds([backend_pid], stack)
+        agent_process.stdin.close()
+        with anyio.fail_after(15):
+            await agent_process.wait()
             await anyio.wait_readable(backend_fd)
