@@ -23,11 +23,29 @@ OnFrame = Callable[[dict[str, Any], float], None]
 
 
 def executable() -> str:
+    """The `acp-agent` command of this environment, its packages byte-compiled (`byte_compile`)."""
     candidate = Path(sys.executable).parent / "acp-agent"
     found = str(candidate) if candidate.exists() else shutil.which("acp-agent")
     if not found:
         raise SystemExit("acp-agent is not installed in this environment")
+    byte_compile()
     return found
+
+
+def byte_compile(*roots: str) -> None:
+    """Write the bytecode of the core's and the plugins' modules (and of `roots`), as installing a
+    wheel does. An editable install run with PYTHONDONTWRITEBYTECODE (set on this machine) keeps
+    whatever `__pycache__` holds: every module edited since is compiled from source on each start,
+    25 ms more on the first `session/new` than an installed agent pays."""
+    import compileall
+    import importlib.util
+
+    for name in ("acp_agent", "acp_agent_claude", "acp_agent_codex", "acp_agent_muse"):
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            compileall.compile_dir(location, quiet=2)
+    for root in roots:
+        compileall.compile_dir(root, quiet=2)
 
 
 # --- the process tree -------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from _agent import AcpClient, descendants, executable, median, tree_rss_mb  # noqa: E402
+from _agent import AcpClient, byte_compile, descendants, executable, median, tree_rss_mb  # noqa: E402
 
 from tests.codex.e2e_support import FAKE_KEY, write_codex_home  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropicAPI  # noqa: E402
@@ -336,6 +336,7 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
     baseline = os.environ.get("BENCH_BASELINE_SRC")
     if baseline:  # another checkout's sources (e.g. `git archive main core plugins`), for before/after
         path = os.pathsep.join(f"{baseline}/{part}/src" for part in ("core", "plugins/codex", "plugins/claude"))
+        byte_compile(*path.split(os.pathsep))
 
         def before(provider: str) -> Callable[[dict[str, str], str, bool], Row]:
             return lambda env, cwd, sessions: acp_subject([agent, "--provider", provider],
