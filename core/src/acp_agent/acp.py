@@ -13,8 +13,9 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from attrs import field, frozen
+from attrs import field
 
+from acp_agent.records import frozen
 from acp_agent.wire import UNSET, Unset, clip
 
 if TYPE_CHECKING:

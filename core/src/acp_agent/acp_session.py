@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from attrs import field, frozen
+from attrs import field
 
 from acp_agent.acp import Meta
+from acp_agent.records import frozen
 from acp_agent.wire import UNSET, FieldProblem, Unset
 
 # --- content blocks ---------------------------------------------------------------------------

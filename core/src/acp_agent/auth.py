@@ -12,10 +12,11 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from attrs import define, frozen
+from attrs import define
 
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.provider import CredentialSpec
+from acp_agent.records import frozen
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from attrs import field, frozen
+from attrs import field
 
 from acp_agent.failures import Category, FailureKind, FailureObservation
+from acp_agent.records import frozen
 
 if TYPE_CHECKING:  # the session wire types load on first use (`acp_agent.acp`), not with these
     from acp_agent.acp import SessionUpdate, StopReason, ToolCall, ToolCallUpdate

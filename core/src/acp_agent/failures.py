@@ -12,8 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from attrs import define, field, frozen
+from attrs import define, field
 
+from acp_agent.records import frozen
 from acp_agent.redaction import MAX_LENGTH, Redactor
 
 EXTENSION = "sessionFailure"

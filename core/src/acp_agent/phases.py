@@ -15,9 +15,9 @@ from contextlib import asynccontextmanager
 from typing import Final
 
 import anyio
-from attrs import frozen
 
 from acp_agent.failures import Execution, FailureKind, FailureObservation
+from acp_agent.records import frozen
 
 log = logging.getLogger(__name__)
 

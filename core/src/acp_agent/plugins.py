@@ -16,11 +16,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import pluggy
-from attrs import field, frozen
+from attrs import field
 
 from acp_agent import entry_points, hookspecs
 from acp_agent.failure_hooks import FailureHooks
 from acp_agent.provider import ProviderSpec
+from acp_agent.records import frozen
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = hookspecs.PROJECT

@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from attrs import define, field, frozen
+from attrs import define, field
 
 from acp_agent import acp
 from acp_agent.events import Compaction, Presented, SessionTitle, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.records import frozen
 from acp_agent.wire import UNSET
 
 COMPACTION_TITLE = "Compact conversation"

@@ -11,8 +11,6 @@ import os
 from collections.abc import Sequence
 from typing import Literal
 
-from attrs import frozen
-
 from acp_agent.acp import (
     AudioContent,
     ContentBlock,
@@ -22,6 +20,7 @@ from acp_agent.acp import (
     TextContent,
     TextResourceContents,
 )
+from acp_agent.records import frozen
 
 PromptPart = str | ImageContent | AudioContent
 """Text, or media passed through as the client sent it (a backend without media drops it)."""

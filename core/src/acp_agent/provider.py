@@ -13,9 +13,10 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import anyio
-from attrs import field, frozen
+from attrs import field
 
 from acp_agent.prestart import Prestarted
+from acp_agent.records import frozen
 
 if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider or answer `initialize`
     from acp_agent.acp import (

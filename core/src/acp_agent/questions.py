@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from attrs import field, frozen
+from attrs import field
 
 from acp_agent import acp
+from acp_agent.records import frozen
 from acp_agent.rpc import ConnectionClosed, RpcError
 from acp_agent.wire import UNSET
 

@@ -16,8 +16,9 @@ from typing import Any
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from attrs import define, field, frozen
+from attrs import define, field
 
+from acp_agent.records import frozen
 from acp_agent.wire import clip
 
 log = logging.getLogger(__name__)
