@@ -86,3 +86,22 @@ def test_importing_the_package_builds_nothing() -> None:
             "assert not any(m.split('.')[0] in ('keyring', 'cattrs', 'anyio') for m in sys.modules), "
             "sorted(m for m in sys.modules if m.split('.')[0] in ('keyring', 'cattrs', 'anyio'))")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_registering_the_providers_loads_no_runtime_transcript_or_digest_module() -> None:
+    """Every installed plugin registers on every start, whichever provider runs: registering
+    imports the provider records only (issue 11). The transcript's types load with a runtime,
+    the Claude CLI's locator when asked, and hashlib (OpenSSL) never on the way to a session."""
+    import subprocess
+
+    code = ("import sys, acp_agent_claude, acp_agent_codex, acp_agent_muse; "
+            "from acp_agent.plugins import discover; "
+            "shipped = [(acp_agent_claude, 'claude'), (acp_agent_codex, 'codex'), (acp_agent_muse, 'muse')]; "
+            "registry = discover(load_entry_points=False, plugins=shipped); "
+            "assert registry.names() == ['claude', 'codex', 'muse'], registry.names(); "
+            "late = ('acp_agent.events', 'acp_agent.acp_session', 'acp_agent_claude.locate', "
+            "'acp_agent_claude.prestart', 'acp_agent_claude.runtime', 'acp_agent_codex.runtime', "
+            "'acp_agent_codex.appserver', 'hashlib', 'getpass'); "
+            "loaded = sorted(name for name in late if name in sys.modules); "
+            "assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)

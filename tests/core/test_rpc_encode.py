@@ -49,3 +49,10 @@ def test_what_json_dumps_refuses_is_refused(bad: Any) -> None:
         reference(message)
     with pytest.raises(expected.type):
         _encode(message)
+
+
+def test_a_cycle_is_refused_as_not_json() -> None:
+    cycle: dict[str, Any] = {"jsonrpc": "2.0", "method": "m"}
+    cycle["params"] = cycle
+    with pytest.raises((ValueError, RecursionError)):
+        _encode(cycle)

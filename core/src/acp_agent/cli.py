@@ -6,7 +6,6 @@ Stdout belongs to the protocol: everything meant for a person goes to stderr (or
 from __future__ import annotations
 
 import argparse
-import getpass
 import logging
 import os
 import signal
@@ -319,6 +318,8 @@ def _auth(action: str, provider: str | None, *, read_stdin: bool) -> int:
             if read_stdin:
                 secret = sys.stdin.readline().strip()
             else:
+                import getpass  # only `auth set` asks a person for anything
+
                 secret = getpass.getpass(f"{loaded.spec.title} API key (input hidden): ").strip()
             if not secret:
                 print("acp-agent: no key given; nothing stored.", file=sys.stderr)

@@ -11,11 +11,9 @@ import os
 import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_agent import hookimpl
-from acp_agent.events import HistoryFailure
-from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.provider import (
     BackendStatus,
     CredentialSpec,
@@ -25,6 +23,10 @@ from acp_agent.provider import (
     RuntimeContext,
     TerminalLogin,
 )
+
+if TYPE_CHECKING:  # the transcript's types load with the runtime, not on every start
+    from acp_agent.events import HistoryFailure
+    from acp_agent.failures import FailureKind, FailureObservation
 
 EXECUTABLE_VAR = "MUSE_CODE_EXECUTABLE"
 BINARY_NAME = "muse"
