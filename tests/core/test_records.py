@@ -80,3 +80,15 @@ def test_wire_types_behave_as_attrs_frozen_classes(make: object) -> None:
     assert one == two and hash(one) == hash(two) and one is not two
     assert repr(one) == repr(two) and repr(one).startswith(type(one).__qualname__ + "(")
     assert one != attrs.evolve(one, meta={"changed": True})
+
+
+def test_a_class_defined_in_a_function_is_named_as_attrs_names_it() -> None:
+    @frozen
+    class Local:
+        x: int
+
+    @attrs.frozen
+    class AttrsLocal:
+        x: int
+
+    assert repr(Local(1)) == "Local(x=1)" and repr(AttrsLocal(1)) == "AttrsLocal(x=1)"

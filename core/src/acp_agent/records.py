@@ -39,11 +39,6 @@ def _eq(self: Any, other: Any) -> bool:
     return all(getattr(self, name) == getattr(other, name) for name in _compared(self.__class__))
 
 
-def _ne(self: Any, other: Any) -> bool:
-    result = _eq(self, other)
-    return result if result is NotImplemented else not result
-
-
 def _hash(self: Any) -> int:
     return hash((self.__class__, *(getattr(self, name) for name in _compared(self.__class__))))
 
@@ -56,10 +51,11 @@ def _repr(self: Any) -> str:
         value = getattr(self, field.name)
         shown = field.repr(value) if callable(field.repr) else repr(value)
         parts.append(f"{field.name}={shown}")
-    return f"{self.__class__.__qualname__}({', '.join(parts)})"
+    name = self.__class__.__qualname__.rsplit(">.", 1)[-1]  # as attrs names a class defined in a function
+    return f"{name}({', '.join(parts)})"
 
 
-_SHARED = {"__eq__": _eq, "__ne__": _ne, "__hash__": _hash, "__repr__": _repr}
+_SHARED = {"__eq__": _eq, "__hash__": _hash, "__repr__": _repr}  # `!=` is `__eq__` inverted
 
 
 def _frozen(maybe_cls: C | None = None, **options: Any) -> C | Callable[[C], C]:
