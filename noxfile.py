@@ -73,7 +73,9 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks: they report numbers, they assert nothing."""
     install_group(session, "bench")
-    session.install(*editable("core", TEST_PROVIDER, *[f"plugins/{name}" for name in PLUGINS]))
+    # Installed as users get them (built wheels, byte-compiled), not editable: an editable install
+    # puts each source tree on sys.path, which costs start-up time the benchmarks would report.
+    session.install(*CONSTRAINTS, "core", TEST_PROVIDER, *[f"plugins/{name}" for name in PLUGINS])
     for script in sorted(glob.glob("bench/bench_*.py")):
         session.run("python", script, *session.posargs)
 
