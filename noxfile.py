@@ -75,7 +75,7 @@ def bench(session: nox.Session) -> None:
     install_group(session, "bench")
     # Installed as users get them (built wheels, byte-compiled), not editable: an editable install
     # puts each source tree on sys.path, which costs start-up time the benchmarks would report.
-    session.install(*CONSTRAINTS, "core", TEST_PROVIDER, *[f"plugins/{name}" for name in PLUGINS])
+    session.install(*CONSTRAINTS, "./core", f"./{TEST_PROVIDER}", *[f"./plugins/{name}" for name in PLUGINS])
     for script in sorted(glob.glob("bench/bench_*.py")):
         session.run("python", script, *session.posargs)
 
