@@ -8,6 +8,7 @@ never waits on the benchmark, timestamps each frame as it is read, and measures 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ def executable() -> str:
     return found
 
 
+@functools.cache
 def byte_compile(*roots: str) -> None:
     """Write the bytecode of the core's and the plugins' modules (and of `roots`), as installing a
     wheel does. An editable install run with PYTHONDONTWRITEBYTECODE (set on this machine) keeps

@@ -132,3 +132,39 @@ async def test_an_adopted_child_talks_over_its_pipes_and_is_stopped_on_exit() ->
         assert data == b"HELLO\n"
     assert popen.returncode == 0  # stdin closed: it ended on its own
     assert child.exited.is_set()
+
+
+class RecordingPopen:
+    """A process that records how it is stopped: it ends on a signal, never on its own."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.returncode: int | None = None
+        self.stdin = self.stdout = self.stderr = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def terminate(self) -> None:
+        self.calls.append("terminate")
+        self.returncode = -15
+
+    def kill(self) -> None:
+        self.calls.append("kill")
+        self.returncode = -9
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.calls.append("wait")
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired("backend", timeout or 0)
+        return self.returncode
+
+
+def test_an_unclaimed_backend_is_terminated_without_waiting_for_it_to_see_its_input_end() -> None:
+    """Nobody used it: waiting for it to read the end of its input first would cost what is left
+    of its boot (a Claude CLI the agent leaves right after `initialize`) before the agent exits."""
+    from acp_agent import prestart as module
+
+    popen = RecordingPopen()
+    module._stop(popen)  # type: ignore[arg-type]
+    assert popen.calls == ["terminate", "wait"]
