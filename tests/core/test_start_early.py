@@ -101,21 +101,23 @@ async def test_without_start_early_the_runtime_waits_for_the_first_session() -> 
 
 
 class Gated(Recorder):
-    """An early runtime that, like Codex's, starts its backend at once but waits for the client's
-    `initialize` to be answered before its heavy imports (here: before opening the inner one)."""
+    """An early runtime whose opening waits on its backend (here: `gate`, which a test may never
+    open), and which records the client capabilities its context reports."""
 
     def __init__(self, spec: ProviderSpec) -> None:
         super().__init__(spec)
         self.waiting = anyio.Event()
+        self.gate = anyio.Event()
         self.answered = anyio.Event()
         self.cancelled = False
+        self.terminal: list[bool] = []
 
     @asynccontextmanager
     async def open_runtime(self, context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
-        assert context.initialize_answered is not None
+        self.terminal.append(context.client_terminal)
         self.waiting.set()
         try:
-            await context.initialize_answered.wait()
+            await self.gate.wait()
         except anyio.get_cancelled_exc_class():
             self.cancelled = True
             raise
@@ -125,24 +127,27 @@ class Gated(Recorder):
 
 
 async def test_an_early_runtime_is_opened_with_initialize_answered() -> None:
-    """Opened only after the answer: what it waits for (`initialize_answered`) is already set,
-    and it sees the client's capabilities."""
+    """Opened only after the answer: it sees the client's capabilities (a terminal, here)."""
     gated = Gated(make_spec({}))
+    gated.gate.set()
     async with run_in_process(gated.spec, environ={"SCRIPTED_API_KEY": "k"}) as client:
-        await client.initialize()
+        await client.request("initialize", {
+            "protocolVersion": 1, "clientInfo": {"name": "in-process-test", "version": "0"},
+            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": True}})
         with anyio.fail_after(5):
             await gated.answered.wait()
         await client.new_session(CWD)
         assert len(gated.opened) == 1
+    assert gated.terminal == [True]
 
 
-async def test_closing_the_host_cancels_an_opening_still_waiting_for_initialize() -> None:
-    """A client that leaves before `initialize`: the runtime would never finish opening, and
+async def test_closing_the_host_cancels_an_opening_still_waiting_for_its_backend() -> None:
+    """A client that leaves while the runtime is still opening (its backend never answers):
     closing its host (the agent's shutdown) must not wait for it."""
     gated = Gated(make_spec({}))
     host = BackendHost(gated.spec)
     context = RuntimeContext(environ={"SCRIPTED_API_KEY": "k"}, clock=PhaseClock(Deadlines(), "Scripted"),
-                             redact=Redactor(), initialize_answered=anyio.Event())
+                             redact=Redactor())
     async with anyio.create_task_group() as task_group:
         host.attach(task_group)
         host.open(context, early=True)

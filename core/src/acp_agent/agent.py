@@ -258,7 +258,6 @@ class Agent:
             hooks=self.settings.hooks,
             router=self.router,
             prestarted=self.settings.prestarted,
-            initialize_answered=self._initialize_answered,
         )
 
     def _backend_environ(self) -> dict[str, str]:
@@ -268,7 +267,7 @@ class Agent:
         return with_keyring_credential(self.settings.environ, state, self.provider.credentials)
 
     async def runtime(self) -> ProviderRuntime:
-        self._initialize_answered.set()  # a request needs the runtime: an early one waits no longer
+        self._initialize_answered.set()  # a request needs the runtime: an early one opens now too
         return await self.backend.runtime(self.runtime_context, sessions_open=bool(self.sessions))
 
     @property

@@ -37,8 +37,8 @@ class RuntimeHost:
     early_environ: Mapping[str, str] | None = None
     """Set while a runtime opened at start-up (`ProviderSpec.start_early`) awaits its first use."""
     opening: anyio.CancelScope = field(factory=anyio.CancelScope)
-    """Cancelled when the host is closed before the runtime finished opening (an early runtime
-    may wait for `initialize` to be answered, which never happens if the client leaves first)."""
+    """Cancelled when the host is closed before the runtime finished opening (its backend may
+    still be starting when the client leaves)."""
     environ: Mapping[str, str] | None = None
     """The environment the runtime has now (renewed when the credentials change)."""
 

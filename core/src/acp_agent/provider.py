@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Literal, Protocol
 
-import anyio
 from attrs import field
 
 from acp_agent.prestart import Prestarted
@@ -156,10 +155,6 @@ class RuntimeContext:
     prestarted: Prestarted = field(factory=Prestarted)
     """Backends the command line started before the agent's imports (`acp_agent.prestart`): a
     runtime claims its own with `prestarted.take(name, argv, env)`."""
-    initialize_answered: anyio.Event | None = None
-    """Set once the agent has answered the client's `initialize` (or a request needs the runtime);
-    None: no wait. The core opens a `ProviderSpec.start_early` runtime only once it is set; a
-    runtime that starts work of its own sooner waits for it before heavy imports."""
 
 
 @frozen

@@ -56,8 +56,8 @@ def check_backend() -> BackendStatus:
 
 @asynccontextmanager
 async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
-    """Opened when the agent starts (`start_early`): app-server (the command line's, adopted) and
-    its handshake start at once; the runtime module loads once `initialize` is answered."""
+    """Opened as soon as `initialize` is answered (`start_early`): app-server (the command
+    line's, adopted, already greeted) and its handshake, then the runtime module."""
     from acp_agent_codex.appserver import open_codex
 
     async with open_codex(context) as runtime:

@@ -181,8 +181,9 @@ async def _read(server: AppServer) -> None:
 
 @asynccontextmanager
 async def open_codex(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
-    """Start app-server and its handshake now, then (once the client's `initialize` is answered:
-    the import would delay it) load the runtime, which takes that process for its first session.
+    """Start app-server (the command line's, adopted) and its handshake, then load the runtime,
+    which takes that process for its first session. The core opens this only once the client's
+    `initialize` is answered, so the runtime module's imports never delay that answer.
 
     A spawn that fails here is only logged: the runtime starts app-server again on the request
     path and answers with that attempt's error, exactly as without the early start.
@@ -198,8 +199,6 @@ async def open_codex(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
             except OSError as exc:
                 log.info("%s was not started early: %s", APP_SERVER_NAME, type(exc).__name__)
         try:
-            if context.initialize_answered is not None:
-                await context.initialize_answered.wait()
             log.debug("loading the Codex runtime")
             from acp_agent_codex.runtime import open_codex_runtime
 
