@@ -8,10 +8,6 @@ import acp_agent_claude
 from acp_agent_claude import prestart
 
 
-def test_the_cli_variable_is_the_locators() -> None:
-    assert acp_agent_claude.CLI_ENV == prestart.CLI_ENV
-
-
 def test_find_cli_is_the_locators() -> None:
     assert acp_agent_claude.find_cli({prestart.CLI_ENV: "/opt/claude"}) == "/opt/claude"
     assert acp_agent_claude.find_cli({}) == prestart.find_cli({})

@@ -26,19 +26,17 @@ if TYPE_CHECKING:
     from acp_agent.failures import FailureKind, FailureObservation
     from acp_agent.provider import ProviderRuntime, RuntimeContext
 
-CLI_ENV = "ACP_AGENT_CLAUDE_CLI"
-"""Overrides the bundled CLI (`acp_agent_claude.prestart.CLI_ENV`, repeated so that registering
-the provider imports nothing more: every installed plugin registers on every start)."""
-
-
 def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
-    """The Claude Code CLI to run (`acp_agent_claude.locate.find_cli`, loaded when first asked)."""
+    """The Claude Code CLI to run (`acp_agent_claude.locate.find_cli`, loaded when first asked:
+    every installed plugin registers on every start, whatever the provider)."""
     from acp_agent_claude.locate import find_cli as find
 
     return find(environ)
 
 
 def check_backend() -> BackendStatus:
+    from acp_agent_claude.locate import CLI_ENV
+
     path = find_cli()
     if path and os.access(path, os.X_OK):
         return BackendStatus(True, f"Claude Code CLI at {path}")
