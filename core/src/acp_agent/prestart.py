@@ -120,8 +120,8 @@ def _stop(popen: subprocess.Popen[bytes]) -> None:
     """Close its pipes and SIGTERM it at once, then SIGKILL, and reap it (each wait bounded).
 
     Nobody used it, so there is nothing for it to finish: waiting for it to notice the end of its
-    input first would cost what is left of its boot (about 300 ms for a Claude CLI that the agent
-    leaves right after `initialize`) before the agent can exit.
+    input first would cost what is left of its boot (a few hundred ms for a backend still starting
+    when the client leaves right after `initialize`) before the agent can exit.
     """
     for stream in (popen.stdin, popen.stdout, popen.stderr):
         try:
