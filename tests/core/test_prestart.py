@@ -4,7 +4,9 @@ imports, claimed only with the same argv and environment, stopped when nobody cl
 
 from __future__ import annotations
 
-import subprocess
+import json
+import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +14,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.prestart import Prestarted
+from acp_agent import pdeath
+from acp_agent.prestart import Prestarted, Spawned, serving_provider
 from acp_agent.process import adopt_child
 
 pytestmark = pytest.mark.timeout(30)
@@ -50,14 +53,12 @@ def test_a_backend_is_started_without_importing_the_package_and_claimed_once(
         provider: str, prestart: Prestarted) -> None:
     environ = {"PATH": "/usr/bin:/bin", "MARK": "one"}
     prestart.start(provider, environ)
-    popen = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "one"})
-    assert popen is not None and popen.poll() is None
+    spawned = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "one"})
+    assert spawned is not None and spawned.poll() is None
     assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "one"}) is None  # once
-    popen.kill()
-    popen.wait(timeout=10)
-    for stream in (popen.stdin, popen.stdout, popen.stderr):
-        assert stream is not None
-        stream.close()
+    spawned.kill()
+    assert spawned.wait(timeout=10) == -signal.SIGKILL
+    spawned.close_pipes()
 
 
 def test_a_backend_started_with_another_environment_is_stopped_not_claimed(
@@ -103,14 +104,10 @@ def test_a_greeting_is_written_at_spawn_and_the_process_goes_only_to_who_would_s
     assert prestart.take(greeting_provider, ECHO, environ) is None  # a taker that would not greet
     assert popen.returncode is not None  # stopped and reaped
     prestart.start(greeting_provider, environ)
-    popen = prestart.take(greeting_provider, ECHO, environ, b"hello\nthere\n")
-    assert popen is not None and popen.stdout is not None and popen.stdin is not None
-    assert popen.stdout.readline() == b"HELLO\n" and popen.stdout.readline() == b"THERE\n"  # answered
-    popen.stdin.close()
-    popen.wait(timeout=10)
-    for stream in (popen.stdout, popen.stderr):
-        assert stream is not None
-        stream.close()
+    spawned = prestart.take(greeting_provider, ECHO, environ, b"hello\nthere\n")
+    assert spawned is not None
+    assert read_all(spawned, close_input=True) == b"HELLO\nTHERE\n"  # answered
+    assert spawned.wait(timeout=10) == 0
 
 
 def test_a_provider_without_prestart_starts_nothing(prestart: Prestarted) -> None:
@@ -118,10 +115,24 @@ def test_a_provider_without_prestart_starts_nothing(prestart: Prestarted) -> Non
     assert not prestart.holds("no_such_provider_here")
 
 
+def read_all(spawned: Spawned, *, close_input: bool) -> bytes:
+    """Everything the process writes to stdout until it closes it (after the end of its input)."""
+    assert spawned.stdin is not None and spawned.stdout is not None
+    if close_input:
+        os.close(spawned.stdin)
+        spawned.stdin = None
+    data = b""
+    while chunk := os.read(spawned.stdout, 65536):
+        data += chunk
+    return data
+
+
 @pytest.mark.anyio
-async def test_an_adopted_child_talks_over_its_pipes_and_is_stopped_on_exit() -> None:
-    popen = subprocess.Popen(ECHO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             start_new_session=True)
+async def test_an_adopted_child_talks_over_its_pipes_and_is_stopped_on_exit(
+        provider: str, prestart: Prestarted) -> None:
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    popen = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""})
+    assert popen is not None
     async with adopt_child(popen, name="echo") as child:
         assert child.pid == popen.pid and child.returncode is None
         await child.stdin.send(b"hello\n")
@@ -134,13 +145,15 @@ async def test_an_adopted_child_talks_over_its_pipes_and_is_stopped_on_exit() ->
     assert child.exited.is_set()
 
 
-class RecordingPopen:
+class RecordingProcess:
     """A process that records how it is stopped: it ends on a signal, never on its own."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.returncode: int | None = None
-        self.stdin = self.stdout = self.stderr = None
+
+    def close_pipes(self) -> None:
+        self.calls.append("close")
 
     def poll(self) -> int | None:
         return self.returncode
@@ -156,7 +169,7 @@ class RecordingPopen:
     def wait(self, timeout: float | None = None) -> int:
         self.calls.append("wait")
         if self.returncode is None:
-            raise subprocess.TimeoutExpired("backend", timeout or 0)
+            raise TimeoutError("backend")
         return self.returncode
 
 
@@ -165,6 +178,110 @@ def test_an_unclaimed_backend_is_terminated_without_waiting_for_it_to_see_its_in
     of its boot (a Claude CLI the agent leaves right after `initialize`) before the agent exits."""
     from acp_agent import prestart as module
 
-    popen = RecordingPopen()
-    module._stop(popen)  # type: ignore[arg-type]
-    assert popen.calls == ["terminate", "wait"]
+    process = RecordingProcess()
+    module._stop(process)  # type: ignore[arg-type]
+    assert process.calls == ["close", "terminate", "wait"]
+
+
+@pytest.mark.parametrize(("argv", "environ", "expected"), [
+    (["--provider", "codex"], {}, "codex"),
+    (["--provider=codex"], {}, "codex"),
+    (["--log-level", "debug", "--provider", "claude", "--log-file=/tmp/x.log"], {}, "claude"),
+    (["--max-line-bytes", "1000", "--provider", "a", "--provider", "b"], {}, "b"),  # the last wins
+    ([], {"ACP_AGENT_PROVIDER": "codex"}, "codex"),
+    (["--log-level", "info"], {"ACP_AGENT_PROVIDER": "codex"}, "codex"),
+    (["--provider", "claude"], {"ACP_AGENT_PROVIDER": "codex"}, "claude"),
+    ([], {}, None),
+    (["--provider"], {}, None),  # the parser's error to give
+    (["--provider", "codex", "providers"], {}, None),  # a command
+    (["--provider", "codex", "auth", "set"], {}, None),
+    (["--provider", "codex", "--cli", "login"], {}, None),  # the vendor's CLI, not a backend
+    (["--prov", "codex"], {}, None),  # an abbreviation: the parser decides, then the start follows
+    (["--help"], {"ACP_AGENT_PROVIDER": "codex"}, None),
+    (["--version"], {}, None),
+])
+def test_the_served_provider_is_read_before_parsing_only_from_plain_serving_arguments(
+        argv: list[str], environ: dict[str, str], expected: str | None) -> None:
+    assert serving_provider(argv, environ) == expected
+
+
+REPORT = ("import json, os, sys\n"
+          "print(json.dumps({'fds': sorted(int(fd) for fd in os.listdir('/proc/self/fd')),\n"
+          "                  'own_session': os.getsid(0) == os.getpid()}), flush=True)\n"
+          "sys.stdin.read()\n")  # lives until claimed and told to end
+
+
+def test_a_backend_gets_only_its_pipes_default_signals_and_a_session_of_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prestart: Prestarted) -> None:
+    """As `subprocess.Popen(close_fds=True, restore_signals=True, start_new_session=True)` did:
+    a descriptor an editor left inheritable does not leak into the backend, and SIGPIPE, which
+    Python ignores, is back at its default (`cat` shows what it inherited)."""
+    report = [sys.executable, "-c", REPORT]
+    status = ["sh", "-c", "cat /proc/self/status; exec cat"]
+    environ = {"PATH": "/usr/bin:/bin"}
+    leaked_read, leaked_write = os.pipe()
+    os.set_inheritable(leaked_read, True)
+    try:
+        for name, argv in (("hygiene", report), ("signals", status)):
+            prestart.start(write_provider(tmp_path, monkeypatch, name, f"{argv!r}, dict(environ)"), environ)
+    finally:
+        os.close(leaked_read)
+        os.close(leaked_write)
+    outputs = {}
+    for name, argv in (("hygiene", report), ("signals", status)):
+        spawned = prestart.take(name, argv, environ)
+        assert spawned is not None
+        outputs[name] = read_all(spawned, close_input=True).decode()
+        spawned.wait(timeout=10)
+        spawned.close_pipes()
+    assert json.loads(outputs["hygiene"]) == {"fds": [0, 1, 2, 3], "own_session": True}  # 3: the listing
+    ignored = next(int(line.split()[1], 16) for line in outputs["signals"].splitlines()
+                   if line.startswith("SigIgn:"))
+    assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN  # this process's, which a child inherits
+    assert not ignored & (1 << (signal.SIGPIPE - 1))
+
+
+def test_a_backend_is_not_handed_over_when_setpriv_fails_its_probe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str, prestart: Prestarted) -> None:
+    """The probe runs beside the backend instead of before it: a setpriv that does not know
+    `--pdeathsig` (util-linux before 2.33) is found out when the process is claimed."""
+    fake = tmp_path / "setpriv"
+    # Runs the program but fails the probe: the process lives, without the signal it was promised.
+    fake.write_text('#!/bin/sh\n[ "$4" = true ] && exit 1\nshift 3\nexec "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(pdeath, "SETPRIV_CANDIDATES", (str(fake),))
+    environ = {"PATH": "/usr/bin:/bin", "MARK": ""}
+    prestart.start(provider, environ)
+    spawned = prestart._held[provider][0]
+    assert prestart.take(provider, ECHO, environ) is None
+    assert spawned.returncode is not None  # stopped and reaped
+
+
+def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path) -> None:
+    """The real entry point: when a provider's `prestart(environ)` runs, the command line has not
+    imported argparse, logging, subprocess, typing or pathlib (each delays the backend's boot).
+    This prestart starts nothing, so the command line asks again once it has parsed its arguments
+    (as it does for arguments it cannot read early): each call appends a line."""
+    package = tmp_path / "acp_agent_earlytest"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
+    record = tmp_path / "loaded.json"
+    (package / "prestart.py").write_text(
+        "import json, sys\n"
+        "def prestart(environ):\n"
+        "    heavy = ('argparse', 'logging', 'subprocess', 'typing', 'pathlib', 'anyio', 'attrs')\n"
+        f"    with open({str(record)!r}, 'a') as handle:\n"
+        "        print(json.dumps([name for name in heavy if name in sys.modules]), file=handle)\n"
+        "    return None\n")
+    script = Path(sys.executable).with_name("acp-agent")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "acp_agent.cli"]
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    import subprocess
+
+    finished = subprocess.run([*command, "--provider", "earlytest"], stdin=subprocess.DEVNULL,
+                              capture_output=True, env=environ, timeout=60, check=False)
+    assert finished.returncode == 2 and b"unknown provider 'earlytest'" in finished.stderr  # no plugin
+    assert finished.stdout == b""
+    first, second = (json.loads(line) for line in record.read_text().splitlines())
+    assert first == []
+    assert "argparse" in second  # the second call, after parsing: what the first one was spared

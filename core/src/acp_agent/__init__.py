@@ -8,9 +8,10 @@ it pluggy) is loaded on first use, so the command line can start a backend befor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the command line imports this before its spawn
 if TYPE_CHECKING:
+    from typing import Any
+
     from acp_agent.hookspecs import hookimpl
 
 __version__ = "0.1.0"

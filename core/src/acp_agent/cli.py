@@ -5,21 +5,18 @@ Stdout belongs to the protocol: everything meant for a person goes to stderr (or
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
-import signal
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from acp_agent import __version__
 
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: nothing is imported before the backend's spawn
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
     from acp_agent.plugins import ProviderRegistry
     from acp_agent.prestart import Prestarted
-
-log = logging.getLogger("acp_agent")
 
 EDITOR_HINT = """\
 acp-agent speaks the Agent Client Protocol on stdin/stdout; an editor starts it, not a person.
@@ -31,25 +28,23 @@ Waiting for JSON-RPC messages on stdin (Ctrl-D to quit).
 """
 
 
-class _RedactingFormatter(logging.Formatter):
-    def __init__(self, redact: object, fmt: str) -> None:
-        super().__init__(fmt)
-        self._redact = redact
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        return self._redact(text)  # type: ignore[operator,no-any-return]
-
-
 def _setup_logging(log_file: str | None, level: str, redact: object) -> None:
+    import logging
+
+    class RedactingFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return redact(super().format(record))  # type: ignore[operator,no-any-return]
+
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_RedactingFormatter(redact, "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(getattr(logging, level.upper(), logging.WARNING))
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="acp-agent",
         description="An Agent Client Protocol agent hosting coding agents from several vendors.",
@@ -99,22 +94,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _provider_option(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
     # SUPPRESS: when absent here, the value given before the command (or ACP_AGENT_PROVIDER) stays.
     parser.add_argument("--provider", default=argparse.SUPPRESS, help="the provider (see `acp-agent providers`)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command:
-        return _subcommand(args)
-    from acp_agent.prestart import Prestarted
+    from acp_agent.prestart import Prestarted, serving_provider
 
+    arguments = sys.argv[1:] if argv is None else list(argv)
     prestarted = Prestarted()
-    if args.cli is not None or not args.provider:
-        return _run(args, prestarted)
-    # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import.
-    prestarted.start(args.provider, os.environ)
+    # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import, even
+    # before the arguments are parsed when they are plain (`--provider NAME` and the like).
+    early = serving_provider(arguments, os.environ)
+    if early is not None:
+        prestarted.start(early, os.environ)
     try:
+        args = _parser().parse_args(arguments)
+        if args.command:
+            return _subcommand(args)
+        if args.cli is None and args.provider:
+            prestarted.start(args.provider, os.environ)  # at once if not started above
         return _run(args, prestarted)
     finally:
         prestarted.stop_unclaimed()
@@ -195,6 +196,10 @@ async def _serve(agent: object, max_line_bytes: int | None) -> None:
     async with anyio.create_task_group() as task_group:
 
         async def watch_signals() -> None:
+            import logging
+            import signal
+
+            log = logging.getLogger("acp_agent")
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async for signum in signals:
                     log.info("received signal %d, shutting down", signum)

@@ -2,36 +2,49 @@
 
 Kept apart from `acp_agent.process` (which imports anyio) so that the command line can spawn a
 backend before the agent's imports (`acp_agent.prestart`); `process.parent_death_argv` is the
-documented entry point and uses the same probe, run once per process.
+documented entry point and uses the same probe, run once per process. Importing this module loads
+nothing but `os` and `sys` (the command line reads `setpriv_candidate` and `PROBE` before its spawn).
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import os
-import shutil
-import subprocess
 import sys
-from collections.abc import Mapping, Sequence
 
-log = logging.getLogger("acp_agent.process")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 SETPRIV_CANDIDATES = ("/usr/bin/setpriv", "/bin/setpriv")
+PROBE = ("--pdeathsig", "KILL", "--", "true")
+"""setpriv's arguments for the probe: a setpriv that runs them and exits 0 knows `--pdeathsig`."""
+
+
+def setpriv_candidate() -> str | None:
+    """The setpriv to try, found without running it (the probe says whether it can be used)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    return next((path for path in SETPRIV_CANDIDATES if os.access(path, os.X_OK)), None)
 
 
 @functools.cache
 def setpriv() -> str | None:
     """util-linux `setpriv` if it runs here and knows `--pdeathsig` (util-linux 2.33 or later)."""
+    import logging
+    import shutil
+    import subprocess
+
+    log = logging.getLogger("acp_agent.process")
     if not sys.platform.startswith("linux"):
         log.debug("no parent-death signal for backends: not Linux")
         return None
-    found = next((path for path in SETPRIV_CANDIDATES if os.access(path, os.X_OK)), None) or shutil.which("setpriv")
+    found = setpriv_candidate() or shutil.which("setpriv")
     if found is None:
         log.debug("no parent-death signal for backends: setpriv not found")
         return None
     try:
-        probe = subprocess.run([found, "--pdeathsig", "KILL", "--", "true"], stdin=subprocess.DEVNULL,
+        probe = subprocess.run([found, *PROBE], stdin=subprocess.DEVNULL,
                                capture_output=True, timeout=5, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.debug("no parent-death signal for backends: %s failed (%s)", found, type(exc).__name__)
@@ -51,5 +64,21 @@ def wrap(argv: Sequence[str], env: Mapping[str, str] | None, setpriv: str | None
 
 def runnable(program: str, env: Mapping[str, str] | None = None) -> bool:
     """Whether `program` names an executable file, directly or on `env`'s PATH (the child's)."""
+    return find_program(program, env) is not None
+
+
+def find_program(program: str, env: Mapping[str, str] | None = None) -> str | None:
+    """`program` if it names an executable file, else its path on `env`'s PATH (the child's), as
+    `shutil.which` finds it (which costs a millisecond to import before the command line's spawn)."""
+    if os.sep in program:
+        return program if _executable(program) else None
     path = (env if env is not None else os.environ).get("PATH", os.defpath)
-    return shutil.which(program, path=path) is not None
+    for directory in path.split(os.pathsep):
+        candidate = os.path.join(directory or os.curdir, program)
+        if _executable(candidate):
+            return candidate
+    return None
+
+
+def _executable(path: str) -> bool:
+    return os.access(path, os.X_OK) and not os.path.isdir(path)

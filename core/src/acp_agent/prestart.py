@@ -15,77 +15,196 @@ agent's runtime first gets to it; `take` then hands the process over only to a r
 have written the same greeting, and that runtime awaits the answers instead of asking again.
 Whatever is never claimed is stopped when the command returns (`stop_unclaimed`). The processes are held by a
 `Prestarted` the command line creates and hands down (`AgentSettings.prestarted`, then
-`RuntimeContext.prestarted`): no state lives in this module. Only the standard library is
-imported here; the module must never write to stdout.
+`RuntimeContext.prestarted`): no state lives in this module. The module must never write to
+stdout.
+
+Every millisecond before the spawn is a millisecond of the first session's wait (Codex's is
+app-server's boot), so the path to it imports almost nothing: no `subprocess` (4 ms after the
+console script's own imports; `os.posix_spawn` does what is needed: pipes, a session of its own,
+default signal dispositions, no inherited descriptors) and no waiting for the setpriv probe, which
+runs beside the backend and is consulted when the runtime claims it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+
+from acp_agent import pdeath
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+SERVE_OPTIONS = ("--provider", "--log-file", "--log-level", "--max-line-bytes")
+"""The command line's options that take a value and leave it serving (`serving_provider`)."""
+
+
+def serving_provider(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The provider these arguments will serve, read before `argparse` is even imported; None
+    unless they are only the serving options (`--provider NAME`, `--log-level LEVEL`, ... with a
+    space or `=`). Anything else (a command, `--cli`, `--help`, an abbreviation) is left to the
+    parser, after which the command line starts the backend if it serves after all."""
+    provider = environ.get("ACP_AGENT_PROVIDER") or None
+    rest = list(argv)
+    while rest:
+        option = rest.pop(0)
+        name, equals, value = option.partition("=")
+        if name not in SERVE_OPTIONS:
+            return None
+        if not equals:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if name == "--provider":
+            provider = value
+    return provider
+
+
+class Spawned:
+    """A backend the command line spawned: its PID and this process's ends of its stdin, stdout
+    and stderr pipes (raw descriptors: the runtime that claims it makes them anyio streams)."""
+
+    def __init__(self, pid: int, stdin: int | None, stdout: int | None, stderr: int | None) -> None:
+        self.pid = pid
+        self.stdin: int | None = stdin
+        self.stdout: int | None = stdout
+        self.stderr: int | None = stderr
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """Its exit code (negative: the signal that ended it) once it has exited, else None."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped by someone else: the status is lost
+                self.returncode = 0
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        """Its exit code, waiting at most `timeout` seconds (TimeoutError after that)."""
+        if self.poll() is None:
+            import select
+
+            try:
+                pidfd = os.pidfd_open(self.pid)
+            except ProcessLookupError:
+                pass
+            else:
+                try:
+                    select.select([pidfd], [], [], timeout)
+                finally:
+                    os.close(pidfd)
+        code = self.poll()
+        if code is None:
+            raise TimeoutError(f"process {self.pid} still runs after {timeout} s")
+        return code
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        import signal
+
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        import signal
+
+        self.send_signal(signal.SIGKILL)
+
+    def close_pipes(self) -> None:
+        """Close this process's ends of the pipes (the backend sees the end of its input)."""
+        for fd in (self.stdin, self.stdout, self.stderr):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.stdin = self.stdout = self.stderr = None
+
+
+Held = tuple[Spawned, list[str], dict[str, str], bytes, Spawned | None]
+"""A held backend: the process, the argv and environment it was asked for, the greeting written
+to it, and the setpriv probe started beside it (None: it runs without a parent-death signal)."""
 
 
 class Prestarted:
     """The backends the command line started, until a runtime claims them or the command returns."""
 
     def __init__(self) -> None:
-        self._held: dict[str, tuple[subprocess.Popen[bytes], list[str], dict[str, str], bytes]] = {}
+        self._held: dict[str, Held] = {}
 
     def start(self, provider: str, environ: Mapping[str, str]) -> None:
         """Spawn `provider`'s backend now if its package offers a `prestart.py`; never raises."""
         if provider in self._held or not provider.isidentifier() or not hasattr(os, "pidfd_open"):
             return  # adoption waits on a pidfd (Linux): elsewhere the runtime starts its backend itself
+        probe: Spawned | None = None
         try:
             wanted = _ask(provider, environ)
             if wanted is None:
                 return
             argv, env = list(wanted[0]), dict(wanted[1])
             greeting = bytes(wanted[2]) if len(wanted) > 2 else b""
-            from acp_agent import pdeath  # not acp_agent.process: it imports anyio
-
-            popen = subprocess.Popen(pdeath.wrap(argv, env, pdeath.setpriv()), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                     start_new_session=True)
+            program = pdeath.find_program(argv[0], env)
+            if program is None:
+                return  # the runtime's own start says what is missing
+            # Under setpriv, for a parent-death signal; whether it knows `--pdeathsig` is the
+            # probe's answer, read when the process is claimed.
+            setpriv = pdeath.setpriv_candidate()
+            if setpriv is not None:
+                probe = _spawn([setpriv, *pdeath.PROBE], environ, piped=False)
+                spawned = _spawn([setpriv, *pdeath.PROBE[:-1], *argv], env, piped=True)
+            else:
+                spawned = _spawn(argv, env, piped=True)
         except Exception:
+            _stop(probe)
             return
-        if greeting and not _write(popen, greeting):
-            _stop(popen)
+        if greeting and not _write(spawned, greeting):
+            _stop(spawned)
+            _stop(probe)
             return
-        self._held[provider] = (popen, argv, env, greeting)
+        self._held[provider] = (spawned, argv, env, greeting, probe)
 
     def holds(self, provider: str) -> bool:
         """Whether a process started for `provider` waits to be claimed."""
         return provider in self._held
 
     def take(self, provider: str, argv: Sequence[str], env: Mapping[str, str],
-             greeting: bytes = b"") -> subprocess.Popen[bytes] | None:
+             greeting: bytes = b"") -> Spawned | None:
         """The process started for `provider`, if it still runs with exactly this argv and
-        environment and was sent exactly this greeting (its answers are the taker's to read)."""
+        environment, was sent exactly this greeting (its answers are the taker's to read) and, if
+        it was started under setpriv, setpriv turned out to know `--pdeathsig`."""
         held = self._held.pop(provider, None)
         if held is None:
             return None
-        popen, started_argv, started_env, sent = held
-        if (popen.poll() is None and started_argv == list(argv) and started_env == dict(env)
-                and sent == greeting):
-            return popen
-        _stop(popen)
+        spawned, started_argv, started_env, sent, probe = held
+        probed = probe is None or _succeeded(probe)
+        if (probed and spawned.poll() is None and started_argv == list(argv)
+                and started_env == dict(env) and sent == greeting):
+            return spawned
+        _stop(spawned)
         return None
 
     def stop_unclaimed(self) -> None:
         """Stop every process started here that no runtime claimed (the command is returning)."""
         while self._held:
-            _, (popen, _, _, _) = self._held.popitem()
-            _stop(popen)
+            _, (spawned, _, _, _, probe) = self._held.popitem()
+            _stop(spawned)
+            _stop(probe)
 
 
-Wanted = tuple[Sequence[str], Mapping[str, str]] | tuple[Sequence[str], Mapping[str, str], bytes]
+Wanted = tuple["Sequence[str]", "Mapping[str, str]"] | tuple["Sequence[str]", "Mapping[str, str]", bytes]
 """What a provider's `prestart(environ)` returns: argv and environment, optionally a greeting."""
 
 
 def _ask(provider: str, environ: Mapping[str, str]) -> Wanted | None:
+    import importlib.util
+
     spec = importlib.util.find_spec(f"acp_agent_{provider}")  # finds the package, does not import it
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -104,41 +223,103 @@ def _ask(provider: str, environ: Mapping[str, str]) -> Wanted | None:
     return result
 
 
-def _write(popen: subprocess.Popen[bytes], greeting: bytes) -> bool:
-    """Write the greeting whole (it fits the pipe's buffer: the process need not be reading yet)."""
-    if popen.stdin is None:
-        return False
+def _spawn(argv: Sequence[str], env: Mapping[str, str], *, piped: bool) -> Spawned:
+    """Start `argv` in a session of its own, with the signal dispositions Python changed (SIGPIPE,
+    SIGXFSZ) back at their defaults and no descriptor of this process but its three pipes (or
+    /dev/null when not `piped`), as `subprocess.Popen(..., start_new_session=True)` would."""
+    import signal
+
+    program = pdeath.find_program(argv[0], env)
+    if program is None:
+        raise FileNotFoundError(argv[0])
+    ours: list[int] = []
     try:
-        popen.stdin.write(greeting)
-        popen.stdin.flush()
+        if piped:
+            for _ in range(3):
+                ours.extend(os.pipe())
+            if min(ours) < 3:
+                raise OSError("a standard stream of this process is closed")
+            (in_read, in_write, out_read, out_write, err_read, err_write) = ours
+            actions: list[tuple[int | str, ...]] = [(os.POSIX_SPAWN_DUP2, in_read, 0),
+                                              (os.POSIX_SPAWN_DUP2, out_write, 1),
+                                              (os.POSIX_SPAWN_DUP2, err_write, 2)]
+        else:
+            actions = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_descriptors(ours)]
+        defaults = [getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)]
+        pid = os.posix_spawn(program, list(argv), dict(env), file_actions=actions, setsid=True,
+                             setsigdef=defaults)
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    if not piped:
+        return Spawned(pid, None, None, None)
+    for fd in (in_read, out_write, err_write):
+        os.close(fd)
+    return Spawned(pid, in_write, out_read, err_read)
+
+
+def _inheritable_descriptors(ours: Sequence[int]) -> list[int]:
+    """Descriptors above 2 a child would inherit (the agent's own are close-on-exec already; an
+    editor may have left some open), to close in the child as `Popen(close_fds=True)` does."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        fd = int(name)
+        if fd <= 2 or fd in ours:
+            continue
+        try:
+            if os.get_inheritable(fd):
+                found.append(fd)
+        except OSError:  # the descriptor of the listing itself, closed by now
+            continue
+    return found
+
+
+def _write(spawned: Spawned, greeting: bytes) -> bool:
+    """Write the greeting whole (it fits the pipe's buffer: the process need not be reading yet)."""
+    view = memoryview(greeting)
+    try:
+        while view and spawned.stdin is not None:
+            view = view[os.write(spawned.stdin, view):]
     except OSError:
         return False
-    return True
+    return not view
 
 
-def _stop(popen: subprocess.Popen[bytes]) -> None:
+def _succeeded(probe: Spawned) -> bool:
+    """Whether the setpriv probe exited 0 (it takes milliseconds; claiming comes much later)."""
+    try:
+        return probe.wait(timeout=2.0) == 0
+    except (TimeoutError, OSError):
+        _stop(probe)
+        return False
+
+
+def _stop(spawned: Spawned | None) -> None:
     """Close its pipes and SIGTERM it at once, then SIGKILL, and reap it (each wait bounded).
 
     Nobody used it, so there is nothing for it to finish: waiting for it to notice the end of its
     input first would cost what is left of its boot (a few hundred ms for a backend still starting
     when the client leaves right after `initialize`) before the agent can exit.
     """
-    for stream in (popen.stdin, popen.stdout, popen.stderr):
-        try:
-            if stream is not None:
-                stream.close()
-        except OSError:
-            pass
-    for action in (popen.terminate, popen.kill):
-        if popen.poll() is not None:
+    if spawned is None:
+        return
+    spawned.close_pipes()
+    for action in (spawned.terminate, spawned.kill):
+        if spawned.poll() is not None:
             return
         try:
             action()
         except ProcessLookupError:
             return
         try:
-            popen.wait(timeout=2.0)
+            spawned.wait(timeout=2.0)
             return
-        except subprocess.TimeoutExpired:
+        except TimeoutError:
             continue
     print("acp-agent: a backend started early did not stop", file=sys.stderr)

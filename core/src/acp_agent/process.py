@@ -16,7 +16,6 @@ import shlex
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -31,6 +30,7 @@ from acp_agent import pdeath
 # Re-exported: part of this module's API (the Claude runtime imports `runnable` from here).
 from acp_agent.pdeath import SETPRIV_CANDIDATES as SETPRIV_CANDIDATES  # noqa: PLC0414
 from acp_agent.pdeath import runnable as runnable  # noqa: PLC0414
+from acp_agent.prestart import Spawned
 from acp_agent.stdio import FdReceiveStream, FdSendStream
 
 log = logging.getLogger(__name__)
@@ -152,51 +152,50 @@ async def open_child(
 
 
 class _AdoptedProcess(anyio.abc.Process):
-    """A `subprocess.Popen` started before the event loop (`acp_agent.prestart`), driven from it.
+    """A backend the command line spawned before the event loop (`acp_agent.prestart.Spawned`),
+    driven from it. Its exit is awaited on a pidfd (Linux), then reaped, which returns at once."""
 
-    Its exit is awaited on a pidfd (Linux), then reaped with `Popen.wait`, which returns at once.
-    """
-
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
-        self._popen = popen
-        # The streams own the descriptors from now on: detach them from Popen's file objects.
-        self._stdin = FdSendStream(os.dup(popen.stdin.fileno()), owned=True)
-        self._stdout = FdReceiveStream(os.dup(popen.stdout.fileno()), owned=True)
-        self._stderr = FdReceiveStream(os.dup(popen.stderr.fileno()), owned=True)
-        for stream in (popen.stdin, popen.stdout, popen.stderr):
-            stream.close()
+    def __init__(self, spawned: Spawned) -> None:
+        assert spawned.stdin is not None and spawned.stdout is not None and spawned.stderr is not None
+        self._spawned = spawned
+        # The streams own the descriptors from now on.
+        self._stdin = FdSendStream(spawned.stdin, owned=True)
+        self._stdout = FdReceiveStream(spawned.stdout, owned=True)
+        self._stderr = FdReceiveStream(spawned.stderr, owned=True)
+        spawned.stdin = spawned.stdout = spawned.stderr = None
 
     async def wait(self) -> int:
-        while self._popen.returncode is None:
+        while self._spawned.returncode is None:
             try:
-                pidfd = os.pidfd_open(self._popen.pid)
+                pidfd = os.pidfd_open(self._spawned.pid)
             except ProcessLookupError:  # already reaped
                 break
             try:
-                if self._popen.poll() is None:
+                if self._spawned.poll() is None:
                     await anyio.wait_readable(pidfd)
             finally:
                 os.close(pidfd)
-            self._popen.poll()
-        return self._popen.wait()
+            self._spawned.poll()
+        code = self._spawned.poll()
+        assert code is not None
+        return code
 
     def terminate(self) -> None:
-        self._popen.terminate()
+        self._spawned.terminate()
 
     def kill(self) -> None:
-        self._popen.kill()
+        self._spawned.kill()
 
     def send_signal(self, signal: int) -> None:
-        self._popen.send_signal(signal)
+        self._spawned.send_signal(signal)
 
     @property
     def pid(self) -> int:
-        return self._popen.pid
+        return self._spawned.pid
 
     @property
     def returncode(self) -> int | None:
-        return self._popen.poll()
+        return self._spawned.poll()
 
     @property
     def stdin(self) -> anyio.abc.ByteSendStream:
@@ -214,15 +213,15 @@ class _AdoptedProcess(anyio.abc.Process):
         with anyio.CancelScope(shield=True):
             for stream in (self._stdin, self._stdout, self._stderr):
                 await stream.aclose()
-            if self._popen.returncode is None:
-                self._popen.kill()
+            if self._spawned.poll() is None:
+                self._spawned.kill()
                 await self.wait()
 
 
-def adopted_process(popen: subprocess.Popen[bytes]) -> anyio.abc.Process:
+def adopted_process(spawned: Spawned) -> anyio.abc.Process:
     """A child started before the event loop (`acp_agent.prestart`) as an anyio process, for a
     provider that owns its backend's lifetime itself (stop, reap) rather than through `adopt_child`."""
-    return _AdoptedProcess(popen)
+    return _AdoptedProcess(spawned)
 
 
 @asynccontextmanager
@@ -243,11 +242,11 @@ async def _owned(process: anyio.abc.Process, name: str, grace_s: float) -> Async
 
 
 @asynccontextmanager
-async def adopt_child(popen: subprocess.Popen[bytes], *, name: str = "backend",
+async def adopt_child(spawned: Spawned, *, name: str = "backend",
                       grace_s: float = 2.0) -> AsyncIterator[ChildProcess]:
     """Own a child started before the event loop (`acp_agent.prestart`) exactly as `open_child` does."""
-    log.debug("adopted %s (pid %d), started with the agent", name, popen.pid)
-    async with _owned(_AdoptedProcess(popen), name, grace_s) as child:
+    log.debug("adopted %s (pid %d), started with the agent", name, spawned.pid)
+    async with _owned(_AdoptedProcess(spawned), name, grace_s) as child:
         yield child
 
 

@@ -18,10 +18,11 @@ from here, so the spare and a session's CLI are built by the same code.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import shutil
-from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False  # json, shutil and typing load only when used: this runs before the spawn
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 CLI_ENV = "ACP_AGENT_CLAUDE_CLI"
 SPARE_VAR = "ACP_AGENT_CLAUDE_SPARE"
@@ -47,7 +48,12 @@ def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
 
 def program(environ: Mapping[str, str]) -> str | None:
     """What to start: `find_cli`, else `claude` on the child's PATH (as the SDK searched)."""
-    return find_cli(environ) or shutil.which("claude", path=environ.get("PATH", os.defpath))
+    found = find_cli(environ)
+    if found:
+        return found
+    import shutil
+
+    return shutil.which("claude", path=environ.get("PATH", os.defpath))
 
 
 def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,
@@ -60,6 +66,8 @@ def command(program: str, *, session_id: str, resume: bool, mode: str, model: st
     if effort:
         argv += ["--effort", effort]
     if fast:
+        import json
+
         argv += ["--settings", json.dumps({"fastMode": True})]
     for directory in add_dirs:
         argv += ["--add-dir", directory]

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from acp_agent.prestart import Spawned
 from acp_agent.process import adopted_process, kill_process_group, parent_death_argv
 from acp_agent.rpc import LineReader
 
@@ -81,11 +81,11 @@ class ClaudeCLI:
         return cls(process, on_request)
 
     @classmethod
-    def adopt(cls, popen: subprocess.Popen[bytes], on_request: RequestHandler) -> ClaudeCLI:
+    def adopt(cls, spawned: Spawned, on_request: RequestHandler) -> ClaudeCLI:
         """A CLI the command line started before the event loop (`acp_agent_claude.prestart`)."""
-        cli = cls(adopted_process(popen), on_request)
+        cli = cls(adopted_process(spawned), on_request)
         cli.adopted = True
-        log.debug("adopted claude CLI (pid %d), started with the agent", popen.pid)
+        log.debug("adopted claude CLI (pid %d), started with the agent", spawned.pid)
         return cli
 
     @property

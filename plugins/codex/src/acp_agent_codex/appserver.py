@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -23,6 +22,7 @@ import anyio
 import anyio.abc
 from attrs import define, field
 
+from acp_agent.prestart import Spawned
 from acp_agent.process import ChildProcess, adopt_child, kill_process_group, open_child
 from acp_agent.provider import ProviderRuntime, RuntimeContext
 from acp_agent.rpc import Connection, ConnectionClosed, Methods, PendingRequest, RpcError
@@ -138,7 +138,7 @@ async def _handshake(server: AppServer, greeted: Sequence[PendingRequest] = ()) 
 
 
 async def serve_app_server(argv: Sequence[str], env: Mapping[str, str], generation: int,
-                           adopted: subprocess.Popen[bytes] | None = None, greeting: bytes = b"", *,
+                           adopted: Spawned | None = None, greeting: bytes = b"", *,
                            task_status: anyio.abc.TaskStatus[AppServer]) -> None:
     """Own one app-server (`adopted`, else spawned) until it exits or is asked to stop; its
     handshake starts as soon as it is connected (an adopted one was sent `greeting`, the

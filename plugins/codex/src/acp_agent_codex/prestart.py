@@ -1,7 +1,9 @@
 """What `acp-agent --provider codex` starts before its own imports: `codex app-server`.
 
 The command line loads this file alone, without the package (`acp_agent.prestart`), so it imports
-nothing but the standard library (and `codex_cli_bin`, to find the bundled binary). The process is
+nothing but the standard library (it finds the bundled binary where `codex_cli_bin` keeps it,
+without importing that package, and leaves `typing` alone: every import here delays the spawn,
+hence the first session). The process is
 greeted at once with the opening of the handshake (`initialize`, `initialized`, `model/list`), so
 app-server answers it as soon as it has booted, while the agent is still importing. The runtime's
 opener (`acp_agent_codex.appserver.open_codex`) claims the process with the same argv, environment
@@ -12,10 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 BIN_VAR = "ACP_AGENT_CODEX_BIN"
+PACKAGE_METADATA = "codex-package.json"  # beside codex_cli_bin's __init__, as its functions check
 
 
 def find_codex(environ: Mapping[str, str]) -> str | None:
@@ -23,29 +29,46 @@ def find_codex(environ: Mapping[str, str]) -> str | None:
     override = environ.get(BIN_VAR)
     if override:
         return override
-    try:
-        from codex_cli_bin import bundled_codex_path  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    try:
-        return str(bundled_codex_path())
-    except (FileNotFoundError, OSError):
-        return None
+    return _bundled("bin", "codex.exe" if os.name == "nt" else "codex", directory=False)
 
 
 def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The agent's environment plus the wheel's helper directory (rg) on PATH, as openai-codex does."""
     env = dict(environ)
-    try:
-        from codex_cli_bin import bundled_path_dir
-
-        path_dir = bundled_path_dir()
-    except (ImportError, AttributeError, OSError):
-        path_dir = None
+    path_dir = _bundled("codex-path", directory=True)
     if path_dir is not None:
-        entries = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != str(path_dir)]
-        env["PATH"] = os.pathsep.join([str(path_dir), *entries])
+        entries = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != path_dir]
+        env["PATH"] = os.pathsep.join([path_dir, *entries])
     return env
+
+
+def _bundled(*parts: str, directory: bool) -> str | None:
+    """A file (or directory) of the `codex_cli_bin` package, where its `bundled_codex_path` and
+    `bundled_path_dir` would find it. Read from the package's location, which costs nothing,
+    rather than by importing it, which costs 3 ms (pathlib) before the command line's spawn;
+    the package's own functions are asked only if its layout is not the one known here."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("codex_cli_bin")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or spec.origin is None:
+        return None
+    package = os.path.dirname(os.path.realpath(spec.origin))
+    path = os.path.join(package, *parts)
+    if os.path.isfile(os.path.join(package, PACKAGE_METADATA)):
+        if os.path.isdir(path) if directory else os.path.isfile(path):
+            return path
+        if not directory:
+            return None  # the package says so too (FileNotFoundError)
+    try:
+        import codex_cli_bin  # type: ignore[import-untyped]
+
+        found = codex_cli_bin.bundled_path_dir() if directory else codex_cli_bin.bundled_codex_path()
+    except (ImportError, AttributeError, OSError):
+        return None
+    return None if found is None else str(found)
 
 
 def app_server(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]] | None:
