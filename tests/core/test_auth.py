@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import attrs
 import pytest
 from keyring.backend import KeyringBackend
 
+from acp_agent import auth
 from acp_agent.auth import KeyringStore, KeyringUnavailable, resolve_credentials, stored_file_present
 from acp_agent.provider import CredentialSpec
 from acp_agent.rpc import RpcError
@@ -42,6 +46,23 @@ class MemoryKeyring(KeyringBackend):
 class BrokenKeyring(MemoryKeyring):
     def get_password(self, service: str, username: str) -> str | None:
         raise RuntimeError("dbus is not running")
+
+
+class SilentKeyring(MemoryKeyring):
+    """A keyring service that does not answer (a locked keyring waiting for a person to unlock it),
+    until the test lets it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = threading.Event()
+        self.answer = threading.Event()
+        self.kept_waiting = False
+
+    def get_password(self, service: str, username: str) -> str | None:
+        self.asked.set()
+        if not self.answer.wait(timeout=10):
+            self.kept_waiting = True  # the test never got to let it answer
+        return None
 
 
 def spec_with(tmp_path: Path, min_bytes: int = 0) -> CredentialSpec:
@@ -111,6 +132,35 @@ async def test_keyring_key_goes_to_the_runtime_environment_and_logout_deletes_it
     assert unconfigured.value.code == -32000
     assert "SCRIPTED_API_KEY" in unconfigured.value.message
     assert "sk-keyring-abcdef123456" not in json.dumps(client.frames)
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_keyring_that_does_not_answer_neither_stalls_the_agent_nor_holds_it_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keyring is asked from a worker thread for at most KEYRING_DEADLINE_S: while it does
+    not answer, the agent answers other requests; after the deadline it goes on as if there were
+    no keyring. (It was asked on the event loop, without a deadline: the whole agent stalled.)"""
+    monkeypatch.setattr(auth, "KEYRING_DEADLINE_S", 0.5, raising=False)  # raising: the old code had none
+    keyring = SilentKeyring()
+    answers: dict[str, Any] = {}
+    async with run_in_process(make_spec({}), keyring=keyring) as client:
+        async with anyio.create_task_group() as group:
+
+            async def initialize() -> None:  # its auth status needs the keyring
+                answers["initialize"] = await client.initialize(meta={"scripted/authStatus": 1})
+
+            group.start_soon(initialize)
+            assert await anyio.to_thread.run_sync(keyring.asked.wait, 20)
+            with pytest.raises(RpcError) as unknown:
+                await client.request("no/such_method", {})
+            answered_while_asking = "initialize" not in answers
+        logged_out = await client.request("logout", {})  # its keyring entry: unreachable, bounded
+        keyring.answer.set()
+    assert answered_while_asking and unknown.value.code == -32601
+    assert answers["initialize"]["_meta"]["scripted/authStatus"]["source"] == "none"
+    assert logged_out["_meta"]["scripted/authStatus"]["source"] == "none"
+    assert not keyring.kept_waiting
 
 
 @pytest.mark.anyio

@@ -247,9 +247,9 @@ class Agent:
             self._answered = anyio.Event()
         return self._answered
 
-    def runtime_context(self, environ: dict[str, str] | None = None) -> RuntimeContext:
+    def runtime_context(self, environ: dict[str, str]) -> RuntimeContext:
         return RuntimeContext(
-            environ=self._backend_environ() if environ is None else environ,
+            environ=environ,
             clock=self.settings.clock,
             redact=self.settings.redact,
             client_fs_read=self.client_capabilities.fs.read_text_file,
@@ -260,15 +260,19 @@ class Agent:
             prestarted=self.settings.prestarted,
         )
 
-    def _backend_environ(self) -> dict[str, str]:
-        state = self.credentials()
+    async def _fresh_context(self) -> RuntimeContext:
+        """The context a runtime opened now gets (its environment carries a keyring key)."""
+        return self.runtime_context(await self._backend_environ())
+
+    async def _backend_environ(self) -> dict[str, str]:
+        state = await self.credentials()
         if state.source == "keyring":
             self.settings.redact.add(state.secret)
         return with_keyring_credential(self.settings.environ, state, self.provider.credentials)
 
     async def runtime(self) -> ProviderRuntime:
         self._initialize_answered.set()  # a request needs the runtime: an early one opens now too
-        return await self.backend.runtime(self.runtime_context, sessions_open=bool(self.sessions))
+        return await self.backend.runtime(self._fresh_context, sessions_open=bool(self.sessions))
 
     @property
     def _host(self) -> RuntimeHost | None:
@@ -329,8 +333,8 @@ class Agent:
                 title=f"The agent hit an internal error during {what}.", source="adapter",
                 execution="notSubmitted"), self.settings.redact) from None
 
-    def credentials(self) -> CredentialState:
-        return self.signin.credentials()
+    async def credentials(self) -> CredentialState:
+        return await self.signin.credentials()
 
     # -- initialize and auth ------------------------------------------------------------------------
 
@@ -358,7 +362,7 @@ class Agent:
             meta["steering"] = {"supported": True}
         if self.capable:
             meta.update(advertised_meta())
-        auth_meta = self.signin.auth_meta(self.auth_status)
+        auth_meta = await self.signin.auth_meta(self.auth_status)
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -384,7 +388,7 @@ class Agent:
         request = self._parse(params, acp.AuthenticateRequest)
         await self.signin.authenticate(request.method_id)
         await self.backend.replace_when_idle(sessions_open=bool(self.sessions))
-        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.auth_status)))
+        return self._dump(acp.MetaOnlyResponse(meta=await self.signin.auth_meta(self.auth_status)))
 
     async def logout(self, params: Any) -> Any:
         self._parse(params, acp.LogoutRequest)
@@ -392,7 +396,7 @@ class Agent:
             await self._end_session(session)
         await self.backend.close()
         await self.signin.logout()
-        return self._dump(acp.MetaOnlyResponse(meta=self.signin.auth_meta(self.auth_status)))
+        return self._dump(acp.MetaOnlyResponse(meta=await self.signin.auth_meta(self.auth_status)))
 
     # -- sessions ---------------------------------------------------------------------------------
 

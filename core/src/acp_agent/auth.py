@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
-from typing import Any, Literal
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, TypeVar
 
+import anyio
+import anyio.to_thread
 from attrs import define
 
 from acp_agent.failures import FailureKind, FailureObservation
@@ -19,8 +22,12 @@ from acp_agent.provider import CredentialSpec
 from acp_agent.records import frozen
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 KEYRING_SERVICE = "acp-agent"
+KEYRING_DEADLINE_S: Final = 10.0
+"""How long the agent waits for the keyring (a D-Bus service: a locked keyring may wait for a
+person to unlock it) before it goes on without it, as if it had no keyring."""
 Source = Literal["environment", "keyring", "stored", "none", "clientProvider"]
 Verification = Literal["unknown", "rejected", "acceptedForTurn"]
 
@@ -34,10 +41,15 @@ class KeyringStore:
 
     def __init__(self, backend: Any = None) -> None:
         self._backend = backend
+        self._loading = threading.Lock()  # read from worker threads: one finds the backend at a time
 
     def _keyring(self) -> Any:
         if self._backend is not None:
             return self._backend
+        with self._loading:
+            return self._backend if self._backend is not None else self._load()
+
+    def _load(self) -> Any:
         try:
             import keyring
             import keyring.backends.fail
@@ -129,6 +141,37 @@ def resolve_credentials(
         if stored_file_present(path, spec.stored_min_bytes):
             return CredentialState(True, "stored")
     return CredentialState(False, "none")
+
+
+def keyring_consulted(spec: CredentialSpec, environ: Mapping[str, str], store: KeyringStore | None) -> bool:
+    """Whether resolving the credentials would ask the keyring (no key in the environment)."""
+    return (store is not None and bool(spec.keyring_env_var)
+            and not any(environ.get(name) for name in spec.env_vars))
+
+
+async def read_credentials(provider: str, spec: CredentialSpec, environ: Mapping[str, str],
+                           store: KeyringStore | None) -> CredentialState:
+    """`resolve_credentials` without blocking the event loop: the keyring is asked from a worker
+    thread (its backends load slowly, 100-200 ms, and talk to another process), for at most
+    `KEYRING_DEADLINE_S`; after that the agent goes on as if there were no keyring (logged), and
+    the thread is left to finish on its own."""
+    if not keyring_consulted(spec, environ, store):
+        return resolve_credentials(provider, spec, environ, store)
+    deadline_s = KEYRING_DEADLINE_S
+    with anyio.move_on_after(deadline_s):
+        return await anyio.to_thread.run_sync(resolve_credentials, provider, spec, environ, store,
+                                              abandon_on_cancel=True)
+    log.warning("the keyring did not answer within %g s; going on without it", deadline_s)
+    return resolve_credentials(provider, spec, environ, None)
+
+
+async def in_keyring_thread(call: Callable[[], T]) -> T:
+    """`call` (a KeyringStore method) from a worker thread, for at most `KEYRING_DEADLINE_S`
+    (KeyringUnavailable after that)."""
+    deadline_s = KEYRING_DEADLINE_S
+    with anyio.move_on_after(deadline_s):
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    raise KeyringUnavailable(f"the keyring did not answer within {deadline_s:g} s")
 
 
 def with_keyring_credential(environ: Mapping[str, str], state: CredentialState,

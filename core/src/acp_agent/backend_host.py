@@ -10,7 +10,7 @@ outdated) or closed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import anyio
 import anyio.abc
@@ -72,7 +72,7 @@ class BackendHost:
         self._task_group.start_soon(self._serve, host, context)
         return host
 
-    async def runtime(self, context: Callable[[], RuntimeContext], *, sessions_open: bool) -> ProviderRuntime:
+    async def runtime(self, context: Callable[[], Awaitable[RuntimeContext]], *, sessions_open: bool) -> ProviderRuntime:
         """The runtime, opened (or replaced) first if need be; `context` is what a new one gets."""
         async with self._lock:
             host = self.current
@@ -82,13 +82,13 @@ class BackendHost:
             if host is not None and host.early_environ is not None:
                 # The runtime opened at start-up is adopted only if a session would get the same
                 # environment (credentials may have changed since, e.g. through the keyring).
-                fresh = context()
+                fresh = await context()
                 host.early_environ, early_environ = None, host.early_environ
                 if early_environ != fresh.environ and not host.done.is_set():
                     host.stop.set()  # it closes in its own task; the session need not wait
                     host = self.open(fresh)
             if host is None or host.done.is_set():
-                host = self.open(context())
+                host = self.open(await context())
         await host.ready.wait()
         if host.runtime is not None and sessions_open:
             await self._renew(host, host.runtime, context)
@@ -103,12 +103,12 @@ class BackendHost:
         return host.runtime
 
     async def _renew(self, host: RuntimeHost, runtime: ProviderRuntime,
-                     context: Callable[[], RuntimeContext]) -> None:
+                     context: Callable[[], Awaitable[RuntimeContext]]) -> None:
         """Open sessions see credentials stored since their backend started (their next prompt
         runs on a backend with them), where the runtime can renew its environment; otherwise the
         backend is replaced once no session is open."""
         async with self._lock:
-            fresh = context().environ
+            fresh = (await context()).environ
             if host.environ is None or fresh == host.environ:
                 return
             host.environ = fresh

@@ -8,7 +8,7 @@ agent keeps what those methods do to sessions and the backend (ending them, repl
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -20,7 +20,8 @@ from acp_agent.auth import (
     KeyringUnavailable,
     auth_status_key,
     configuration_status,
-    resolve_credentials,
+    in_keyring_thread,
+    read_credentials,
 )
 from acp_agent.provider import ProviderSpec
 from acp_agent.redaction import Redactor
@@ -35,7 +36,7 @@ class SignIn:
 
     def __init__(self, provider: ProviderSpec, environ: Mapping[str, str], keyring: KeyringStore | None,
                  redact: Redactor, agent_command: tuple[str, ...], *,
-                 backend_environ: Callable[[], dict[str, str]], logout_budget_s: float) -> None:
+                 backend_environ: Callable[[], Awaitable[dict[str, str]]], logout_budget_s: float) -> None:
         self.provider = provider
         self.environ = environ
         self.keyring = keyring
@@ -47,14 +48,15 @@ class SignIn:
         self.client_capabilities = acp.ClientCapabilities()
         """What the client said at `initialize`: which auth methods it can run."""
 
-    def credentials(self) -> CredentialState:
-        return resolve_credentials(self.provider.name, self.provider.credentials, self.environ, self.keyring)
+    async def credentials(self) -> CredentialState:
+        """Which credentials are configured (the keyring asked off the event loop, bounded)."""
+        return await read_credentials(self.provider.name, self.provider.credentials, self.environ, self.keyring)
 
-    def auth_meta(self, negotiated: bool) -> dict[str, Any] | Unset:
+    async def auth_meta(self, negotiated: bool) -> dict[str, Any] | Unset:
         """The auth status a response carries, for a client that negotiated it."""
         if not negotiated:
             return UNSET
-        return {auth_status_key(self.provider.name): configuration_status(self.credentials())}
+        return {auth_status_key(self.provider.name): configuration_status(await self.credentials())}
 
     def auth_methods(self) -> list[acp.AuthMethod]:
         return terminal_auth.auth_methods(self.provider, self.client_capabilities, self.environ,
@@ -69,7 +71,7 @@ class SignIn:
         login = next((login for login in spec.terminal_logins if login.id == method_id), None)
         if login is not None:
             await self._check_vendor_sign_in(login.name, login.id)
-        elif not self.credentials().configured:
+        elif not (await self.credentials()).configured:
             variables = " or ".join(spec.env_vars) if spec.env_vars else "the provider's credentials"
             hint = spec.login_hint or f"run `acp-agent auth set --provider {self.provider.name}`"
             raise RpcError(-32000, f"No {self.provider.title} credentials are configured: set {variables}, or {hint}.",
@@ -81,9 +83,9 @@ class SignIn:
         program = spec.vendor_cli(self.environ) if spec.vendor_cli and spec.status_args else None
         signed_in = None
         if program:
-            signed_in = await terminal_auth.vendor_status(program, spec.status_args, self.backend_environ())
+            signed_in = await terminal_auth.vendor_status(program, spec.status_args, await self.backend_environ())
         if signed_in is None:
-            signed_in = self.credentials().configured
+            signed_in = (await self.credentials()).configured
         if not signed_in:
             raise RpcError(-32000, f"Not signed in to {self.provider.title}: the sign-in ({name}) did not "
                            "complete. Run it again in the terminal.",
@@ -92,10 +94,12 @@ class SignIn:
     async def logout(self) -> None:
         """The vendor's logout command, then the stored credential leaves the keyring."""
         await self._run_logout_command()
-        if self.keyring is not None:
+        keyring = self.keyring
+        if keyring is not None:
+            name = self.provider.name
             try:
-                secret = self.keyring.get(self.provider.name)
-                self.keyring.delete(self.provider.name)
+                secret = await in_keyring_thread(lambda: keyring.get(name))
+                await in_keyring_thread(lambda: keyring.delete(name))
                 self.redact.add(secret)
             except KeyringUnavailable as exc:
                 log.info("logout could not reach the keyring: %s", exc)

@@ -11,7 +11,7 @@ methods.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 import anyio
@@ -79,7 +79,7 @@ class Outbox:
     converter: cattrs.Converter
     redact: Redactor
     provider_name: str
-    credentials: Callable[[], CredentialState]
+    credentials: Callable[[], Awaitable[CredentialState]]
     """The agent's configured credentials (environment, keyring, stored), resolved when asked."""
     session_env_vars: Collection[str] = ()
     """Variables that, handed over for one session, make its credentials `clientProvider`."""
@@ -108,7 +108,7 @@ class Outbox:
     async def send_auth_status(self, session: Session) -> None:
         if not self.auth_status:
             return
-        status = turn_status(session.credential_state(), session.auth)
+        status = turn_status(await session.credential_state(), session.auth)
         await self.send_update(session.session_id,
                                acp.SessionInfoUpdate(meta={auth_status_key(self.provider_name): status}))
 
@@ -265,10 +265,10 @@ class Session:
         self.modes = start.modes
         self.config_options = tuple(start.config_options or ())
 
-    def credential_state(self) -> CredentialState:
+    async def credential_state(self) -> CredentialState:
         if any(name in self.outbox.session_env_vars for name in self.credentials):
             return CredentialState(True, "clientProvider")
-        return self.outbox.credentials()
+        return await self.outbox.credentials()
 
     def start_turn(self, turn_id: str) -> Turn:
         turn = Turn(self, turn_id)
