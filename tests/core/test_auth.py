@@ -19,6 +19,7 @@ from acp_agent.auth import KeyringStore, KeyringUnavailable, resolve_credentials
 from acp_agent.provider import CredentialSpec
 from acp_agent.rpc import RpcError
 from acp_agent.testing import run_in_process
+from acp_agent.testing.client import default_settings
 from acp_agent_scripted import make_spec
 
 CWD = tempfile.gettempdir()
@@ -161,6 +162,36 @@ async def test_a_keyring_that_does_not_answer_neither_stalls_the_agent_nor_holds
     assert answers["initialize"]["_meta"]["scripted/authStatus"]["source"] == "none"
     assert logged_out["_meta"]["scripted/authStatus"]["source"] == "none"
     assert not keyring.kept_waiting
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_the_keyring_is_loaded_off_the_event_loop_once_initialize_is_answered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no key in the environment the first session reads the keyring: its backend (100-200 ms
+    to import and probe here) is found from a worker thread as soon as `initialize` is answered,
+    before any session asks, and only once."""
+    import keyring
+
+    memory = MemoryKeyring()
+    memory.set_password("acp-agent", "scripted", "sk-keyring-abcdef123456")
+    on_main_thread: list[bool] = []
+    found = threading.Event()
+
+    def get_keyring() -> KeyringBackend:
+        on_main_thread.append(threading.current_thread() is threading.main_thread())
+        found.set()
+        return memory
+
+    monkeypatch.setattr(keyring, "get_keyring", get_keyring)
+    settings = attrs.evolve(default_settings(make_spec({"turns": [[{"text": "ok"}]]})), keyring=KeyringStore())
+    async with run_in_process(settings.provider, settings=settings) as client:
+        await client.initialize()
+        assert await anyio.to_thread.run_sync(found.wait, 10)  # no session asked for yet
+        session_id = await client.new_session(CWD)
+        result = await client.prompt(session_id, "hi")
+    assert result["stopReason"] == "end_turn"
+    assert on_main_thread == [False]
 
 
 @pytest.mark.anyio

@@ -37,7 +37,8 @@ SESSION_TIME = (
     "acp_agent.prompt",
     "acp_agent.process",
     "acp_agent_claude.runtime",
-    "keyring",  # only when a client negotiates auth status (its answer needs the keyring)
+    "keyring",  # only when a client negotiates auth status (its answer needs the keyring), or
+    # once `initialize` is answered (in a worker thread) when no key is in the environment
 )
 """Modules a Claude session needs and `initialize` must not load."""
 
@@ -97,8 +98,10 @@ def imported_before_initialize(tmp_path: Path) -> list[str]:
     """Module names `-X importtime` reported up to the moment the initialize answer was read."""
     stderr_path = tmp_path / "stderr.txt"
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    # A key in the environment: without one the agent loads the keyring's backend from a worker
+    # thread as soon as `initialize` is answered, which this reading of stderr could catch.
     env.update(PYTHONPATH=os.pathsep.join(claude_only_path(tmp_path)), HOME=str(tmp_path),
-               ACP_AGENT_LOG_FILE=str(tmp_path / "agent.log"))
+               ACP_AGENT_LOG_FILE=str(tmp_path / "agent.log"), ANTHROPIC_API_KEY="sk-ant-test-000000")
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": 1, "clientCapabilities": {}}}
     with open(stderr_path, "wb") as stderr:

@@ -211,6 +211,8 @@ class Agent:
             self.backend.attach(task_group)
             if self.provider.start_early:
                 task_group.start_soon(self._open_early)
+            if self.signin.keyring_needed():
+                task_group.start_soon(self._load_keyring)
             try:
                 await self.connection.serve()
             finally:
@@ -228,6 +230,14 @@ class Agent:
         await self._initialize_answered.wait()
         if self.backend.current is None:
             self.backend.open(self.runtime_context(dict(self.settings.environ)), early=True)
+
+    async def _load_keyring(self) -> None:
+        """Load the keyring's backend in a worker thread once `initialize` is answered (not
+        before: it would compete with the answer), so that the first session only asks it instead
+        of first importing and probing keyring's backends (100-200 ms here). Bounded like every
+        keyring call; a session that needs it sooner waits for the same load (`KeyringStore`)."""
+        await self._initialize_answered.wait()
+        await self.signin.load_keyring()
 
     async def shutdown(self) -> None:
         """Close every session and the backend within the shutdown budget."""

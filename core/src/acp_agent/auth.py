@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 from attrs import define
 
 from acp_agent.failures import FailureKind, FailureObservation
@@ -41,13 +42,21 @@ class KeyringStore:
 
     def __init__(self, backend: Any = None) -> None:
         self._backend = backend
-        self._loading = threading.Lock()  # read from worker threads: one finds the backend at a time
+        self._loading = threading.Lock()  # read from threads: one finds the backend at a time
+        self.overdue = 0
+        """Calls past their deadline that have not returned (`in_keyring_thread`): while any is
+        outstanding the keyring is taken as unavailable at once instead of waited for again."""
 
     def _keyring(self) -> Any:
         if self._backend is not None:
             return self._backend
         with self._loading:
             return self._backend if self._backend is not None else self._load()
+
+    def load(self) -> None:
+        """Import keyring and find its backend now (100-200 ms of CPU here), so that the first
+        read only asks the backend; KeyringUnavailable if there is none."""
+        self._keyring()
 
     def _load(self) -> Any:
         try:
@@ -151,27 +160,60 @@ def keyring_consulted(spec: CredentialSpec, environ: Mapping[str, str], store: K
 
 async def read_credentials(provider: str, spec: CredentialSpec, environ: Mapping[str, str],
                            store: KeyringStore | None) -> CredentialState:
-    """`resolve_credentials` without blocking the event loop: the keyring is asked from a worker
-    thread (its backends load slowly, 100-200 ms, and talk to another process), for at most
-    `KEYRING_DEADLINE_S`; after that the agent goes on as if there were no keyring (logged), and
-    the thread is left to finish on its own."""
+    """`resolve_credentials` without blocking the event loop: the keyring is asked from a thread
+    of its own (its backends load slowly, 100-200 ms, and talk to another process), for at most
+    `KEYRING_DEADLINE_S`; after that the agent goes on as if there were no keyring (logged)."""
     if not keyring_consulted(spec, environ, store):
         return resolve_credentials(provider, spec, environ, store)
-    deadline_s = KEYRING_DEADLINE_S
-    with anyio.move_on_after(deadline_s):
-        return await anyio.to_thread.run_sync(resolve_credentials, provider, spec, environ, store,
-                                              abandon_on_cancel=True)
-    log.warning("the keyring did not answer within %g s; going on without it", deadline_s)
-    return resolve_credentials(provider, spec, environ, None)
+    assert store is not None  # keyring_consulted
+    try:
+        return await in_keyring_thread(store, lambda: resolve_credentials(provider, spec, environ, store))
+    except KeyringUnavailable as exc:
+        log.warning("%s; going on without it", exc)
+        return resolve_credentials(provider, spec, environ, None)
 
 
-async def in_keyring_thread(call: Callable[[], T]) -> T:
-    """`call` (a KeyringStore method) from a worker thread, for at most `KEYRING_DEADLINE_S`
-    (KeyringUnavailable after that)."""
+async def in_keyring_thread(store: KeyringStore, call: Callable[[], T]) -> T:
+    """`call` (work on `store`) from a daemon thread, for at most `KEYRING_DEADLINE_S`
+    (KeyringUnavailable after that, and at once while an earlier call is still overdue). A daemon
+    thread, not one of anyio's workers: those are joined when the process exits, and a keyring
+    that never answers must not keep the agent from exiting; past the deadline the thread is left
+    to finish, or not, on its own."""
+    if store.overdue:
+        raise KeyringUnavailable("the keyring has not answered an earlier request yet")
     deadline_s = KEYRING_DEADLINE_S
+    token = anyio.lowlevel.current_token()
+    finished = anyio.Event()
+    outcome: list[tuple[bool, Any]] = []
+    late: list[bool] = []  # set once this call is past its deadline
+
+    def returned() -> None:  # on the event loop's thread
+        finished.set()
+        if late:
+            store.overdue -= 1
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the caller below
+            outcome.append((False, exc))
+        try:
+            anyio.from_thread.run_sync(returned, token=token)
+        except Exception:  # the event loop has finished: nobody waits for this any more
+            pass
+
+    threading.Thread(target=run, name="acp-agent keyring", daemon=True).start()
     with anyio.move_on_after(deadline_s):
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-    raise KeyringUnavailable(f"the keyring did not answer within {deadline_s:g} s")
+        await finished.wait()
+    if not finished.is_set():
+        late.append(True)
+        store.overdue += 1
+        raise KeyringUnavailable(f"the keyring did not answer within {deadline_s:g} s")
+    succeeded, value = outcome[0]
+    if not succeeded:
+        raise value
+    result: T = value
+    return result
 
 
 def with_keyring_credential(environ: Mapping[str, str], state: CredentialState,

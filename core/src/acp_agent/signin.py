@@ -21,6 +21,7 @@ from acp_agent.auth import (
     auth_status_key,
     configuration_status,
     in_keyring_thread,
+    keyring_consulted,
     read_credentials,
 )
 from acp_agent.provider import ProviderSpec
@@ -51,6 +52,18 @@ class SignIn:
     async def credentials(self) -> CredentialState:
         """Which credentials are configured (the keyring asked off the event loop, bounded)."""
         return await read_credentials(self.provider.name, self.provider.credentials, self.environ, self.keyring)
+
+    def keyring_needed(self) -> bool:
+        """Whether resolving the credentials asks the keyring (no key in the environment)."""
+        return keyring_consulted(self.provider.credentials, self.environ, self.keyring)
+
+    async def load_keyring(self) -> None:
+        """Load the keyring's backend now (`KeyringStore.load`, from its own thread, bounded)."""
+        if self.keyring is not None:
+            try:
+                await in_keyring_thread(self.keyring, self.keyring.load)
+            except KeyringUnavailable as exc:
+                log.info("keyring not loaded: %s", exc)
 
     async def auth_meta(self, negotiated: bool) -> dict[str, Any] | Unset:
         """The auth status a response carries, for a client that negotiated it."""
@@ -98,8 +111,8 @@ class SignIn:
         if keyring is not None:
             name = self.provider.name
             try:
-                secret = await in_keyring_thread(lambda: keyring.get(name))
-                await in_keyring_thread(lambda: keyring.delete(name))
+                secret = await in_keyring_thread(keyring, lambda: keyring.get(name))
+                await in_keyring_thread(keyring, lambda: keyring.delete(name))
                 self.redact.add(secret)
             except KeyringUnavailable as exc:
                 log.info("logout could not reach the keyring: %s", exc)
