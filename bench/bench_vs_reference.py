@@ -50,6 +50,8 @@ CHUNKS = 2000
 ANSWER = " ".join(f"w{n}" for n in range(CHUNKS))  # the fakes stream one word per delta
 SESSIONS = 16
 KEYRING_PATH = "--keyring" in sys.argv
+PAUSE_S = 0.0
+"""--pause-ms: how long an ACP client waits between the initialize answer and session/new."""
 REF_DIR = Path(os.environ.get("ACP_REFERENCE_DIR", "/work/ref")) / "node_modules" / "@agentclientprotocol"
 Row = dict[str, float]
 
@@ -65,6 +67,7 @@ def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: boo
     try:
         agent.result("initialize", INITIALIZE)
         row["initialize"] = time.perf_counter() - agent.started
+        time.sleep(PAUSE_S)  # an editor's user opens a thread later than a benchmark does
         started = time.perf_counter()
         session = agent.result("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
         row["session/new"] = time.perf_counter() - started
@@ -388,7 +391,12 @@ def main() -> None:
     parser.add_argument("--session-runs", type=int, default=3, help="runs that also open 16 sessions")
     parser.add_argument("--only", default="", help="comma-separated subject names (default: all found)")
     parser.add_argument("--keyring", action="store_true", help="codex subjects without OPENAI_API_KEY")
+    parser.add_argument("--pause-ms", type=float, default=0,
+                        help="ACP subjects: pause between the initialize answer and session/new "
+                             "(ready is still initialize + session/new, without the pause)")
     args, _ = parser.parse_known_args()
+    global PAUSE_S
+    PAUSE_S = args.pause_ms / 1000
     available = subjects()
     wanted = [name.strip() for name in args.only.split(",") if name.strip()] or list(available)
     runnable = {name: value for name, value in available.items() if name in wanted and not isinstance(value, str)}
