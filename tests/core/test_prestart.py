@@ -285,3 +285,19 @@ def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path)
     first, second = (json.loads(line) for line in record.read_text().splitlines())
     assert first == []
     assert "argparse" in second  # the second call, after parsing: what the first one was spared
+
+
+def test_a_spawned_process_is_waited_for_without_a_pidfd(
+        provider: str, prestart: Prestarted, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no descriptor can be had for a pidfd (the process is out of them), waiting for the
+    backend still ends with its exit code, not an error from the stop at exit."""
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    spawned = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""})
+    assert spawned is not None
+
+    def exhausted(pid: int) -> int:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(os, "pidfd_open", exhausted)
+    spawned.close_pipes()  # the end of its input: it exits
+    assert spawned.wait(timeout=20) == 0

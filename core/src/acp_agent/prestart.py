@@ -93,6 +93,12 @@ class Spawned:
                 pidfd = os.pidfd_open(self.pid)
             except ProcessLookupError:
                 pass
+            except OSError:  # no descriptor to be had (EMFILE, say): look every 10 ms instead
+                import time
+
+                deadline = time.monotonic() + timeout
+                while self.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.01)
             else:
                 try:
                     select.select([pidfd], [], [], timeout)
