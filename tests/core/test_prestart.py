@@ -65,7 +65,7 @@ def test_a_backend_started_with_another_environment_is_stopped_not_claimed(
         provider: str, prestart: Prestarted) -> None:
     prestart.start(provider, {"PATH": "/usr/bin:/bin", "MARK": "one"})
     assert prestart.holds(provider)
-    popen = prestart._held[provider][0]
+    popen = prestart._held[provider].process
     assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "two"}) is None
     assert popen.returncode is not None  # stopped and reaped
 
@@ -74,7 +74,7 @@ def test_an_unclaimed_backend_is_stopped_when_the_command_returns(
         provider: str, prestart: Prestarted) -> None:
     prestart.start(provider, {"PATH": "/usr/bin:/bin"})
     assert prestart.holds(provider)
-    popen = prestart._held[provider][0]
+    popen = prestart._held[provider].process
     prestart.stop_unclaimed()
     assert popen.returncode is not None
     assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""}) is None
@@ -100,7 +100,7 @@ def test_a_greeting_is_written_at_spawn_and_the_process_goes_only_to_who_would_s
         greeting_provider: str, prestart: Prestarted) -> None:
     environ = {"PATH": "/usr/bin:/bin"}
     prestart.start(greeting_provider, environ)
-    popen = prestart._held[greeting_provider][0]
+    popen = prestart._held[greeting_provider].process
     assert prestart.take(greeting_provider, ECHO, environ) is None  # a taker that would not greet
     assert popen.returncode is not None  # stopped and reaped
     prestart.start(greeting_provider, environ)
@@ -205,6 +205,20 @@ def test_the_served_provider_is_read_before_parsing_only_from_plain_serving_argu
     assert serving_provider(argv, environ) == expected
 
 
+def test_the_early_reading_knows_every_option_of_the_command_line_that_takes_one_value() -> None:
+    """`serving_provider` repeats the parser's serving options (it runs before argparse loads):
+    an option added to, or renamed in, the parser is seen here, not left to slow the spawn."""
+    import argparse
+
+    from acp_agent.cli import _parser
+    from acp_agent.prestart import SERVE_OPTIONS
+
+    taking_one_value = {option for action in _parser()._actions
+                        if isinstance(action, argparse._StoreAction) and action.nargs is None
+                        for option in action.option_strings}
+    assert taking_one_value == set(SERVE_OPTIONS)
+
+
 REPORT = ("import json, os, sys\n"
           "print(json.dumps({'fds': sorted(int(fd) for fd in os.listdir('/proc/self/fd')),\n"
           "                  'own_session': os.getsid(0) == os.getpid()}), flush=True)\n"
@@ -252,7 +266,7 @@ def test_a_backend_is_not_handed_over_when_setpriv_fails_its_probe(
     monkeypatch.setattr(pdeath, "SETPRIV_CANDIDATES", (str(fake),))
     environ = {"PATH": "/usr/bin:/bin", "MARK": ""}
     prestart.start(provider, environ)
-    spawned = prestart._held[provider][0]
+    spawned = prestart._held[provider].process
     assert prestart.take(provider, ECHO, environ) is None
     assert spawned.returncode is not None  # stopped and reaped
 
@@ -285,6 +299,25 @@ def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path)
     first, second = (json.loads(line) for line in record.read_text().splitlines())
     assert first == []
     assert "argparse" in second  # the second call, after parsing: what the first one was spared
+
+
+@pytest.mark.anyio
+async def test_an_adopted_child_is_waited_for_without_a_pidfd(
+        provider: str, prestart: Prestarted, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event loop's wait for an adopted backend (`process.adopt_child`) ends as well where no
+    descriptor can be had for a pidfd."""
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    spawned = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""})
+    assert spawned is not None
+
+    def exhausted(pid: int) -> int:
+        raise OSError(24, "Too many open files")
+
+    async with adopt_child(spawned, name="echo") as child:
+        monkeypatch.setattr(os, "pidfd_open", exhausted)
+        await child.stdin.aclose()  # the end of its input: it exits
+        with anyio.fail_after(20):
+            assert await child.wait() == 0
 
 
 def test_a_spawned_process_is_waited_for_without_a_pidfd(

@@ -232,7 +232,7 @@ class Agent:
             self.backend.open(self.runtime_context(dict(self.settings.environ)), early=True)
 
     async def _load_keyring(self) -> None:
-        """Load the keyring's backend in a worker thread once `initialize` is answered (not
+        """Load the keyring's backend from a thread of its own once `initialize` is answered (not
         before: it would compete with the answer), so that the first session only asks it instead
         of first importing and probing keyring's backends (100-200 ms here). Bounded like every
         keyring call; a session that needs it sooner waits for the same load (`KeyringStore`)."""

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 SETPRIV_CANDIDATES = ("/usr/bin/setpriv", "/bin/setpriv")
-PROBE = ("--pdeathsig", "KILL", "--", "true")
+PDEATHSIG = ("--pdeathsig", "KILL", "--")
+"""setpriv's arguments before the program it runs with the parent-death signal set."""
+PROBE = (*PDEATHSIG, "true")
 """setpriv's arguments for the probe: a setpriv that runs them and exits 0 knows `--pdeathsig`."""
 
 
@@ -59,7 +61,7 @@ def wrap(argv: Sequence[str], env: Mapping[str, str] | None, setpriv: str | None
     """`argv` under `setpriv --pdeathsig KILL --`, unless there is no setpriv or no such program."""
     if setpriv is None or not runnable(argv[0], env):
         return list(argv)
-    return [setpriv, "--pdeathsig", "KILL", "--", *argv]
+    return [setpriv, *PDEATHSIG, *argv]
 
 
 def runnable(program: str, env: Mapping[str, str] | None = None) -> bool:

@@ -134,16 +134,26 @@ class Spawned:
         self.stdin = self.stdout = self.stderr = None
 
 
-Held = tuple[Spawned, list[str], dict[str, str], bytes, Spawned | None]
-"""A held backend: the process, the argv and environment it was asked for, the greeting written
-to it, and the setpriv probe started beside it (None: it runs without a parent-death signal)."""
+class _Held:
+    """A backend waiting to be claimed: the process, the argv and environment it was asked for,
+    the greeting written to it, and the setpriv probe started beside it (None: no setpriv here)."""
+
+    __slots__ = ("argv", "env", "greeting", "probe", "process")
+
+    def __init__(self, process: Spawned, argv: list[str], env: dict[str, str], greeting: bytes,
+                 probe: Spawned | None) -> None:
+        self.process, self.argv, self.env, self.greeting, self.probe = process, argv, env, greeting, probe
+
+    def stop(self) -> None:
+        _stop(self.process)
+        _stop(self.probe)
 
 
 class Prestarted:
     """The backends the command line started, until a runtime claims them or the command returns."""
 
     def __init__(self) -> None:
-        self._held: dict[str, Held] = {}
+        self._held: dict[str, _Held] = {}
 
     def start(self, provider: str, environ: Mapping[str, str]) -> None:
         """Spawn `provider`'s backend now if its package offers a `prestart.py`; never raises."""
@@ -156,25 +166,21 @@ class Prestarted:
                 return
             argv, env = list(wanted[0]), dict(wanted[1])
             greeting = bytes(wanted[2]) if len(wanted) > 2 else b""
-            program = pdeath.find_program(argv[0], env)
-            if program is None:
-                return  # the runtime's own start says what is missing
             # Under setpriv, for a parent-death signal; whether it knows `--pdeathsig` is the
-            # probe's answer, read when the process is claimed.
+            # probe's answer, read when the process is claimed. A program that is not there is
+            # not started (the runtime's own start says what is missing).
             setpriv = pdeath.setpriv_candidate()
             if setpriv is not None:
                 probe = _spawn([setpriv, *pdeath.PROBE], environ, piped=False)
-                spawned = _spawn([setpriv, *pdeath.PROBE[:-1], *argv], env, piped=True)
-            else:
-                spawned = _spawn(argv, env, piped=True)
+            spawned = _spawn(pdeath.wrap(argv, env, setpriv), env, piped=True)
         except Exception:
             _stop(probe)
             return
+        held = _Held(spawned, argv, env, greeting, probe)
         if greeting and not _write(spawned, greeting):
-            _stop(spawned)
-            _stop(probe)
+            held.stop()
             return
-        self._held[provider] = (spawned, argv, env, greeting, probe)
+        self._held[provider] = held
 
     def holds(self, provider: str) -> bool:
         """Whether a process started for `provider` waits to be claimed."""
@@ -188,37 +194,44 @@ class Prestarted:
         held = self._held.pop(provider, None)
         if held is None:
             return None
-        spawned, started_argv, started_env, sent, probe = held
-        probed = probe is None or _succeeded(probe)
-        if (probed and spawned.poll() is None and started_argv == list(argv)
-                and started_env == dict(env) and sent == greeting):
-            return spawned
-        _stop(spawned)
+        probed = held.probe is None or _succeeded(held.probe)
+        if (probed and held.process.poll() is None and held.argv == list(argv)
+                and held.env == dict(env) and held.greeting == greeting):
+            return held.process
+        held.stop()
         return None
 
     def stop_unclaimed(self) -> None:
         """Stop every process started here that no runtime claimed (the command is returning)."""
         while self._held:
-            _, (spawned, _, _, _, probe) = self._held.popitem()
-            _stop(spawned)
-            _stop(probe)
+            self._held.popitem()[1].stop()
 
 
 Wanted = tuple["Sequence[str]", "Mapping[str, str]"] | tuple["Sequence[str]", "Mapping[str, str]", bytes]
 """What a provider's `prestart(environ)` returns: argv and environment, optionally a greeting."""
 
 
+def package_dir(name: str) -> str | None:
+    """The directory of the installed package `name`, found without importing it (its `__init__`
+    may import what a spawn should not wait for); None if there is no such package. For prestart
+    files that start a program a package ships (Claude's CLI, Codex's binary)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return next(iter(spec.submodule_search_locations), None)
+
+
 def _ask(provider: str, environ: Mapping[str, str]) -> Wanted | None:
     import importlib.util
 
-    spec = importlib.util.find_spec(f"acp_agent_{provider}")  # finds the package, does not import it
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        path = os.path.join(location, "prestart.py")
-        if os.path.isfile(path):
-            break
-    else:
+    package = package_dir(f"acp_agent_{provider}")
+    path = os.path.join(package, "prestart.py") if package is not None else None
+    if path is None or not os.path.isfile(path):
         return None
     module_spec = importlib.util.spec_from_file_location(f"_acp_agent_prestart_{provider}", path)
     if module_spec is None or module_spec.loader is None:

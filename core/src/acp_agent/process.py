@@ -170,6 +170,10 @@ class _AdoptedProcess(anyio.abc.Process):
                 pidfd = os.pidfd_open(self._spawned.pid)
             except ProcessLookupError:  # already reaped
                 break
+            except OSError:  # no descriptor to be had (EMFILE, say): look again in 10 ms
+                if self._spawned.poll() is None:
+                    await anyio.sleep(0.01)
+                continue
             try:
                 if self._spawned.poll() is None:
                     await anyio.wait_readable(pidfd)

@@ -11,16 +11,19 @@ as for every CLI. Otherwise it is stopped and the session starts its own, as wit
 `ACP_AGENT_CLAUDE_SPARE=0` turns it off.
 
 The command line loads this file alone, without the package, so it imports nothing but the
-standard library; `locate` and `transport` take the CLI's location, command line and environment
+standard library and the core's two modules the command line has loaded before its spawn
+(`acp_agent.prestart`, `acp_agent.pdeath`); `locate` and `transport` take the CLI's location, command line and environment
 from here, so the spare and a session's CLI are built by the same code.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
-TYPE_CHECKING = False  # json, shutil and typing load only when used: this runs before the spawn
+from acp_agent.pdeath import find_program  # the core's: the command line has both loaded already
+from acp_agent.prestart import package_dir
+
+TYPE_CHECKING = False  # json and typing load only when used: this runs before the spawn
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
@@ -31,10 +34,10 @@ SPARE_MODE = "default"  # the session's own mode is set over the control protoco
 
 def bundled_cli() -> str | None:
     """The CLI inside the installed claude-agent-sdk distribution (`_bundled/claude`), if any."""
-    spec = importlib.util.find_spec("claude_agent_sdk")
-    if spec is None or not spec.submodule_search_locations:
+    package = package_dir("claude_agent_sdk")
+    if package is None:
         return None
-    bundled = os.path.join(next(iter(spec.submodule_search_locations)), "_bundled", "claude")
+    bundled = os.path.join(package, "_bundled", "claude")
     return bundled if os.path.exists(bundled) else None
 
 
@@ -48,12 +51,7 @@ def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
 
 def program(environ: Mapping[str, str]) -> str | None:
     """What to start: `find_cli`, else `claude` on the child's PATH (as the SDK searched)."""
-    found = find_cli(environ)
-    if found:
-        return found
-    import shutil
-
-    return shutil.which("claude", path=environ.get("PATH", os.defpath))
+    return find_cli(environ) or find_program("claude", environ)
 
 
 def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,

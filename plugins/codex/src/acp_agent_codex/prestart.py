@@ -44,18 +44,15 @@ def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 def _bundled(*parts: str, directory: bool) -> str | None:
     """A file (or directory) of the `codex_cli_bin` package, where its `bundled_codex_path` and
-    `bundled_path_dir` would find it. Read from the package's location, which costs nothing,
-    rather than by importing it, which costs 3 ms (pathlib) before the command line's spawn;
+    `bundled_path_dir` would find it. Read from the package's location (`package_dir`), which
+    costs nothing, rather than by importing it, which costs 3 ms (pathlib) before the command line's spawn;
     the package's own functions are asked only if its layout is not the one known here."""
-    import importlib.util
+    from acp_agent.prestart import package_dir  # the command line has it loaded already
 
-    try:
-        spec = importlib.util.find_spec("codex_cli_bin")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or spec.origin is None:
+    found_dir = package_dir("codex_cli_bin")
+    if found_dir is None:
         return None
-    package = os.path.dirname(os.path.realpath(spec.origin))
+    package = os.path.realpath(found_dir)  # as the package resolves its own `__file__`
     path = os.path.join(package, *parts)
     if os.path.isfile(os.path.join(package, PACKAGE_METADATA)):
         if os.path.isdir(path) if directory else os.path.isfile(path):
