@@ -42,25 +42,36 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _session_types() -> types.ModuleType:
+    """`acp_agent.acp_session`, imported on first use. The chunk helpers below run once per
+    streamed delta: an import statement in them would cost as much as building the chunk."""
+    module = sys.modules.get(_SESSION_TYPES)
+    if module is not None:
+        return module
+    from acp_agent import acp_session
+
+    return acp_session
+
+
 def agent_text(text: str) -> AgentMessageChunk:
     """A chunk of the agent's own message text."""
-    from acp_agent.acp_session import AgentMessageChunk, TextContent
-
-    return AgentMessageChunk(TextContent(text))
+    session = _session_types()
+    chunk: AgentMessageChunk = session.AgentMessageChunk(session.TextContent(text))
+    return chunk
 
 
 def thought_text(text: str) -> AgentThoughtChunk:
     """A chunk of the agent's reasoning."""
-    from acp_agent.acp_session import AgentThoughtChunk, TextContent
-
-    return AgentThoughtChunk(TextContent(text))
+    session = _session_types()
+    chunk: AgentThoughtChunk = session.AgentThoughtChunk(session.TextContent(text))
+    return chunk
 
 
 def user_text(text: str) -> UserMessageChunk:
     """A chunk of a user message (history replay)."""
-    from acp_agent.acp_session import TextContent, UserMessageChunk
-
-    return UserMessageChunk(TextContent(text))
+    session = _session_types()
+    chunk: UserMessageChunk = session.UserMessageChunk(session.TextContent(text))
+    return chunk
 
 
 # --- initialize / auth ---------------------------------------------------------------------------

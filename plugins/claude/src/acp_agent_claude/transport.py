@@ -173,8 +173,8 @@ class ClaudeCLI:
             if isinstance(line, int):
                 log.warning("claude CLI wrote a line of %d bytes: dropped", line)
                 continue
-            try:
-                message = json.loads(line)
+            try:  # decoded first: `json.loads` of bytes looks for a UTF-16 or -32 encoding per line
+                message = json.loads(line.decode("utf-8", "surrogatepass"))
             except ValueError:
                 log.debug("claude CLI wrote a line that is not JSON")
                 continue
