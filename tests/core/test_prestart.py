@@ -199,6 +199,7 @@ def test_an_unclaimed_backend_is_terminated_without_waiting_for_it_to_see_its_in
     (["--prov", "codex"], {}, None),  # an abbreviation: the parser decides, then the start follows
     (["--help"], {"ACP_AGENT_PROVIDER": "codex"}, None),
     (["--version"], {}, None),
+    (["--log-file", "-v", "--provider", "codex"], {}, None),  # a value like an option: the parser's
 ])
 def test_the_served_provider_is_read_before_parsing_only_from_plain_serving_arguments(
         argv: list[str], environ: dict[str, str], expected: str | None) -> None:
@@ -217,6 +218,44 @@ def test_the_early_reading_knows_every_option_of_the_command_line_that_takes_one
                         if isinstance(action, argparse._StoreAction) and action.nargs is None
                         for option in action.option_strings}
     assert taking_one_value == set(SERVE_OPTIONS)
+
+
+@pytest.mark.parametrize(("argv", "environ"), [
+    (["--provider", "codex"], {}),
+    (["--provider=claude", "--log-level", "DEBUG", "--log-file", "/tmp/agent.log"], {}),
+    (["--max-line-bytes", "1_000", "--provider", "a", "--provider", "b"], {}),
+    (["--max-line-bytes= 77 "], {"ACP_AGENT_PROVIDER": "codex"}),
+    ([], {"ACP_AGENT_PROVIDER": "codex", "ACP_AGENT_LOG_LEVEL": "Info", "ACP_AGENT_LOG_FILE": "/tmp/x"}),
+    ([], {"ACP_AGENT_LOG_LEVEL": "loud"}),  # a default the parser takes as it is (lowered)
+    (["--provider", ""], {"ACP_AGENT_PROVIDER": "codex"}),
+    (["--log-level", "error"], {"ACP_AGENT_LOG_LEVEL": "debug"}),
+])
+def test_a_plain_serving_command_line_is_read_as_the_parser_reads_it(
+        argv: list[str], environ: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Editors start the agent with plain serving options: those are read without argparse (and
+    the shutil, gettext and locale it imports), into what the parser would have made of them."""
+    from acp_agent.cli import _parser, _plain_serving
+
+    for name in ("ACP_AGENT_PROVIDER", "ACP_AGENT_LOG_LEVEL", "ACP_AGENT_LOG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    plain = _plain_serving(argv)
+    assert plain is not None
+    assert vars(plain) == vars(_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [
+    ["--provider", "codex", "--log-level", "loud"],
+    ["--provider", "codex", "--max-line-bytes", "many"],
+    ["--provider", "codex", "--max-line-bytes", "-5"],
+    ["--provider", "codex", "providers"],
+    ["--help"],
+])
+def test_anything_else_is_left_to_the_parser(argv: list[str]) -> None:
+    from acp_agent.cli import _plain_serving
+
+    assert _plain_serving(argv) is None
 
 
 REPORT = ("import json, os, sys\n"
@@ -274,8 +313,9 @@ def test_a_backend_is_not_handed_over_when_setpriv_fails_its_probe(
 def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path) -> None:
     """The real entry point: when a provider's `prestart(environ)` runs, the command line has not
     imported argparse, logging, subprocess, typing or pathlib (each delays the backend's boot).
-    This prestart starts nothing, so the command line asks again once it has parsed its arguments
-    (as it does for arguments it cannot read early): each call appends a line."""
+    This prestart starts nothing, so the command line asks again once it has read its arguments
+    (the only time for arguments it cannot read early): each call appends a line. A plain serving
+    command line is read without argparse at all."""
     package = tmp_path / "acp_agent_earlytest"
     package.mkdir()
     (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
@@ -292,13 +332,15 @@ def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path)
     environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     import subprocess
 
-    finished = subprocess.run([*command, "--provider", "earlytest"], stdin=subprocess.DEVNULL,
-                              capture_output=True, env=environ, timeout=60, check=False)
-    assert finished.returncode == 2 and b"unknown provider 'earlytest'" in finished.stderr  # no plugin
-    assert finished.stdout == b""
-    first, second = (json.loads(line) for line in record.read_text().splitlines())
+    for argv in (["--provider", "earlytest"], ["--prov", "earlytest"]):  # plain; for the parser
+        finished = subprocess.run([*command, *argv], stdin=subprocess.DEVNULL,
+                                  capture_output=True, env=environ, timeout=60, check=False)
+        assert finished.returncode == 2 and b"unknown provider 'earlytest'" in finished.stderr  # no plugin
+        assert finished.stdout == b""
+    first, second, parsed = (json.loads(line) for line in record.read_text().splitlines())
     assert first == []
-    assert "argparse" in second  # the second call, after parsing: what the first one was spared
+    assert second == []  # asked again after reading the arguments, which needed no argparse
+    assert "argparse" in parsed  # an abbreviation is the parser's: the start waits for it
 
 
 @pytest.mark.anyio

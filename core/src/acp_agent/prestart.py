@@ -40,12 +40,12 @@ SERVE_OPTIONS = ("--provider", "--log-file", "--log-level", "--max-line-bytes")
 """The command line's options that take a value and leave it serving (`serving_provider`)."""
 
 
-def serving_provider(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
-    """The provider these arguments will serve, read before `argparse` is even imported; None
-    unless they are only the serving options (`--provider NAME`, `--log-level LEVEL`, ... with a
-    space or `=`). Anything else (a command, `--cli`, `--help`, an abbreviation) is left to the
-    parser, after which the command line starts the backend if it serves after all."""
-    provider = environ.get("ACP_AGENT_PROVIDER") or None
+def serving_options(argv: Sequence[str]) -> dict[str, str] | None:
+    """The serving options these arguments give (`--provider NAME`, `--log-level LEVEL`, ... with
+    a space or `=`; the last of each wins), read before `argparse` is even imported; None unless
+    they are only such options. Anything else (a command, `--cli`, `--help`, an abbreviation, a
+    value that looks like an option) is left to the parser."""
+    options: dict[str, str] = {}
     rest = list(argv)
     while rest:
         option = rest.pop(0)
@@ -53,12 +53,20 @@ def serving_provider(argv: Sequence[str], environ: Mapping[str, str]) -> str | N
         if name not in SERVE_OPTIONS:
             return None
         if not equals:
-            if not rest:
+            if not rest or rest[0].startswith("-"):
                 return None
             value = rest.pop(0)
-        if name == "--provider":
-            provider = value
-    return provider
+        options[name] = value
+    return options
+
+
+def serving_provider(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The provider these arguments will serve if they are plain serving options
+    (`serving_options`), else None: the command line starts the backend after parsing instead."""
+    options = serving_options(argv)
+    if options is None:
+        return None
+    return options.get("--provider", environ.get("ACP_AGENT_PROVIDER")) or None
 
 
 class Spawned:
