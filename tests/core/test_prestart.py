@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from acp_agent import pdeath
-from acp_agent.prestart import Prestarted, Spawned, serving_provider
+from acp_agent.prestart import Prestarted, Spawned
 from acp_agent.process import adopt_child
 
 pytestmark = pytest.mark.timeout(30)
@@ -203,16 +203,19 @@ def test_an_unclaimed_backend_is_terminated_without_waiting_for_it_to_see_its_in
 ])
 def test_the_served_provider_is_read_before_parsing_only_from_plain_serving_arguments(
         argv: list[str], environ: dict[str, str], expected: str | None) -> None:
-    assert serving_provider(argv, environ) == expected
+    from acp_agent.cli import _plain_serving
+
+    plain = _plain_serving(argv, environ)
+    serving_provider = (plain.provider or None) if plain is not None else None
+    assert serving_provider == expected
 
 
 def test_the_early_reading_knows_every_option_of_the_command_line_that_takes_one_value() -> None:
-    """`serving_provider` repeats the parser's serving options (it runs before argparse loads):
+    """`_plain_serving` repeats the parser's serving options (it runs before argparse loads):
     an option added to, or renamed in, the parser is seen here, not left to slow the spawn."""
     import argparse
 
-    from acp_agent.cli import _parser
-    from acp_agent.prestart import SERVE_OPTIONS
+    from acp_agent.cli import SERVE_OPTIONS, _parser
 
     taking_one_value = {option for action in _parser()._actions
                         if isinstance(action, argparse._StoreAction) and action.nargs is None
@@ -240,7 +243,7 @@ def test_a_plain_serving_command_line_is_read_as_the_parser_reads_it(
         monkeypatch.delenv(name, raising=False)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
-    plain = _plain_serving(argv)
+    plain = _plain_serving(argv, os.environ)
     assert plain is not None
     assert vars(plain) == vars(_parser().parse_args(argv))
 
@@ -255,7 +258,7 @@ def test_a_plain_serving_command_line_is_read_as_the_parser_reads_it(
 def test_anything_else_is_left_to_the_parser(argv: list[str]) -> None:
     from acp_agent.cli import _plain_serving
 
-    assert _plain_serving(argv) is None
+    assert _plain_serving(argv, {}) is None
 
 
 REPORT = ("import json, os, sys\n"
@@ -313,9 +316,9 @@ def test_a_backend_is_not_handed_over_when_setpriv_fails_its_probe(
 def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path) -> None:
     """The real entry point: when a provider's `prestart(environ)` runs, the command line has not
     imported argparse, logging, subprocess, typing or pathlib (each delays the backend's boot).
-    This prestart starts nothing, so the command line asks again once it has read its arguments
-    (the only time for arguments it cannot read early): each call appends a line. A plain serving
-    command line is read without argparse at all."""
+    Each call of this prestart (which starts nothing) appends a line: a plain serving command line
+    is read without argparse and asks once, before anything heavy; one the parser must read asks
+    once it is parsed."""
     package = tmp_path / "acp_agent_earlytest"
     package.mkdir()
     (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
@@ -337,9 +340,8 @@ def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path)
                                   capture_output=True, env=environ, timeout=60, check=False)
         assert finished.returncode == 2 and b"unknown provider 'earlytest'" in finished.stderr  # no plugin
         assert finished.stdout == b""
-    first, second, parsed = (json.loads(line) for line in record.read_text().splitlines())
-    assert first == []
-    assert second == []  # asked again after reading the arguments, which needed no argparse
+    first, parsed = (json.loads(line) for line in record.read_text().splitlines())
+    assert first == []  # the plain command line: asked once, before any heavy import
     assert "argparse" in parsed  # an abbreviation is the parser's: the start waits for it
 
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 from attrs import define
 
@@ -181,6 +180,8 @@ async def in_keyring_thread(store: KeyringStore, call: Callable[[], T]) -> T:
     to finish, or not, on its own."""
     if store.overdue:
         raise KeyringUnavailable("the keyring has not answered an earlier request yet")
+    from anyio import from_thread  # only where the keyring is asked: not on the way to `initialize`
+
     deadline_s = KEYRING_DEADLINE_S
     token = anyio.lowlevel.current_token()
     finished = anyio.Event()
@@ -198,7 +199,7 @@ async def in_keyring_thread(store: KeyringStore, call: Callable[[], T]) -> T:
         except BaseException as exc:  # handed to the caller below
             outcome.append((False, exc))
         try:
-            anyio.from_thread.run_sync(returned, token=token)
+            from_thread.run_sync(returned, token=token)
         except Exception:  # the event loop has finished: nobody waits for this any more
             pass
 

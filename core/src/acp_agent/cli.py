@@ -13,7 +13,7 @@ from acp_agent import __version__
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: nothing is imported before the backend's spawn
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from types import SimpleNamespace
 
     from acp_agent.plugins import ProviderRegistry
@@ -44,6 +44,16 @@ def _setup_logging(log_file: str | None, level: str, redact: object) -> None:
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+SERVE_OPTIONS = ("--provider", "--log-file", "--log-level", "--max-line-bytes")
+"""The options that take a value and leave the command serving (`_plain_serving` reads them)."""
+ENV_DEFAULTS = {"--provider": ("ACP_AGENT_PROVIDER", None), "--log-file": ("ACP_AGENT_LOG_FILE", None),
+                "--log-level": ("ACP_AGENT_LOG_LEVEL", "warning")}
+"""Where a serving option's default comes from: a variable of the environment, else a value."""
+
+
+def _default(option: str, environ: Mapping[str, str]) -> str | None:
+    variable, fallback = ENV_DEFAULTS[option]
+    return environ.get(variable, fallback)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,11 +64,11 @@ def _parser() -> argparse.ArgumentParser:
         description="An Agent Client Protocol agent hosting coding agents from several vendors.",
         epilog="Run `acp-agent COMMAND --help` for a command's own help.",
     )
-    parser.add_argument("--provider", default=os.environ.get("ACP_AGENT_PROVIDER"),
+    parser.add_argument("--provider", default=_default("--provider", os.environ),
                         help="the provider to run (see `acp-agent providers`; env ACP_AGENT_PROVIDER)")
-    parser.add_argument("--log-file", default=os.environ.get("ACP_AGENT_LOG_FILE"),
+    parser.add_argument("--log-file", default=_default("--log-file", os.environ),
                         help="write logs here instead of stderr (env ACP_AGENT_LOG_FILE)")
-    parser.add_argument("--log-level", default=os.environ.get("ACP_AGENT_LOG_LEVEL", "warning"),
+    parser.add_argument("--log-level", default=_default("--log-level", os.environ),
                         choices=LOG_LEVELS, type=str.lower,
                         help="log level (env ACP_AGENT_LOG_LEVEL, default warning)")
     parser.add_argument("--max-line-bytes", type=int, default=None,
@@ -105,40 +115,57 @@ def _provider_option(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from acp_agent.prestart import Prestarted, serving_provider
+    from acp_agent.prestart import Prestarted
 
     arguments = sys.argv[1:] if argv is None else list(argv)
     prestarted = Prestarted()
     # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import, even
-    # before the arguments are parsed when they are plain (`--provider NAME` and the like).
-    early = serving_provider(arguments, os.environ)
-    if early is not None:
-        prestarted.start(early, os.environ)
+    # before anything is imported to parse the arguments when they are plain (how editors start us).
+    args: argparse.Namespace | SimpleNamespace | None = _plain_serving(arguments, os.environ)
+    if args is not None and args.provider:
+        prestarted.start(args.provider, os.environ)
     try:
-        args: argparse.Namespace | SimpleNamespace | None = _plain_serving(arguments)
         if args is None:
             parsed = _parser().parse_args(arguments)
             if parsed.command:
                 return _subcommand(parsed)
             args = parsed
-        if args.cli is None and args.provider:
-            prestarted.start(args.provider, os.environ)  # at once if not started above
+            if args.cli is None and args.provider:
+                prestarted.start(args.provider, os.environ)
         return _run(args, prestarted)
     finally:
         prestarted.stop_unclaimed()
 
 
-def _plain_serving(arguments: Sequence[str]) -> SimpleNamespace | None:
-    """What the parser makes of a plain serving command line (`prestart.serving_options`: how
-    editors start the agent), without importing argparse and the shutil, gettext and locale it
-    imports (~5 ms of the `initialize` answer); None where the parser has more to say."""
-    from acp_agent.prestart import serving_options
+def _serving_options(arguments: Sequence[str]) -> dict[str, str] | None:
+    """The serving options these arguments give (`--provider NAME`, `--log-level LEVEL`, ... with
+    a space or `=`; the last of each wins); None unless they are only such options. Anything else
+    (a command, `--cli`, `--help`, an abbreviation, a value that looks like an option) is left to
+    the parser."""
+    options: dict[str, str] = {}
+    rest = list(arguments)
+    while rest:
+        option = rest.pop(0)
+        name, equals, value = option.partition("=")
+        if name not in SERVE_OPTIONS:
+            return None
+        if not equals:
+            if not rest or rest[0].startswith("-"):
+                return None
+            value = rest.pop(0)
+        options[name] = value
+    return options
 
-    options = serving_options(arguments)
+
+def _plain_serving(arguments: Sequence[str], environ: Mapping[str, str]) -> SimpleNamespace | None:
+    """What the parser makes of a plain serving command line (`_serving_options`: how editors
+    start the agent), read before the backend's spawn and without argparse (and the shutil,
+    gettext and locale it imports, ~5 ms); None where the parser has more to say (then the
+    backend starts once it has)."""
+    options = _serving_options(arguments)
     if options is None:
         return None
-    environ = os.environ
-    level = options.get("--log-level", environ.get("ACP_AGENT_LOG_LEVEL", "warning")).lower()
+    level = options.get("--log-level", _default("--log-level", environ) or "warning").lower()
     if "--log-level" in options and level not in LOG_LEVELS:
         return None  # the parser's error
     max_line_bytes = options.get("--max-line-bytes")
@@ -146,11 +173,11 @@ def _plain_serving(arguments: Sequence[str]) -> SimpleNamespace | None:
         limit = int(max_line_bytes) if max_line_bytes is not None else None
     except ValueError:
         return None
-    from types import SimpleNamespace
+    from types import SimpleNamespace  # loaded already: by `re` (console script) or runpy
 
     return SimpleNamespace(
-        provider=options.get("--provider", environ.get("ACP_AGENT_PROVIDER")),
-        log_file=options.get("--log-file", environ.get("ACP_AGENT_LOG_FILE")),
+        provider=options.get("--provider", _default("--provider", environ)),
+        log_file=options.get("--log-file", _default("--log-file", environ)),
         log_level=level, max_line_bytes=limit, cli=None, stdin=False, command=None)
 
 

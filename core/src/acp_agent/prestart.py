@@ -36,38 +36,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-SERVE_OPTIONS = ("--provider", "--log-file", "--log-level", "--max-line-bytes")
-"""The command line's options that take a value and leave it serving (`serving_provider`)."""
-
-
-def serving_options(argv: Sequence[str]) -> dict[str, str] | None:
-    """The serving options these arguments give (`--provider NAME`, `--log-level LEVEL`, ... with
-    a space or `=`; the last of each wins), read before `argparse` is even imported; None unless
-    they are only such options. Anything else (a command, `--cli`, `--help`, an abbreviation, a
-    value that looks like an option) is left to the parser."""
-    options: dict[str, str] = {}
-    rest = list(argv)
-    while rest:
-        option = rest.pop(0)
-        name, equals, value = option.partition("=")
-        if name not in SERVE_OPTIONS:
-            return None
-        if not equals:
-            if not rest or rest[0].startswith("-"):
-                return None
-            value = rest.pop(0)
-        options[name] = value
-    return options
-
-
-def serving_provider(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
-    """The provider these arguments will serve if they are plain serving options
-    (`serving_options`), else None: the command line starts the backend after parsing instead."""
-    options = serving_options(argv)
-    if options is None:
-        return None
-    return options.get("--provider", environ.get("ACP_AGENT_PROVIDER")) or None
-
 
 class Spawned:
     """A backend the command line spawned: its PID and this process's ends of its stdin, stdout
