@@ -62,6 +62,33 @@ def test_stdin_eof_exits_zero_with_nothing_but_frames_on_stdout() -> None:
     assert frames[0]["result"]["protocolVersion"] == 1
 
 
+def test_once_served_the_command_leaves_without_waiting_on_what_the_interpreter_would_tear_down() -> None:
+    """Issue 11, target 5: after stdin EOF the command exits without the interpreter's teardown.
+    Exit handlers still run (they flush the log); a thread somebody left blocked (a plugin's, a
+    library's) no longer holds the process after its work is done (it did: the interpreter joins
+    every such thread before it exits)."""
+    script = ("import atexit, sys, threading\n"
+              "threading.Thread(target=threading.Event().wait, name='left-behind').start()\n"
+              "atexit.register(lambda: print('exit handlers ran', file=sys.stderr, flush=True))\n"
+              "sys.argv = ['acp-agent', '--provider', 'scripted']\n"
+              "from acp_agent.cli import command\n"
+              "command()\n")
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                            input=request + "\n", timeout=30, check=False)
+    assert result.returncode == 0
+    assert "exit handlers ran" in result.stderr
+    assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == [1]
+
+
+def test_the_command_keeps_the_exit_status_main_gives() -> None:
+    result = subprocess.run([sys.executable, "-m", "acp_agent.cli", "--provider", "nope"], capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert result.returncode == 2
+    assert "unknown provider 'nope'" in result.stderr
+
+
 def test_a_terminal_gets_told_how_an_editor_runs_it() -> None:
     import pty
 
