@@ -13,7 +13,7 @@ from acp_agent import __version__
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: nothing is imported before the backend's spawn
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from types import SimpleNamespace
     from typing import NoReturn
 
@@ -135,6 +135,9 @@ def command() -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from acp_agent.collector import defer_collection
+
+    settle = defer_collection()  # until the imports are done (`_serve`)
     from acp_agent.prestart import Prestarted
 
     arguments = sys.argv[1:] if argv is None else list(argv)
@@ -152,8 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parsed
             if args.cli is None and args.provider:
                 prestarted.start(args.provider, os.environ)
-        return _run(args, prestarted)
+        return _run(args, prestarted, settle)
     finally:
+        settle()
         prestarted.stop_unclaimed()
 
 
@@ -220,7 +224,7 @@ def _unknown_provider(name: str | None, registry: ProviderRegistry) -> int:
     return 2
 
 
-def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted) -> int:
+def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted, settle: Callable[[], None]) -> int:
     from acp_agent.redaction import Redactor
 
     redactor = Redactor.from_environment()
@@ -261,11 +265,11 @@ def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted) -> 
         prestarted=prestarted,
     )
     agent = Agent(settings)
-    anyio.run(_serve, agent, args.max_line_bytes)
+    anyio.run(_serve, agent, args.max_line_bytes, settle)
     return 0
 
 
-async def _serve(agent: object, max_line_bytes: int | None) -> None:
+async def _serve(agent: object, max_line_bytes: int | None, settle: Callable[[], None]) -> None:
     import anyio
 
     from acp_agent.agent import Agent
@@ -273,6 +277,7 @@ async def _serve(agent: object, max_line_bytes: int | None) -> None:
 
     assert isinstance(agent, Agent)
     receive, send = stdio_streams()
+    settle()  # everything start-up imports is loaded: the collector runs again, without those objects
     async with anyio.create_task_group() as task_group:
 
         async def watch_signals() -> None:
