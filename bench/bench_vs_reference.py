@@ -342,7 +342,8 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
         byte_compile(*path.split(os.pathsep))
 
         def before(provider: str) -> Callable[[dict[str, str], str, bool], Row]:
-            return lambda env, cwd, sessions: acp_subject([agent, "--provider", provider],
+            # That checkout's own command line (its console script's function may not exist here).
+            return lambda env, cwd, sessions: acp_subject([sys.executable, "-m", "acp_agent.cli", "--provider", provider],
                                                           {**env, "PYTHONPATH": path}, cwd, sessions=sessions)
 
         found["baseline codex"] = (codex_fixture, before("codex"))

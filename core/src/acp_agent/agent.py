@@ -62,7 +62,7 @@ from acp_agent.rpc import (
 from acp_agent.scrub import ScrubbingSendStream
 from acp_agent.signin import SignIn
 from acp_agent.turn_runner import InputWatch, TurnRunner
-from acp_agent.wire import UNSET, clip, describe_error
+from acp_agent.wire import UNSET, Unset, clip, describe_error
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
     from acp_agent.routing import SessionRouter
@@ -122,6 +122,7 @@ class Agent:
         self.backend = BackendHost(self.provider, self.settings.prestarted)
         """Opens, replaces and closes the provider runtime."""
         self._answered: anyio.Event | None = None
+        self._answered_once = False
         self.turns = TurnRunner(self.provider.name, start_runtime=self.runtime,
                                 running_runtime=lambda: self.backend.running,
                                 cancel_grace_s=CANCEL_GRACE_S, input_gone_cancel_grace_s=INPUT_GONE_CANCEL_GRACE_S)
@@ -255,6 +256,8 @@ class Agent:
         """Set once `initialize` is answered (created on first use: an event needs the loop)."""
         if self._answered is None:
             self._answered = anyio.Event()
+            if self._answered_once:  # before the loop ran (`initialize_now`)
+                self._answered.set()
         return self._answered
 
     def runtime_context(self, environ: dict[str, str]) -> RuntimeContext:
@@ -350,6 +353,21 @@ class Agent:
 
     async def initialize(self, params: Any) -> Any:
         request = self._parse(params, acp.InitializeRequest)
+        wanted = auth_status_negotiated(request.client_capabilities.meta, self.provider.name)
+        return self._initialized(request, await self.signin.auth_meta(wanted))
+
+    def initialize_now(self, params: Any) -> Reply | None:
+        """`initialize` answered without the event loop (`acp_agent.early`): the same answer, or
+        None when it needs the loop (a client that negotiated auth status: the keyring is asked).
+        Raises RpcError as `initialize` does, before anything changes."""
+        request = self._parse(params, acp.InitializeRequest)
+        if auth_status_negotiated(request.client_capabilities.meta, self.provider.name):
+            return None
+        return self._initialized(request, UNSET)
+
+    def _initialized(self, request: acp.InitializeRequest, auth_meta: dict[str, Any] | Unset) -> Reply:
+        """What the client declared is recorded and the answer built (`initialize` may come again:
+        the newest declaration wins)."""
         self.client_capabilities = self.signin.client_capabilities = request.client_capabilities
         client_meta = request.client_capabilities.meta
         self.capable = negotiated(client_meta)
@@ -372,7 +390,6 @@ class Agent:
             meta["steering"] = {"supported": True}
         if self.capable:
             meta.update(advertised_meta())
-        auth_meta = await self.signin.auth_meta(self.auth_status)
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -391,8 +408,12 @@ class Agent:
                                           title=f"{self.provider.title} (acp-agent)"),
             meta=meta or UNSET,
         )
-        answered = self._initialize_answered
-        return Reply(self._dump(response), lambda written: answered.set())
+        return Reply(self._dump(response), self._mark_answered)
+
+    def _mark_answered(self, written: bool) -> None:
+        self._answered_once = True
+        if self._answered is not None:
+            self._answered.set()
 
     async def authenticate(self, params: Any) -> Any:
         request = self._parse(params, acp.AuthenticateRequest)

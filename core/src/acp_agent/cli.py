@@ -265,18 +265,23 @@ def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted, set
         prestarted=prestarted,
     )
     agent = Agent(settings)
-    anyio.run(_serve, agent, args.max_line_bytes, settle)
+    from acp_agent.early import answer_waiting_initialize
+    from acp_agent.rpc import DEFAULT_MAX_LINE_BYTES
+
+    preread = answer_waiting_initialize(agent, sys.stdin.fileno(), sys.stdout.fileno(),
+                                        args.max_line_bytes or DEFAULT_MAX_LINE_BYTES)
+    anyio.run(_serve, agent, args.max_line_bytes, settle, preread)
     return 0
 
 
-async def _serve(agent: object, max_line_bytes: int | None, settle: Callable[[], None]) -> None:
+async def _serve(agent: object, max_line_bytes: int | None, settle: Callable[[], None], preread: bytes) -> None:
     import anyio
 
     from acp_agent.agent import Agent
     from acp_agent.stdio import stdio_streams
 
     assert isinstance(agent, Agent)
-    receive, send = stdio_streams()
+    receive, send = stdio_streams(preread=preread)
     settle()  # everything start-up imports is loaded: the collector runs again, without those objects
     async with anyio.create_task_group() as task_group:
 

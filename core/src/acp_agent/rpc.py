@@ -686,6 +686,28 @@ async def _set_then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None
     scope.cancel()
 
 
+def waiting_request(line: bytes) -> tuple[Any, str, Any] | None:
+    """The id, method and params of `line` if it is a well-formed JSON-RPC 2.0 request with an id
+    (one the connection would hand to a handler), else None (the connection says what is wrong)."""
+    try:
+        message = _decode(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or message.get("id") is None:
+        return None
+    message_id, method, params = message["id"], message.get("method"), message.get("params")
+    if not _valid_id(message_id) or not isinstance(method, str):
+        return None
+    if params is not None and not isinstance(params, (dict, list)):
+        return None
+    return message_id, method, params
+
+
+def response_frame(message_id: Any, result: Any) -> bytes:
+    """The frame answering request `message_id` with `result`, as the connection writes it."""
+    return _encode({"jsonrpc": "2.0", "id": message_id, "result": result})
+
+
 def _valid_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 

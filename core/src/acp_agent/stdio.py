@@ -68,11 +68,12 @@ READ_AHEAD_BYTES = 256 * 1024
 class FdReceiveStream(_FdStream, anyio.abc.ByteReceiveStream):
     """Reads from a file descriptor."""
 
-    def __init__(self, fd: int, *, owned: bool = False) -> None:
+    def __init__(self, fd: int, *, owned: bool = False, preread: bytes = b"") -> None:
         super().__init__(fd, owned=owned)
         self._loop: asyncio.AbstractEventLoop | None = None
         """The asyncio loop the descriptor is registered with (None: not registered)."""
-        self._buffer = bytearray()
+        self._buffer = bytearray(preread)
+        """Read, not yet received: `preread` (read before the loop ran, `acp_agent.early`) first."""
         self._error: OSError | None = None
         """The error the loop's read raised, for the reader once it has taken the buffer."""
         self._eof = False
@@ -177,8 +178,11 @@ class FdSendStream(_FdStream, anyio.abc.ByteSendStream):
             view = view[written:]
 
 
-def stdio_streams(stdin: Any = None, stdout: Any = None) -> tuple[FdReceiveStream, FdSendStream]:
-    """Streams over the given file objects (default: the process's stdin and stdout)."""
+def stdio_streams(stdin: Any = None, stdout: Any = None, *,
+                  preread: bytes = b"") -> tuple[FdReceiveStream, FdSendStream]:
+    """Streams over the given file objects (default: the process's stdin and stdout); `preread`:
+    bytes already read from stdin, received first."""
     import sys
 
-    return FdReceiveStream((stdin or sys.stdin).fileno()), FdSendStream((stdout or sys.stdout).fileno())
+    return (FdReceiveStream((stdin or sys.stdin).fileno(), preread=preread),
+            FdSendStream((stdout or sys.stdout).fileno()))
