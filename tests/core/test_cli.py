@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import agent_executable
+from tests.e2e.harness import agent_executable, run_command_script
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -73,10 +73,7 @@ def test_once_served_the_command_leaves_without_waiting_on_what_the_interpreter_
               "sys.argv = ['acp-agent', '--provider', 'scripted']\n"
               "from acp_agent.cli import command\n"
               "command()\n")
-    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                            input=request + "\n", timeout=30, check=False)
+    result = run_command_script(script)
     assert result.returncode == 0
     assert "exit handlers ran" in result.stderr
     assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == [1]

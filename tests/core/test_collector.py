@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from acp_agent.collector import defer_collection
+from tests.e2e.harness import run_command_script
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -71,10 +69,7 @@ def test_the_command_serves_with_the_collector_running_and_start_up_frozen() -> 
               "    await serve(*args)\n"
               "cli._serve = counted\n"
               "cli.command()\n")
-    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                            input=request + "\n", timeout=30, check=False)
+    result = run_command_script(script)
     assert result.returncode == 0, result.stderr
     reports = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
     assert reports[0] == {"collections_before_serving": 0}

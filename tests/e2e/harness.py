@@ -11,6 +11,7 @@ import inspect
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -218,6 +219,15 @@ def agent_executable() -> str:
     found = str(candidate) if candidate.exists() else shutil.which("acp-agent")
     assert found, "acp-agent is not installed in this environment"
     return found
+
+
+def run_command_script(script: str) -> subprocess.CompletedProcess[str]:
+    """`script` (Python that ends by calling the command line's `command()`) run by this
+    interpreter with one `initialize` on its stdin, then EOF; no ACP_AGENT_ settings inherited."""
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          input=request + "\n", timeout=30, check=False)
 
 
 class AgentProcess:
