@@ -148,3 +148,16 @@ def test_stdout_that_is_not_a_pipe_is_left_to_the_connection(pipes: tuple[int, i
         assert answer_waiting_initialize(new_agent(), in_read, output.fileno(), MAX_LINE) == b""
         assert os.fstat(output.fileno()).st_size == 0
     assert os.read(in_read, 65536) == request(plain())  # still there for the connection
+
+
+def test_a_full_stdout_is_left_to_the_connection_without_waiting(pipes: tuple[int, int, int, int]) -> None:
+    in_read, in_write, _, out_write = pipes
+    os.set_blocking(out_write, False)
+    try:
+        while True:
+            os.write(out_write, b"x" * 4096)
+    except BlockingIOError:
+        pass  # full
+    os.set_blocking(out_write, True)  # as an editor would hand it over: a write would block
+    os.write(in_write, request(plain()))
+    assert answer_waiting_initialize(new_agent(), in_read, out_write, MAX_LINE) == request(plain())

@@ -58,8 +58,10 @@ def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_by
     if len(frame) > select.PIPE_BUF:
         return data  # not one atomic write: the connection writes it (`initialize` may come again)
     try:
-        os.write(stdout, frame)  # a pipe takes up to PIPE_BUF bytes whole, or none of them
-    except BlockingIOError:  # a full pipe (left non-blocking by whoever gave it to us)
+        if not select.select([], [stdout], [], 0)[1]:
+            return data  # a full pipe: no wait here, the connection writes when there is room
+        os.write(stdout, frame)  # a pipe with room takes up to PIPE_BUF bytes whole, at once
+    except BlockingIOError:
         return data
     except OSError:  # the client is gone: the connection finds that out as well
         reply.on_written(False)
