@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_agent import early as early_module
 from acp_agent.agent import Agent
 from acp_agent.early import answer_waiting_initialize
 from acp_agent.rpc import response_frame
@@ -161,3 +163,32 @@ def test_a_full_stdout_is_left_to_the_connection_without_waiting(pipes: tuple[in
     os.set_blocking(out_write, True)  # as an editor would hand it over: a write would block
     os.write(in_write, request(plain()))
     assert answer_waiting_initialize(new_agent(), in_read, out_write, MAX_LINE) == request(plain())
+
+
+def test_socket_pairs_as_node_spawns_them_are_answered_too() -> None:
+    agent_in, client_out = socket.socketpair()
+    agent_out, client_in = socket.socketpair()
+    with agent_in, client_out, agent_out, client_in:
+        client_out.sendall(request(plain()) + NEW_SESSION)
+        rest = answer_waiting_initialize(new_agent(), agent_in.fileno(), agent_out.fileno(), MAX_LINE)
+        assert rest == NEW_SESSION
+        client_in.setblocking(False)
+        assert client_in.recv(65536) == response_frame(1, through_the_loop(plain()))
+
+
+def test_a_write_that_takes_part_of_the_answer_is_finished_before_anything_else(
+        pipes: tuple[int, int, int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+    calls: list[int] = []
+
+    def short_write(fd: int, data: Any) -> int:
+        calls.append(len(data))
+        return real_write(fd, bytes(data)[:100] if len(calls) == 1 else data)
+
+    in_read, in_write, out_read, out_write = pipes
+    os.write(in_write, request(plain()) + NEW_SESSION)
+    monkeypatch.setattr(early_module.os, "write", short_write)
+    rest = answer_waiting_initialize(new_agent(), in_read, out_write, MAX_LINE)
+    monkeypatch.undo()
+    assert os.read(out_read, 65536) == response_frame(1, through_the_loop(plain()))
+    assert len(calls) == 2 and rest == NEW_SESSION

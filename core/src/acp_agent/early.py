@@ -16,6 +16,7 @@ import logging
 import os
 import select
 import stat
+import time
 
 from acp_agent.acp import Methods
 from acp_agent.rpc import RpcError, response_frame, waiting_request
@@ -26,15 +27,22 @@ if TYPE_CHECKING:
     from acp_agent.agent import Agent
 
 READ_BYTES = 65536
+MAX_FRAME_BYTES = 2048
+"""The largest answer written here (it is ~700 bytes). Once select finds it writable, a pipe takes
+up to PIPE_BUF (4096) bytes in one write and a Unix socket at least 3/4 of its smallest buffer
+(4608 bytes): the answer goes out whole, or not at all."""
+WRITE_DEADLINE_S = 10.0
+"""How long the rest of a partly written answer may wait for room (a socket's full buffer)."""
 
 log = logging.getLogger(__name__)
 
 
 def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_bytes: int) -> bytes:
-    """Answer an `initialize` already waiting on `stdin` (a pipe or socket) on `stdout` (a pipe).
-    Returns what was read and not answered, for the connection to receive first."""
+    """Answer an `initialize` already waiting on `stdin` on `stdout` (each a pipe or a socket, as
+    editors spawn agents: Node's `child_process` gives socket pairs). Returns what was read and
+    not answered, for the connection to receive first."""
     try:
-        if not (_is_pipe(stdout) and (_is_pipe(stdin) or _is_socket(stdin))):
+        if not (_is_stream(stdin) and _is_stream(stdout)):
             return b""
         if not select.select([stdin], [], [], 0)[0]:
             return b""  # not sent yet: the loop starts and answers it when it comes
@@ -55,15 +63,18 @@ def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_by
     if reply is None:
         return data
     frame = FrameScrubber(agent.settings.redact)(response_frame(message_id, reply.result))
-    if len(frame) > select.PIPE_BUF:
-        return data  # not one atomic write: the connection writes it (`initialize` may come again)
+    if len(frame) > MAX_FRAME_BYTES:
+        return data  # maybe not one whole write: the connection writes it (`initialize` may come again)
     try:
         if not select.select([], [stdout], [], 0)[1]:
-            return data  # a full pipe: no wait here, the connection writes when there is room
-        os.write(stdout, frame)  # a pipe with room takes up to PIPE_BUF bytes whole, at once
+            return data  # full: no wait here, the connection writes when there is room
+        written = os.write(stdout, frame)
     except BlockingIOError:
         return data
     except OSError:  # the client is gone: the connection finds that out as well
+        reply.on_written(False)
+        return rest
+    if written < len(frame) and not _write_rest(stdout, memoryview(frame)[written:]):
         reply.on_written(False)
         return rest
     reply.on_written(True)
@@ -71,9 +82,24 @@ def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_by
     return rest
 
 
-def _is_pipe(fd: int) -> bool:
-    return stat.S_ISFIFO(os.fstat(fd).st_mode)
+def _is_stream(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def _is_socket(fd: int) -> bool:
-    return stat.S_ISSOCK(os.fstat(fd).st_mode)
+def _write_rest(stdout: int, rest: memoryview) -> bool:
+    """The rest of a frame a write took only part of (not seen: see `MAX_FRAME_BYTES`), before
+    anything else; False if the client stopped reading (then the connection finds it gone)."""
+    deadline = time.monotonic() + WRITE_DEADLINE_S
+    try:
+        while rest:
+            if not select.select([], [stdout], [], max(deadline - time.monotonic(), 0))[1]:
+                log.error("the client stopped reading in the middle of the initialize answer")
+                return False
+            try:
+                rest = rest[os.write(stdout, rest):]
+            except BlockingIOError:
+                continue
+    except OSError:
+        return False
+    return True
