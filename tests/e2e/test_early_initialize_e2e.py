@@ -60,32 +60,36 @@ class Lines:
         return message
 
 
-def serve(tmp_path: Path, first: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
-    """Spawn the agent with `first` already in its stdin; then open a session and prompt it.
-    Returns the initialize answer, the modules imported before it, and the later frames."""
+def serve(tmp_path: Path, first: list[dict[str, Any]], *, provider: str = "scripted",
+          session: bool = True) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+    """Spawn the agent with `first` already in its stdin; then (`session`) open a session and
+    prompt it. Returns the initialize answer, the modules imported before it, the later frames."""
     stderr_path = tmp_path / "stderr.txt"
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("PYTHON", "ACP_AGENT_"))}
-    env.update(HOME=str(tmp_path), SCRIPTED_API_KEY="scripted-key-0000")
+    env.update(HOME=str(tmp_path), CODEX_HOME=str(tmp_path / ".codex"), SCRIPTED_API_KEY="scripted-key-0000",
+               ANTHROPIC_API_KEY="sk-ant-test-000000", OPENAI_API_KEY="sk-test-000000")
     read_end, write_end = os.pipe()
     os.write(write_end, b"".join(frame(message) for message in first))
     with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", "scripted"],
+        process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", provider],
                                    stdin=read_end, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=tmp_path)
     os.close(read_end)
+    later: list[dict[str, Any]] = []
     try:
         assert process.stdout is not None
         lines = Lines(process.stdout.fileno())
         answer = lines.next()
         seen = stderr_path.read_bytes()  # what was imported before the answer was written
-        os.write(write_end, frame({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                                   "params": {"cwd": str(tmp_path), "mcpServers": []}}))
-        later = [lines.next()]
-        session_id = later[0]["result"]["sessionId"]
-        os.write(write_end, frame({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
-            "sessionId": session_id, "prompt": [{"type": "text", "text": "hello early"}]}}))
-        while "id" not in later[-1] or later[-1]["id"] != 3:
+        if session:
+            os.write(write_end, frame({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                                       "params": {"cwd": str(tmp_path), "mcpServers": []}}))
             later.append(lines.next())
+            session_id = later[0]["result"]["sessionId"]
+            os.write(write_end, frame({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
+                "sessionId": session_id, "prompt": [{"type": "text", "text": "hello early"}]}}))
+            while "id" not in later[-1] or later[-1]["id"] != 3:
+                later.append(lines.next())
         os.close(write_end)
         write_end = -1
         assert process.wait(timeout=DEADLINE_S) == 0
@@ -127,3 +131,19 @@ def test_a_client_that_asks_for_auth_status_is_answered_on_the_loop(tmp_path: Pa
     status = answer["result"]["_meta"]["scripted/authStatus"]
     assert status["configured"] is True and status["source"] == "environment"
     assert "scripted-key-0000" not in json.dumps(answer)
+
+
+@pytest.mark.parametrize("provider", ["claude", "codex"])
+@pytest.mark.parametrize("meta", [None, CAPABLE_META], ids=["plain client", "negotiates the extension"])
+def test_the_vendor_providers_answer_early_too(tmp_path: Path, provider: str, meta: dict[str, Any] | None) -> None:
+    """With their backends started by the command line (Claude's CLI, Codex's app-server) and
+    stopped at exit; the answer equals the loop's."""
+    (tmp_path / "early").mkdir()
+    (tmp_path / "loop").mkdir()
+    answer, modules, _ = serve(tmp_path / "early", [initialize(meta)], provider=provider, session=False)
+    assert "acp_agent.agent" in modules and "asyncio" not in modules
+    loop_answer, loop_modules, _ = serve(tmp_path / "loop", [NOOP, initialize(meta)], provider=provider,
+                                         session=False)
+    assert "asyncio" in loop_modules
+    assert answer == loop_answer
+    assert answer["result"]["agentInfo"]["name"] == f"acp-agent-{provider}"
