@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 import cattrs
 from attrs import define, field
 

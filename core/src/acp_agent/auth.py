@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
-import anyio.lowlevel
 from attrs import define
 
 from acp_agent.failures import FailureKind, FailureObservation
@@ -180,10 +179,10 @@ async def in_keyring_thread(store: KeyringStore, call: Callable[[], T]) -> T:
     to finish, or not, on its own."""
     if store.overdue:
         raise KeyringUnavailable("the keyring has not answered an earlier request yet")
-    from anyio import from_thread  # only where the keyring is asked: not on the way to `initialize`
+    from anyio import from_thread, lowlevel  # only where the keyring is asked: not on the way to `initialize`
 
     deadline_s = KEYRING_DEADLINE_S
-    token = anyio.lowlevel.current_token()
+    token = lowlevel.current_token()
     finished = anyio.Event()
     outcome: list[tuple[bool, Any]] = []
     late: list[bool] = []  # set once this call is past its deadline

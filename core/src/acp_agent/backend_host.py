@@ -21,6 +21,7 @@ from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.prestart import Prestarted
 from acp_agent.provider import ProviderRuntime, ProviderSpec, RuntimeContext
+from acp_agent.rpc import new_event
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +30,9 @@ log = logging.getLogger(__name__)
 class RuntimeHost:
     """One opening of the runtime, owned by its task."""
 
-    ready: anyio.Event = field(factory=anyio.Event)
-    stop: anyio.Event = field(factory=anyio.Event)
-    done: anyio.Event = field(factory=anyio.Event)
+    ready: anyio.Event = field(factory=new_event)
+    stop: anyio.Event = field(factory=new_event)
+    done: anyio.Event = field(factory=new_event)
     runtime: ProviderRuntime | None = None
     error: BaseException | None = None
     early_environ: Mapping[str, str] | None = None
@@ -53,8 +54,15 @@ class BackendHost:
         self.current: RuntimeHost | None = None
         self.outdated = False
         """A sign-in happened while sessions were open: replace the backend once none is."""
-        self._lock = anyio.Lock()
+        self._opening: anyio.Lock | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
+
+    def _lock(self) -> anyio.Lock:
+        """Opening, replacing and closing take turns (made on first use: not on the way to
+        `initialize`)."""
+        if self._opening is None:
+            self._opening = anyio.Lock()
+        return self._opening
 
     def attach(self, task_group: anyio.abc.TaskGroup) -> None:
         """The task group the runtime's task runs in (the agent's, for one connection)."""
@@ -74,7 +82,7 @@ class BackendHost:
 
     async def runtime(self, context: Callable[[], Awaitable[RuntimeContext]], *, sessions_open: bool) -> ProviderRuntime:
         """The runtime, opened (or replaced) first if need be; `context` is what a new one gets."""
-        async with self._lock:
+        async with self._lock():
             host = self.current
             if host is not None and self.outdated and not sessions_open:
                 await self.close()
@@ -107,7 +115,7 @@ class BackendHost:
         """Open sessions see credentials stored since their backend started (their next prompt
         runs on a backend with them), where the runtime can renew its environment; otherwise the
         backend is replaced once no session is open."""
-        async with self._lock:
+        async with self._lock():
             fresh = (await context()).environ
             if host.environ is None or fresh == host.environ:
                 return
@@ -128,7 +136,7 @@ class BackendHost:
         if sessions_open:
             self.outdated = True
             return
-        async with self._lock:
+        async with self._lock():
             self.outdated = False
             await self.close()
 

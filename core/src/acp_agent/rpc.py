@@ -11,15 +11,17 @@ import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, field
 
 from acp_agent.records import frozen
 from acp_agent.wire import clip
+
+if TYPE_CHECKING:  # the streams load with the first request's answer, not on the way to `initialize`
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,12 @@ class RpcError(Exception):
 
 class ConnectionClosed(Exception):
     """The peer went away before answering."""
+
+
+def new_event() -> anyio.Event:
+    """An `anyio.Event`, as a field's factory: `factory=anyio.Event` would load anyio's
+    synchronization module where the class is defined, on the way to `initialize`."""
+    return anyio.Event()
 
 
 @frozen
@@ -317,8 +325,8 @@ class Connection:
     _running: dict[Any, anyio.CancelScope] = field(init=False, factory=dict)
     _requests: int = field(init=False, default=0)
     _notifications: int = field(init=False, default=0)
-    _requests_idle: anyio.Event = field(init=False, factory=anyio.Event)
-    _output_broken: anyio.Event = field(init=False, factory=anyio.Event)
+    _requests_idle: anyio.Event = field(init=False, factory=new_event)
+    _output_broken: anyio.Event = field(init=False, factory=new_event)
     _next_id: int = field(init=False, default=0)
     _input_closed: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)

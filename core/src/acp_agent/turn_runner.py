@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import PhaseDeadlineExceeded, PhaseFailed
@@ -77,7 +76,9 @@ class TurnRunner:
         finally:
             turn.end()
         # A cancelled request is answered -32800 now that its turn is over (the watcher cancelled it).
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        from anyio.lowlevel import checkpoint_if_cancelled  # not on the way to `initialize`
+
+        await checkpoint_if_cancelled()
         if turn.cancel_requested and turn.failure is None:
             stop_reason = "cancelled"
         return await turn.finish(stop_reason)
