@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import select
-import stat
 import time
 
 from acp_agent.acp import Methods
 from acp_agent.rpc import RpcError, response_frame, waiting_request
 from acp_agent.scrub import FrameScrubber
+from acp_agent.stdio import pollable
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: this runs before the agent's loop, on its start path
 if TYPE_CHECKING:
@@ -38,11 +38,12 @@ log = logging.getLogger(__name__)
 
 
 def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_bytes: int) -> bytes:
-    """Answer an `initialize` already waiting on `stdin` on `stdout` (each a pipe or a socket, as
-    editors spawn agents: Node's `child_process` gives socket pairs). Returns what was read and
-    not answered, for the connection to receive first."""
+    """Answer an `initialize` already waiting on `stdin` on `stdout`, each read and written
+    through the event loop later (`acp_agent.stdio.pollable`: a pipe, a socket as Node's
+    `child_process` gives, or a terminal). Returns what was read and not answered, for the
+    connection to receive first."""
     try:
-        if not (_is_stream(stdin) and _is_stream(stdout)):
+        if not (pollable(stdin) and pollable(stdout)):
             return b""
         if not select.select([stdin], [], [], 0)[0]:
             return b""  # not sent yet: the loop starts and answers it when it comes
@@ -80,11 +81,6 @@ def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_by
     reply.on_written(True)
     log.debug("answered initialize before the event loop started")
     return rest
-
-
-def _is_stream(fd: int) -> bool:
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def _write_rest(stdout: int, rest: memoryview) -> bool:

@@ -554,21 +554,14 @@ class Connection:
                 INVALID_REQUEST, "Invalid request: missing 'method'"))
             return
         method = message["method"]
-        if not isinstance(method, str) or (self.require_version and message.get("jsonrpc") != "2.0"):
+        malformed = _call_error(message, self.require_version)
+        if malformed is not None:
             if has_id:
-                await self._send_error(message_id, RpcError(
-                    INVALID_REQUEST, "Invalid request: 'jsonrpc' must be \"2.0\" and 'method' a string"))
+                await self._send_error(message_id, malformed)
             else:
-                log.info("ignored a malformed notification")
+                log.info("ignored a malformed notification: %s", malformed.message)
             return
         params = message.get("params")
-        if params is not None and not isinstance(params, (dict, list)):
-            if has_id:
-                await self._send_error(message_id, RpcError(
-                    INVALID_PARAMS, "Invalid params: must be an object or array", {"field": "params"}))
-            else:
-                log.info("ignored notification %s: params must be an object or array", method)
-            return
         busy = self._requests + self._notifications >= self.max_in_flight
         if not has_id:
             if method == "$/cancel_request":
@@ -701,14 +694,21 @@ def waiting_request(line: bytes) -> tuple[Any, str, Any] | None:
         message = _decode(line)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or message.get("id") is None:
+    if not isinstance(message, dict) or "method" not in message or message.get("id") is None:
         return None
-    message_id, method, params = message["id"], message.get("method"), message.get("params")
-    if not _valid_id(message_id) or not isinstance(method, str):
+    if not _valid_id(message["id"]) or _call_error(message, require_version=True) is not None:
         return None
+    return message["id"], message["method"], message.get("params")
+
+
+def _call_error(message: JsonObject, require_version: bool) -> RpcError | None:
+    """What makes a message naming a method (a request or a notification) malformed, or None."""
+    if not isinstance(message["method"], str) or (require_version and message.get("jsonrpc") != "2.0"):
+        return RpcError(INVALID_REQUEST, "Invalid request: 'jsonrpc' must be \"2.0\" and 'method' a string")
+    params = message.get("params")
     if params is not None and not isinstance(params, (dict, list)):
-        return None
-    return message_id, method, params
+        return RpcError(INVALID_PARAMS, "Invalid params: must be an object or array", {"field": "params"})
+    return None
 
 
 def response_frame(message_id: Any, result: Any) -> bytes:

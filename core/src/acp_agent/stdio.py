@@ -13,19 +13,36 @@ its answer a line at a time, and the agent's CPU competes with the backend's (is
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 
+if TYPE_CHECKING:  # asyncio is loaded by its loop: `initialize` may be answered before (`acp_agent.early`)
+    import asyncio
 
-def _pollable(fd: int) -> bool:
+
+def pollable(fd: int) -> bool:
+    """Whether `fd` is read and written through the event loop (a pipe, socket or terminal)
+    rather than from a worker thread (a regular file)."""
     mode = os.fstat(fd).st_mode
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop; None on another event loop (asyncio not even loaded: not its)."""
+    module = sys.modules.get("asyncio")
+    if module is None:
+        return None
+    try:
+        loop: asyncio.AbstractEventLoop = module.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop
 
 
 class _FdStream:
@@ -38,7 +55,7 @@ class _FdStream:
         self._fd = fd
         self._owned = owned
         self._closed = False
-        self._pollable = _pollable(fd)
+        self._pollable = pollable(fd)
         if self._pollable:
             os.set_blocking(fd, False)
 
@@ -109,10 +126,7 @@ class FdReceiveStream(_FdStream, anyio.abc.ByteReceiveStream):
 
     async def _readable(self) -> None:
         """Until the loop has read something (asyncio), or else until the descriptor is readable."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # another event loop than asyncio's
-            loop = None
+        loop = _running_asyncio_loop()
         if loop is None:
             await anyio.wait_readable(self._fd)
             return
