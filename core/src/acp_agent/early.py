@@ -39,12 +39,12 @@ log = logging.getLogger(__name__)
 
 def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_bytes: int) -> bytes:
     """Answer an `initialize` already waiting on `stdin` on `stdout`, each read and written
-    through the event loop later (`acp_agent.stdio.pollable`: a pipe, a socket as Node's
-    `child_process` gives, or a terminal). Returns what was read and not answered, for the
-    connection to receive first."""
+    through the event loop later (`acp_agent.stdio.pollable`: a pipe, or a socket as Node's
+    `child_process` gives; not a terminal on stdin). Returns what was read and not answered, for
+    the connection to receive first."""
     try:
-        if not (pollable(stdin) and pollable(stdout)):
-            return b""
+        if os.isatty(stdin) or not (pollable(stdin) and pollable(stdout)):
+            return b""  # a terminal's end of input (Ctrl-D) is read once: it stays the connection's
         if not select.select([stdin], [], [], 0)[0]:
             return b""  # not sent yet: the loop starts and answers it when it comes
         data = os.read(stdin, READ_BYTES)
