@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import pytest
 
-from acp_agent.process import open_child, parent_death_available, write_launcher
+from acp_agent.process import STDERR_LINE_BYTES, drain_stderr, open_child, parent_death_available, write_launcher
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -45,6 +46,35 @@ async def test_cancellation_still_stops_the_child() -> None:
             await anyio.sleep_forever()
     assert child.returncode is not None
     assert not alive(child.pid)
+
+
+class Pieces(anyio.abc.ByteReceiveStream):
+    """What a backend wrote to its stderr, one read per piece, then the end of it."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = list(pieces)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self.pieces:
+            raise anyio.EndOfStream
+        return self.pieces.pop(0)
+
+    async def aclose(self) -> None:
+        self.pieces.clear()
+
+
+async def test_stderr_reaches_the_debug_log_a_whole_line_at_a_time(caplog: pytest.LogCaptureFixture) -> None:
+    """A line the backend wrote in pieces is one log record; a line over the bound is dropped
+    (its size logged), and blank lines are skipped."""
+    long_line = b"x" * (STDERR_LINE_BYTES + 10)
+    pieces = [b"half of a li", b"ne\n\n", long_line + b"\n", b"caf\xc3", b"\xa9 last words"]
+    caplog.set_level("DEBUG", logger="acp_agent.process")
+    await drain_stderr(Pieces(pieces), "tool")
+    assert [record.getMessage() for record in caplog.records] == [
+        "tool stderr: half of a line",
+        f"tool stderr: a line of {len(long_line)} bytes, not logged",
+        "tool stderr: caf\u00e9 last words",
+    ]
 
 
 # -- the parent-death signal (Linux, util-linux setpriv) ------------------------------------------------

@@ -25,7 +25,7 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acp_agent.prestart import Spawned
-from acp_agent.process import adopted_process, kill_process_group, parent_death_argv
+from acp_agent.process import adopted_process, drain_stderr, kill_process_group, parent_death_argv
 from acp_agent.rpc import LineReader
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class ClaudeCLI:
             with self._reading:
                 async with anyio.create_task_group() as task_group:
                     if self.process.stderr is not None:
-                        task_group.start_soon(self._drain_stderr, self.process.stderr)
+                        task_group.start_soon(drain_stderr, self.process.stderr, "claude")
                     try:
                         await self._read(task_group)
                     finally:
@@ -234,13 +234,6 @@ class ClaudeCLI:
                 await self.write({"type": "control_response", "response": response})
             except CLIGone:
                 pass
-
-    @staticmethod
-    async def _drain_stderr(stream: anyio.abc.ByteReceiveStream) -> None:
-        reader = LineReader(stream, 64 * 1024)
-        while (line := await reader.next_line()) is not None:
-            if isinstance(line, bytes) and line.strip():
-                log.debug("claude stderr: %s", line.decode(errors="replace"))
 
     # -- stopping ----------------------------------------------------------------------------------
 

@@ -23,7 +23,6 @@ import contextlib
 import functools
 import logging
 import os
-import tomllib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -175,6 +174,8 @@ class ThreadState:
 def user_config_sets_policy(environ: Mapping[str, str]) -> bool:
     """Whether the user's config.toml chooses a sandbox mode or approval policy (then we pass neither)."""
     path = os.path.join(codex_home(environ), "config.toml")
+    import tomllib  # here: 5 ms on the way to the first session, for a file that may not exist
+
     try:
         with open(path, "rb") as handle:
             config = tomllib.load(handle)

@@ -8,7 +8,6 @@ inside `open_runtime`; the executable is looked up only when something asks for 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -44,6 +43,8 @@ def find_muse(environ: Mapping[str, str]) -> str | None:
     explicit = environ.get(EXECUTABLE_VAR)
     if explicit:
         return explicit
+    import shutil  # here: this module loads on every start, and shutil brings bz2 and lzma
+
     return shutil.which(BINARY_NAME, path=environ.get("PATH", os.defpath))
 
 

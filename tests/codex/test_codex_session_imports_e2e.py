@@ -1,0 +1,100 @@
+"""The first Codex session is ready without loading what only a launcher, a bare program name or
+a turn needs (issue 11, target 2): `shutil` (with `bz2` and `lzma`) and anyio's text streams.
+
+The real `acp-agent` console script runs under `-X importtime` (stderr line-buffered into a file)
+with the real `codex app-server` against the fake Responses API; the modules imported by the time
+`session/new` is answered are read from that file. No time is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.codex.e2e_support import codex_env, workspace, write_codex_home
+from tests.e2e.harness import CAPABLE_META, agent_executable
+from tests.fakes.responses_api import FakeResponsesAPI
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+DEADLINE_S = 60.0
+NOT_FOR_A_SESSION = ("shutil", "bz2", "lzma", "anyio.streams.text")
+"""Loaded only to look a bare program name up on PATH, to write a launcher (Claude) or by a
+library a session does not use."""
+
+
+class Frames:
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer = fd, b""
+
+    def answer(self, request_id: int) -> dict[str, Any]:
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            while b"\n" not in self.buffer:
+                ready, _, _ = select.select([self.fd], [], [], max(deadline - time.monotonic(), 0))
+                if not ready:
+                    raise TimeoutError(f"no answer to request {request_id} within the deadline")
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    raise AssertionError(f"the agent closed stdout; read {self.buffer!r}")
+                self.buffer += chunk
+            line, _, self.buffer = self.buffer.partition(b"\n")
+            message: dict[str, Any] = json.loads(line)
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+
+def send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert process.stdin is not None
+    process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+    process.stdin.flush()
+
+
+def imported(stderr: bytes) -> list[str]:
+    return [line.split("|")[-1].strip() for line in stderr.decode().splitlines()
+            if line.startswith("import time:") and "|" in line]
+
+
+@pytest.mark.parametrize("meta", [None, CAPABLE_META], ids=["plain client", "negotiates the extension"])
+def test_a_first_codex_session_is_ready_without_launcher_or_turn_only_modules(
+        tmp_path: Path, meta: dict[str, Any] | None) -> None:
+    capabilities: dict[str, Any] = {"fs": {"readTextFile": False, "writeTextFile": False}}
+    if meta is not None:
+        capabilities["_meta"] = meta
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "ACP_AGENT_"))}
+    stderr_path = tmp_path / "stderr.txt"
+    with FakeResponsesAPI([]) as api:
+        # A key in the environment, as a user who exports it has it: without one the keyring's
+        # backends load once `initialize` is answered (in a thread), and they import shutil.
+        env.update(codex_env(write_codex_home(api, tmp_path)), HOME=str(tmp_path), OPENAI_API_KEY="sk-test-000000")
+        with open(stderr_path, "wb") as stderr:
+            process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", "codex"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                       cwd=tmp_path)
+        try:
+            assert process.stdout is not None and process.stdin is not None
+            frames = Frames(process.stdout.fileno())
+            send(process, {"id": 1, "method": "initialize",
+                           "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
+            assert frames.answer(1)["result"]["agentInfo"]["name"] == "acp-agent-codex"
+            send(process, {"id": 2, "method": "session/new",
+                           "params": {"cwd": workspace(tmp_path), "mcpServers": []}})
+            assert frames.answer(2)["result"]["sessionId"]
+            modules = imported(stderr_path.read_bytes())  # what was loaded by the time it was ready
+            process.stdin.close()
+            assert process.wait(timeout=DEADLINE_S) == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                process.wait(timeout=DEADLINE_S)
+    assert "acp_agent_codex.runtime" in modules and "asyncio" in modules  # the output was read
+    assert "tomllib" in modules  # its config.toml (the fake's provider) is still read
+    assert sorted(set(NOT_FOR_A_SESSION) & set(modules)) == []
