@@ -179,11 +179,22 @@ def _report(frames: list[_Frame], ok: bool) -> None:
 
 
 class LineReader:
-    """Splits a byte stream into lines; a line longer than the bound is dropped, never buffered."""
+    """Splits a byte stream into lines; a line longer than the bound is dropped, never buffered.
 
-    def __init__(self, stream: anyio.abc.ByteReceiveStream, max_line_bytes: int) -> None:
+    With `gather_s`, every read after the first waits that long before it reads, so what the
+    writer wrote meanwhile is read at once: for a backend that writes each streamed delta on its
+    own (the Claude CLI), where reading each as it comes costs an event-loop pass (wake-ups, task
+    switches, a write to the client) per delta, more than the delta's own work. A line waits at
+    most that long beyond its arrival; one that arrives while the reader waits for input is read
+    at once. A backend that already writes in batches gains nothing (Codex's app-server: measured,
+    bench/README.md).
+    """
+
+    def __init__(self, stream: anyio.abc.ByteReceiveStream, max_line_bytes: int, *, gather_s: float = 0.0) -> None:
         self._stream = stream
         self._max = max_line_bytes
+        self._gather_s = gather_s
+        self._read_before = False
         self._buffer = bytearray()
         self._eof = False
 
@@ -212,6 +223,9 @@ class LineReader:
                     self._buffer.clear()
                     return line
                 return None
+            if self._gather_s and self._read_before:
+                await anyio.sleep(self._gather_s)
+            self._read_before = True
             try:
                 chunk = await self._stream.receive(65536)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
