@@ -15,7 +15,11 @@ are installed (`npm install @agentclientprotocol/claude-agent-acp@0.101.0
 @agentclientprotocol/codex-acp@2.6.0` in a directory named by `ACP_REFERENCE_DIR`, default
 /work/ref), the reference adapters. Missing subjects are skipped and said so; npm is not needed.
 With `BENCH_BASELINE_SRC=DIR` (a checkout's root, e.g. `git archive main core plugins | tar -x -C
-DIR`), `acp-agent` run from DIR's sources is measured too, as "baseline codex|claude".
+DIR`), `acp-agent` run from DIR's sources is measured too, as "baseline codex|claude". "python
+floor" times this interpreter alone importing what the design mandates (asyncio, anyio, attrs,
+cattrs, pluggy) and what answering `initialize` needs at the least (the same without asyncio, plus
+json), set against the anchors of targets 2 and 6: the part of each budget no agent on this stack
+can spend.
 
     python bench/bench_vs_reference.py [--runs 7] [--session-runs 3] [--only codex,claude,...]
 """
@@ -310,6 +314,27 @@ def claude_fixture() -> Iterator[tuple[dict[str, str], str]]:
         yield env, str(work)
 
 
+FLOORS = {"floor": "import asyncio, anyio, attrs, cattrs, pluggy",
+          "floor initialize": "import anyio, attrs, cattrs, pluggy, json"}
+"""Python's own share, timed spawn → exit: the imports the design mandates, and those answering
+`initialize` needs at the least (the agent answers it before asyncio is loaded)."""
+
+
+def python_floor(env: dict[str, str], cwd: str) -> Row:
+    row: Row = {}
+    for key, imports in FLOORS.items():
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", imports], env=env, cwd=cwd, check=True)
+        row[key] = time.perf_counter() - started
+    return row
+
+
+@contextlib.contextmanager
+def no_fixture() -> Iterator[tuple[dict[str, str], str]]:
+    with tempfile.TemporaryDirectory() as directory:
+        yield dict(os.environ), directory
+
+
 def reference(name: str) -> list[str] | None:
     script = REF_DIR / name / "dist" / "index.js"
     node = shutil.which("node")
@@ -350,6 +375,7 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
         found["baseline claude"] = (claude_fixture, before("claude"))
     claude_ref = reference("claude-agent-acp")
     found["claude-agent-acp"] = (claude_fixture, acp(claude_ref)) if claude_ref else f"not installed under {REF_DIR}"
+    found["python floor"] = (no_fixture, lambda env, cwd, sessions: python_floor(env, cwd))
     return found
 
 
@@ -362,7 +388,9 @@ ROWS = [("initialize", "spawn → initialize", 1000, "ms"), ("session/new", "fir
         ("rss 16", f"{SESSIONS} idle sessions, RSS with children", 1, "MB"),
         ("procs 16", f"{SESSIONS} idle sessions, processes", 1, ""),
         ("exit 1", "stdin EOF → exit, 1 session", 1000, "ms"), ("exit 16", f"stdin EOF → exit, {SESSIONS} sessions",
-                                                                 1000, "ms")]
+                                                                 1000, "ms"),
+        ("floor", f"python -c \"{FLOORS['floor']}\"", 1000, "ms"),
+        ("floor initialize", f"python -c \"{FLOORS['floor initialize']}\"", 1000, "ms")]
 RATIOS = [("ready", "acp-agent codex", "raw app-server", "target 2: ≤ 1.15"),
           ("stream", "acp-agent codex", "raw app-server", "target 3: ≤ 1.1"),
           ("stream", "acp-agent claude", "raw claude -p", "target 3: ≤ 1.1"),
@@ -375,7 +403,12 @@ RATIOS = [("ready", "acp-agent codex", "raw app-server", "target 2: ≤ 1.15"),
           ("ready", "acp-agent codex", "baseline codex", "this tree against the baseline"),
           ("ready", "acp-agent claude", "baseline claude", "this tree against the baseline"),
           ("stream", "acp-agent codex", "baseline codex", "this tree against the baseline"),
-          ("initialize", "acp-agent codex", "baseline codex", "this tree against the baseline")]
+          ("initialize", "acp-agent codex", "baseline codex", "this tree against the baseline"),
+          (("floor", "ready"), "python floor", "raw app-server", "the mandated imports against target 2's anchor"),
+          (("floor initialize", "initialize"), "python floor", "codex-acp",
+           "what initialize must import against target 6's anchor"),
+          (("floor initialize", "initialize"), "python floor", "claude-agent-acp",
+           "what initialize must import against target 6's anchor")]
 
 
 def cell(values: list[float], scale: float, unit: str) -> str:
@@ -421,19 +454,22 @@ def main() -> None:
     for key, label, scale, unit in ROWS:
         print(f"| {label} | " + " | ".join(cell([row[key] for row in results[name] if key in row], scale, unit)
                                            for name in names) + " |")
-    checks = {name: sum(int(row.get("stream ok", 0)) for row in results[name]) for name in names}
+    streamed = [name for name in names if any("stream ok" in row for row in results[name])]
+    checks = {name: sum(int(row.get("stream ok", 0)) for row in results[name]) for name in streamed}
     left = {name: sum(int(row.get("left 1", 0) + row.get("left 16", 0)) for row in results[name]) for name in names}
     print("\nanswers complete and in order: " + ", ".join(f"{name} {checks[name]}/{len(results[name])}"
-                                                         for name in names))
+                                                         for name in streamed))
     print("processes left after exit: " + ", ".join(f"{name} {left[name]}" for name in names))
     print("\nratios (median of the per-run ratios):")
-    for key, subject, anchor, target in RATIOS:
+    for keys, subject, anchor, target in RATIOS:
+        key, anchor_key = keys if isinstance(keys, tuple) else (keys, keys)
         if subject in results and anchor in results:
-            pairs = [(a[key], b[key]) for a, b in zip(results[subject], results[anchor], strict=False)
-                     if key in a and key in b and b[key] > 0]
+            pairs = [(a[key], b[anchor_key]) for a, b in zip(results[subject], results[anchor], strict=False)
+                     if key in a and anchor_key in b and b[anchor_key] > 0]
             if pairs:
                 ratios = [a / b for a, b in pairs]
-                print(f"- {key}: {subject} / {anchor} = {median(ratios):.2f} "
+                named = key if key == anchor_key else f"{key} / {anchor_key}"
+                print(f"- {named}: {subject} / {anchor} = {median(ratios):.2f} "
                       f"[{min(ratios):.2f}–{max(ratios):.2f}] ({target})")
 
 
