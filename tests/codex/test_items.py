@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -329,11 +331,28 @@ def test_modes_follow_the_sandbox_codex_reports() -> None:
     ('approval_policy = "never"\n', True),
     ('profile = "work"\n[profiles.work]\nsandbox_mode = "danger-full-access"\n', True),
     ("this is = not toml [", True),
+    (b'model = "caf\xe9"\n', True),  # not UTF-8: codex says what is wrong, we override nothing
 ])
-def test_user_config_policy_is_honoured(tmp_path: Path, config: str | None, sets_policy: bool) -> None:
-    if config is not None:
+def test_user_config_policy_is_honoured(tmp_path: Path, config: str | bytes | None, sets_policy: bool) -> None:
+    if isinstance(config, bytes):
+        (tmp_path / "config.toml").write_bytes(config)
+    elif config is not None:
         (tmp_path / "config.toml").write_text(config)
     assert runtime.user_config_sets_policy({"CODEX_HOME": str(tmp_path)}) is sets_policy
+
+
+def test_without_a_config_file_the_toml_parser_is_not_loaded(tmp_path: Path) -> None:
+    """The first session asks for the policy: a user without config.toml does not pay for tomllib."""
+    probe = ("import sys; from acp_agent_codex import runtime; "
+             f"print(runtime.user_config_sets_policy({{'CODEX_HOME': {str(tmp_path)!r}}}), 'tomllib' in sys.modules)")
+
+    def run() -> str:
+        return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                              check=True).stdout.strip()
+
+    assert run() == "False False"
+    (tmp_path / "config.toml").write_text('model = "gpt-5.5"\n')  # the control: a file to read
+    assert run() == "False True"
 
 
 def test_mcp_servers_become_config_overrides() -> None:

@@ -174,15 +174,19 @@ class ThreadState:
 def user_config_sets_policy(environ: Mapping[str, str]) -> bool:
     """Whether the user's config.toml chooses a sandbox mode or approval policy (then we pass neither)."""
     path = os.path.join(codex_home(environ), "config.toml")
-    import tomllib  # here: 5 ms on the way to the first session, for a file that may not exist
-
     try:
         with open(path, "rb") as handle:
-            config = tomllib.load(handle)
+            data = handle.read()
     except FileNotFoundError:
         return False
-    except (OSError, tomllib.TOMLDecodeError):
+    except OSError:
         return True  # let codex report its own configuration problems; do not override them
+    import tomllib  # only for a file to read: 5 ms on the way to the first session
+
+    try:
+        config = tomllib.loads(data.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True
     profile = config.get("profile")
     profiles = config.get("profiles")
     chosen = profiles.get(profile) if isinstance(profile, str) and isinstance(profiles, Mapping) else None
