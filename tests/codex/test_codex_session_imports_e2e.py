@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.codex.e2e_support import codex_env, workspace, write_codex_home
-from tests.e2e.harness import CAPABLE_META, agent_executable
+from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -31,36 +29,10 @@ NOT_FOR_A_SESSION = ("shutil", "bz2", "lzma", "anyio.streams.text")
 library a session does not use."""
 
 
-class Frames:
-    def __init__(self, fd: int) -> None:
-        self.fd, self.buffer = fd, b""
-
-    def answer(self, request_id: int) -> dict[str, Any]:
-        deadline = time.monotonic() + DEADLINE_S
-        while True:
-            while b"\n" not in self.buffer:
-                ready, _, _ = select.select([self.fd], [], [], max(deadline - time.monotonic(), 0))
-                if not ready:
-                    raise TimeoutError(f"no answer to request {request_id} within the deadline")
-                chunk = os.read(self.fd, 65536)
-                if not chunk:
-                    raise AssertionError(f"the agent closed stdout; read {self.buffer!r}")
-                self.buffer += chunk
-            line, _, self.buffer = self.buffer.partition(b"\n")
-            message: dict[str, Any] = json.loads(line)
-            if message.get("id") == request_id and "method" not in message:
-                return message
-
-
 def send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
     assert process.stdin is not None
     process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
     process.stdin.flush()
-
-
-def imported(stderr: bytes) -> list[str]:
-    return [line.split("|")[-1].strip() for line in stderr.decode().splitlines()
-            if line.startswith("import time:") and "|" in line]
 
 
 @pytest.mark.parametrize("meta", [None, CAPABLE_META], ids=["plain client", "negotiates the extension"])
@@ -81,14 +53,14 @@ def test_a_first_codex_session_is_ready_without_launcher_or_turn_only_modules(
                                        cwd=tmp_path)
         try:
             assert process.stdout is not None and process.stdin is not None
-            frames = Frames(process.stdout.fileno())
+            frames = PipeFrames(process.stdout.fileno(), DEADLINE_S)
             send(process, {"id": 1, "method": "initialize",
                            "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
             assert frames.answer(1)["result"]["agentInfo"]["name"] == "acp-agent-codex"
             send(process, {"id": 2, "method": "session/new",
                            "params": {"cwd": workspace(tmp_path), "mcpServers": []}})
             assert frames.answer(2)["result"]["sessionId"]
-            modules = imported(stderr_path.read_bytes())  # what was loaded by the time it was ready
+            modules = imported_modules(stderr_path.read_bytes())  # what was loaded by the time it was ready
             process.stdin.close()
             assert process.wait(timeout=DEADLINE_S) == 0
         finally:

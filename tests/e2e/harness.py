@@ -10,9 +10,11 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -219,6 +221,41 @@ def agent_executable() -> str:
     found = str(candidate) if candidate.exists() else shutil.which("acp-agent")
     assert found, "acp-agent is not installed in this environment"
     return found
+
+
+class PipeFrames:
+    """The frames an agent process writes to a pipe, read one line at a time with a deadline and
+    without an event loop (for tests that also read the process's stderr at a precise moment)."""
+
+    def __init__(self, fd: int, deadline_s: float = 60.0) -> None:
+        self.fd, self.deadline_s, self.buffer = fd, deadline_s, b""
+
+    def next(self) -> dict[str, Any]:
+        deadline = time.monotonic() + self.deadline_s
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([self.fd], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                raise TimeoutError("no frame from the agent within the deadline")
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                raise AssertionError(f"the agent closed stdout; read {self.buffer!r}")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def answer(self, request_id: int) -> dict[str, Any]:
+        """The answer to request `request_id` (what comes before it is passed over)."""
+        while True:
+            message = self.next()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+
+def imported_modules(importtime: bytes) -> list[str]:
+    """The modules `python -X importtime` reported in `importtime` (its stderr), in import order."""
+    return [line.split("|")[-1].strip() for line in importtime.decode().splitlines()
+            if line.startswith("import time:") and "|" in line and "imported package" not in line]
 
 
 def run_command_script(script: str) -> subprocess.CompletedProcess[str]:

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import CAPABLE_META, agent_executable
+from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,25 +41,6 @@ def initialize(meta: dict[str, Any] | None) -> dict[str, Any]:
             "params": {"protocolVersion": 1, "clientCapabilities": capabilities}}
 
 
-class Lines:
-    def __init__(self, fd: int) -> None:
-        self.fd, self.buffer = fd, b""
-
-    def next(self) -> dict[str, Any]:
-        deadline = time.monotonic() + DEADLINE_S
-        while b"\n" not in self.buffer:
-            ready, _, _ = select.select([self.fd], [], [], max(deadline - time.monotonic(), 0))
-            if not ready:
-                raise TimeoutError("no frame from the agent within the deadline")
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                raise AssertionError(f"the agent closed stdout; read {self.buffer!r}")
-            self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        message: dict[str, Any] = json.loads(line)
-        return message
-
-
 def serve(tmp_path: Path, first: list[dict[str, Any]], *, provider: str = "scripted",
           session: bool = True) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
     """Spawn the agent with `first` already in its stdin; then (`session`) open a session and
@@ -80,7 +59,7 @@ def serve(tmp_path: Path, first: list[dict[str, Any]], *, provider: str = "scrip
     later: list[dict[str, Any]] = []
     try:
         assert process.stdout is not None
-        lines = Lines(process.stdout.fileno())
+        lines = PipeFrames(process.stdout.fileno(), DEADLINE_S)
         answer = lines.next()
         seen = stderr_path.read_bytes()  # what was imported before the answer was written
         if session:
@@ -101,9 +80,7 @@ def serve(tmp_path: Path, first: list[dict[str, Any]], *, provider: str = "scrip
         if process.returncode is None:
             process.kill()
             process.wait(timeout=DEADLINE_S)
-    modules = [line.split("|")[-1].strip() for line in seen.decode().splitlines()
-               if line.startswith("import time:") and "|" in line]
-    return answer, modules, later
+    return answer, imported_modules(seen), later
 
 
 @pytest.mark.parametrize("meta", [None, CAPABLE_META], ids=["plain client", "negotiates the extension"])

@@ -12,18 +12,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import select
 import site
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import acp_agent
 import acp_agent_claude
-from tests.e2e.harness import agent_executable
+from tests.e2e.harness import PipeFrames, agent_executable, imported_modules
 
 SESSION_TIME = (
     "acp_agent.acp_session",  # the ~56 session wire classes
@@ -79,21 +77,6 @@ def claude_only_path(tmp_path: Path) -> list[str]:
     return [str(kept), *sorted(source for source in sources if Path(source) not in _site_dirs())]
 
 
-def _read_line(process: subprocess.Popen[bytes], deadline: float) -> bytes:
-    assert process.stdout is not None
-    data = b""
-    while not data.endswith(b"\n"):
-        remaining = deadline - time.monotonic()
-        ready, _, _ = select.select([process.stdout], [], [], max(remaining, 0))
-        if not ready:
-            raise TimeoutError("no answer to initialize within the deadline")
-        chunk = os.read(process.stdout.fileno(), 65536)
-        if not chunk:
-            raise AssertionError(f"agent closed stdout before answering; read {data!r}")
-        data += chunk
-    return data
-
-
 def imported_before_initialize(tmp_path: Path) -> list[str]:
     """Module names `-X importtime` reported up to the moment the initialize answer was read."""
     stderr_path = tmp_path / "stderr.txt"
@@ -112,7 +95,8 @@ def imported_before_initialize(tmp_path: Path) -> list[str]:
             assert process.stdin is not None
             process.stdin.write((json.dumps(request) + "\n").encode())
             process.stdin.flush()
-            answer = json.loads(_read_line(process, time.monotonic() + DEADLINE_S))
+            assert process.stdout is not None
+            answer = PipeFrames(process.stdout.fileno(), DEADLINE_S).next()
             # stderr is line-buffered: what it holds now was imported before the answer was written.
             seen = stderr_path.read_bytes()
             process.stdin.close()
@@ -123,8 +107,7 @@ def imported_before_initialize(tmp_path: Path) -> list[str]:
                 process.wait(timeout=DEADLINE_S)
     assert answer.get("id") == 1 and "result" in answer, answer
     assert answer["result"]["agentInfo"]["name"] == "acp-agent-claude"
-    return [line.split("|")[-1].strip() for line in seen.decode().splitlines()
-            if line.startswith("import time:") and "|" in line and "imported package" not in line]
+    return imported_modules(seen)
 
 
 @pytest.mark.timeout(120)
