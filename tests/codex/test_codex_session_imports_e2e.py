@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.codex.e2e_support import codex_env, workspace, write_codex_home
-from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules
+from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules, reaped
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -51,7 +51,7 @@ def test_a_first_codex_session_is_ready_without_launcher_or_turn_only_modules(
             process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", "codex"],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
                                        cwd=tmp_path)
-        try:
+        with reaped(process, DEADLINE_S):
             assert process.stdout is not None and process.stdin is not None
             frames = PipeFrames(process.stdout.fileno(), DEADLINE_S)
             send(process, {"id": 1, "method": "initialize",
@@ -63,10 +63,6 @@ def test_a_first_codex_session_is_ready_without_launcher_or_turn_only_modules(
             modules = imported_modules(stderr_path.read_bytes())  # what was loaded by the time it was ready
             process.stdin.close()
             assert process.wait(timeout=DEADLINE_S) == 0
-        finally:
-            if process.returncode is None:
-                process.kill()
-                process.wait(timeout=DEADLINE_S)
     assert "acp_agent_codex.runtime" in modules and "asyncio" in modules  # the output was read
     assert "tomllib" in modules  # its config.toml (the fake's provider) is still read
     assert sorted(set(NOT_FOR_A_SESSION) & set(modules)) == []

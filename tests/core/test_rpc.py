@@ -6,12 +6,11 @@ import json
 from typing import Any
 
 import anyio
-import anyio.abc
 import pytest
 
-from acp_agent import rpc
 from acp_agent.rpc import Connection, LineReader, Methods, Reply, RpcError
 from acp_agent.testing.client import MemoryByteStream
+from tests.streams import Pipe, held_pauses
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 
@@ -125,43 +124,12 @@ async def test_line_reader_never_holds_more_than_the_bound() -> None:
     assert await reader.next_line() is None
 
 
-class Pipe(anyio.abc.ByteReceiveStream):
-    """A pipe's read end: a read takes everything written so far, or waits for the next write."""
-
-    def __init__(self) -> None:
-        self.pending = bytearray()
-        self.reads = 0
-        self._written = anyio.Event()
-
-    def write(self, data: bytes) -> None:
-        self.pending += data
-        self._written.set()
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        while not self.pending:
-            self._written = anyio.Event()
-            await self._written.wait()
-        self.reads += 1
-        data, self.pending = bytes(self.pending[:max_bytes]), self.pending[max_bytes:]
-        return data
-
-    async def aclose(self) -> None:
-        self.pending.clear()
-
-
 @pytest.mark.parametrize("gather_s", [0.001, 0.0], ids=["gathering", "not gathering"])
 async def test_a_gathering_reader_takes_what_was_written_while_it_waited_in_one_read(
         monkeypatch: pytest.MonkeyPatch, gather_s: float) -> None:
     """Lines the backend wrote one by one while the reader gathered come in one read; the first
     read does not wait, and a reader that does not gather reads each line as it comes."""
-    gate = anyio.Event()
-    pauses: list[float] = []
-
-    async def pause(delay: float) -> None:  # the gathering wait, held until the lines are written
-        pauses.append(delay)
-        await gate.wait()
-
-    monkeypatch.setattr(rpc.anyio, "sleep", pause)
+    pauses, gate = held_pauses(monkeypatch)
     pipe = Pipe()
     reader = LineReader(pipe, 64, gather_s=gather_s)
     pipe.write(b"first\n")

@@ -15,8 +15,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -250,6 +250,18 @@ class PipeFrames:
             message = self.next()
             if message.get("id") == request_id and "method" not in message:
                 return message
+
+
+@contextmanager
+def reaped(process: subprocess.Popen[bytes], deadline_s: float = 60.0) -> Iterator[subprocess.Popen[bytes]]:
+    """`process` for the block; if it still runs when the block is left (a failed assertion, a
+    timeout), it is killed and reaped."""
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait(timeout=deadline_s)
 
 
 def imported_modules(importtime: bytes) -> list[str]:

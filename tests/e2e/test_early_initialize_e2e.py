@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules
+from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules, reaped
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,29 +57,27 @@ def serve(tmp_path: Path, first: list[dict[str, Any]], *, provider: str = "scrip
                                    stdin=read_end, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=tmp_path)
     os.close(read_end)
     later: list[dict[str, Any]] = []
-    try:
-        assert process.stdout is not None
-        lines = PipeFrames(process.stdout.fileno(), DEADLINE_S)
-        answer = lines.next()
-        seen = stderr_path.read_bytes()  # what was imported before the answer was written
-        if session:
-            os.write(write_end, frame({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                                       "params": {"cwd": str(tmp_path), "mcpServers": []}}))
-            later.append(lines.next())
-            session_id = later[0]["result"]["sessionId"]
-            os.write(write_end, frame({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
-                "sessionId": session_id, "prompt": [{"type": "text", "text": "hello early"}]}}))
-            while "id" not in later[-1] or later[-1]["id"] != 3:
+    with reaped(process, DEADLINE_S):
+        try:
+            assert process.stdout is not None
+            lines = PipeFrames(process.stdout.fileno(), DEADLINE_S)
+            answer = lines.next()
+            seen = stderr_path.read_bytes()  # what was imported before the answer was written
+            if session:
+                os.write(write_end, frame({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                                           "params": {"cwd": str(tmp_path), "mcpServers": []}}))
                 later.append(lines.next())
-        os.close(write_end)
-        write_end = -1
-        assert process.wait(timeout=DEADLINE_S) == 0
-    finally:
-        if write_end >= 0:
+                session_id = later[0]["result"]["sessionId"]
+                os.write(write_end, frame({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
+                    "sessionId": session_id, "prompt": [{"type": "text", "text": "hello early"}]}}))
+                while "id" not in later[-1] or later[-1]["id"] != 3:
+                    later.append(lines.next())
             os.close(write_end)
-        if process.returncode is None:
-            process.kill()
-            process.wait(timeout=DEADLINE_S)
+            write_end = -1
+            assert process.wait(timeout=DEADLINE_S) == 0
+        finally:
+            if write_end >= 0:
+                os.close(write_end)
     return answer, imported_modules(seen), later
 
 

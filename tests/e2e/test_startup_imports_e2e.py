@@ -21,7 +21,7 @@ import pytest
 
 import acp_agent
 import acp_agent_claude
-from tests.e2e.harness import PipeFrames, agent_executable, imported_modules
+from tests.e2e.harness import PipeFrames, agent_executable, imported_modules, reaped
 
 SESSION_TIME = (
     "acp_agent.acp_session",  # the ~56 session wire classes
@@ -91,7 +91,7 @@ def imported_before_initialize(tmp_path: Path) -> list[str]:
         process = subprocess.Popen(
             [sys.executable, "-S", "-X", "importtime", agent_executable(), "--provider", "claude"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=tmp_path)
-        try:
+        with reaped(process, DEADLINE_S):
             assert process.stdin is not None
             process.stdin.write((json.dumps(request) + "\n").encode())
             process.stdin.flush()
@@ -101,10 +101,6 @@ def imported_before_initialize(tmp_path: Path) -> list[str]:
             seen = stderr_path.read_bytes()
             process.stdin.close()
             assert process.wait(timeout=DEADLINE_S) == 0
-        finally:
-            if process.returncode is None:
-                process.kill()
-                process.wait(timeout=DEADLINE_S)
     assert answer.get("id") == 1 and "result" in answer, answer
     assert answer["result"]["agentInfo"]["name"] == "acp-agent-claude"
     return imported_modules(seen)

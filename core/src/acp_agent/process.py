@@ -136,15 +136,12 @@ STDERR_LINE_BYTES = 64 * 1024
 async def drain_stderr(stream: anyio.abc.ByteReceiveStream, name: str) -> None:
     """A backend's stderr, line by line, to the debug log (the redacting formatter's), until it
     closes; a line split across reads is logged whole."""
-    reader = LineReader(stream, STDERR_LINE_BYTES)
-    try:
-        while (line := await reader.next_line()) is not None:
-            if isinstance(line, int):
-                log.debug("%s stderr: a line of %d bytes, not logged", name, line)
-            elif line.strip():
-                log.debug("%s stderr: %s", name, line.decode(errors="replace"))
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        return
+    reader = LineReader(stream, STDERR_LINE_BYTES)  # a closed or failed stream ends it like EOF
+    while (line := await reader.next_line()) is not None:
+        if isinstance(line, int):
+            log.debug("%s stderr: a line of %d bytes, not logged", name, line)
+        elif line.strip():
+            log.debug("%s stderr: %s", name, line.decode(errors="replace"))
 
 
 @asynccontextmanager

@@ -196,7 +196,5 @@ def stdio_streams(stdin: Any = None, stdout: Any = None, *,
                   preread: bytes = b"") -> tuple[FdReceiveStream, FdSendStream]:
     """Streams over the given file objects (default: the process's stdin and stdout); `preread`:
     bytes already read from stdin, received first."""
-    import sys
-
     return (FdReceiveStream((stdin or sys.stdin).fileno(), preread=preread),
             FdSendStream((stdout or sys.stdout).fileno()))
