@@ -19,7 +19,12 @@ DIR`), `acp-agent` run from DIR's sources is measured too, as "baseline codex|cl
 floor" times this interpreter alone importing what the design mandates (asyncio, anyio, attrs,
 cattrs, pluggy) and what answering `initialize` needs at the least (the same without asyncio, plus
 json), set against the anchors of targets 2 and 6: the part of each budget no agent on this stack
-can spend.
+can spend. "least codex agent" and "least claude agent" (`least_agent.py`) are the least a Python
+ACP agent on this stack can be: the backend spawned on its first line with its handshake written,
+`initialize` answered after the floor's imports, then the loop, `session/new`, one prompt relayed
+delta by delta, and nothing else (no types, plugins, validation or failure handling). Driven as
+acp-agent is, they show what of each target's budget the stack itself takes, and what acp-agent adds;
+"least codex agent, thread at spawn" also starts the thread at spawn, guessing session/new's.
 
     python bench/bench_vs_reference.py [--runs 7] [--session-runs 3] [--only codex,claude,...]
 """
@@ -185,6 +190,25 @@ def raw_app_server(env: dict[str, str], cwd: str) -> Row:
     finally:
         close(process)
     return row
+
+
+def least_codex_agent(env: dict[str, str], cwd: str, *options: str) -> Row:
+    """`least_agent.py codex`, driven as acp-agent is (one session: it serves no more)."""
+    binary = codex_binary()
+    assert binary is not None
+    return acp_subject([sys.executable, str(HERE / "least_agent.py"), "codex", *options, binary], env, cwd,
+                       sessions=False)
+
+
+def least_claude_agent(env: dict[str, str], cwd: str) -> Row:
+    """`least_agent.py claude` with the argv and environment acp-agent gives a session's CLI."""
+    from acp_agent_claude.prestart import command, environment
+
+    cli = claude_cli()
+    assert cli is not None
+    argv = command(cli, session_id=str(uuid.uuid4()), resume=False, mode="default", model=None, mcp_config=None)
+    return acp_subject([sys.executable, str(HERE / "least_agent.py"), "claude", *argv],
+                       environment(env, {}, cwd), cwd, sessions=False)
 
 
 def close(process: subprocess.Popen[bytes]) -> None:
@@ -353,12 +377,19 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
                                 else "openai-codex-cli-bin is not installed")
     found["raw app-server"] = ((codex_fixture, lambda env, cwd, sessions: raw_app_server(env, cwd))
                                if codex_binary() else "openai-codex-cli-bin is not installed")
+    found["least codex agent"] = ((codex_fixture, lambda env, cwd, sessions: least_codex_agent(env, cwd))
+                                  if codex_binary() else "openai-codex-cli-bin is not installed")
+    found["least codex agent, thread at spawn"] = (
+        (codex_fixture, lambda env, cwd, sessions: least_codex_agent(env, cwd, "--thread-at-spawn"))
+        if codex_binary() else "openai-codex-cli-bin is not installed")
     codex_ref = reference("codex-acp")
     found["codex-acp"] = (codex_fixture, acp(codex_ref)) if codex_ref else f"not installed under {REF_DIR}"
     found["acp-agent claude"] = ((claude_fixture, acp([agent, "--provider", "claude"])) if claude_cli()
                                  else "claude-agent-sdk is not installed")
     found["raw claude -p"] = ((claude_fixture, lambda env, cwd, sessions: raw_claude(env, cwd)) if claude_cli()
                               else "claude-agent-sdk is not installed")
+    found["least claude agent"] = ((claude_fixture, lambda env, cwd, sessions: least_claude_agent(env, cwd))
+                                   if claude_cli() else "claude-agent-sdk is not installed")
     found["claude CLI as the agent runs it"] = ((claude_fixture, lambda env, cwd, sessions: cli_as_agent(env, cwd))
                                                 if claude_cli() else "claude-agent-sdk is not installed")
     baseline = os.environ.get("BENCH_BASELINE_SRC")
@@ -396,6 +427,20 @@ RATIOS = [("ready", "acp-agent codex", "raw app-server", "target 2: ≤ 1.15"),
           ("stream", "acp-agent claude", "raw claude -p", "target 3: ≤ 1.1"),
           ("stream", "acp-agent claude", "claude CLI as the agent runs it", "what the agent adds"),
           ("stream", "claude CLI as the agent runs it", "raw claude -p", "the CLI's mode against -p"),
+          ("ready", "least codex agent", "raw app-server", "the least agent against target 2's anchor"),
+          ("ready", "least codex agent, thread at spawn", "raw app-server",
+           "the least agent guessing session/new's thread, against target 2's anchor"),
+          ("stream", "least codex agent", "raw app-server", "the least agent against target 3's anchor"),
+          ("initialize", "least codex agent", "codex-acp", "the least agent against target 6's anchor"),
+          ("ready", "acp-agent codex", "least codex agent", "what acp-agent adds"),
+          ("stream", "acp-agent codex", "least codex agent", "what acp-agent adds"),
+          ("initialize", "acp-agent codex", "least codex agent", "what acp-agent adds"),
+          ("ready", "least claude agent", "claude-agent-acp", "the least agent against target 1's anchor"),
+          ("stream", "least claude agent", "raw claude -p", "the least agent against target 3's anchor"),
+          ("initialize", "least claude agent", "claude-agent-acp", "the least agent against target 6's anchor"),
+          ("ready", "acp-agent claude", "least claude agent", "what acp-agent adds"),
+          ("stream", "acp-agent claude", "least claude agent", "what acp-agent adds"),
+          ("initialize", "acp-agent claude", "least claude agent", "what acp-agent adds"),
           ("ready", "acp-agent claude", "claude-agent-acp", "target 1: ≤ 0.5"),
           ("rss 16", "acp-agent claude", "claude-agent-acp", "target 4: ≤ 0.2"),
           ("initialize", "acp-agent codex", "codex-acp", "target 6: ≤ 0.25"),
