@@ -242,9 +242,11 @@ class ClaudeCLI:
 
     # -- stopping ----------------------------------------------------------------------------------
 
-    async def stop(self, *, grace_s: float, term_s: float = 2.0) -> None:
+    async def stop(self, *, grace_s: float, term_s: float = 2.0, kill_planned: bool = False) -> None:
         """Close stdin, wait `grace_s`, SIGTERM, wait `term_s`, SIGKILL; always reaped, then what
-        the CLI left in its process group is killed. Shielded: safe to call more than once."""
+        the CLI left in its process group is killed. Shielded: safe to call more than once. A CLI
+        still running at the SIGKILL is worth a warning, unless the caller planned that end
+        (`kill_planned`: the agent's exit gives a settled CLI only a moment after SIGTERM)."""
         process = self.process
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
@@ -257,7 +259,8 @@ class ClaudeCLI:
                 for deadline, action in ((grace_s, None), (term_s, signal.SIGTERM), (REAP_BUDGET_S, signal.SIGKILL)):
                     if action is not None and process.returncode is None:
                         if action is signal.SIGKILL and term_s > 0:
-                            log.warning("claude CLI (pid %s) did not stop in time; killing it", process.pid)
+                            log.log(logging.DEBUG if kill_planned else logging.WARNING,
+                                    "claude CLI (pid %s) did not stop in time; killing it", process.pid)
                         try:
                             process.send_signal(action)
                         except ProcessLookupError:
