@@ -202,13 +202,8 @@ def least_codex_agent(env: dict[str, str], cwd: str, *options: str) -> Row:
 
 def least_claude_agent(env: dict[str, str], cwd: str) -> Row:
     """`least_agent.py claude` with the argv and environment acp-agent gives a session's CLI."""
-    from acp_agent_claude.prestart import command, environment
-
-    cli = claude_cli()
-    assert cli is not None
-    argv = command(cli, session_id=str(uuid.uuid4()), resume=False, mode="default", model=None, mcp_config=None)
-    return acp_subject([sys.executable, str(HERE / "least_agent.py"), "claude", *argv],
-                       environment(env, {}, cwd), cwd, sessions=False)
+    argv, cli_env, _ = claude_cli_as_agent_runs_it(env, cwd)
+    return acp_subject([sys.executable, str(HERE / "least_agent.py"), "claude", *argv], cli_env, cwd, sessions=False)
 
 
 def close(process: subprocess.Popen[bytes]) -> None:
@@ -255,19 +250,26 @@ def raw_claude(env: dict[str, str], cwd: str) -> Row:
     return row
 
 
-def cli_as_agent(env: dict[str, str], cwd: str) -> Row:
-    """The bundled CLI alone, started and driven exactly as acp-agent drives a session's CLI (its
-    argv and environment from `acp_agent_claude.prestart`, stream-json input, the `initialize` and
-    `set_permission_mode` control requests, then the prompt): the first to the last text delta.
-    Tells the CLI's own speed in the agent's mode from what the agent adds (issue 11, target 3)."""
+def claude_cli_as_agent_runs_it(env: dict[str, str], cwd: str) -> tuple[list[str], dict[str, str], str]:
+    """The bundled CLI's argv and environment as acp-agent starts a new session's CLI
+    (`acp_agent_claude.prestart`), and that session's id."""
     from acp_agent_claude.prestart import command, environment
 
     cli = claude_cli()
     assert cli is not None
     session = str(uuid.uuid4())
     argv = command(cli, session_id=session, resume=False, mode="default", model=None, mcp_config=None)
+    return argv, environment(env, {}, cwd), session
+
+
+def cli_as_agent(env: dict[str, str], cwd: str) -> Row:
+    """The bundled CLI alone, started and driven exactly as acp-agent drives a session's CLI (its
+    argv and environment from `acp_agent_claude.prestart`, stream-json input, the `initialize` and
+    `set_permission_mode` control requests, then the prompt): the first to the last text delta.
+    Tells the CLI's own speed in the agent's mode from what the agent adds (issue 11, target 3)."""
+    argv, cli_env, session = claude_cli_as_agent_runs_it(env, cwd)
     process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               env=environment(env, {}, cwd), cwd=cwd)
+                               env=cli_env, cwd=cwd)
     assert process.stdin is not None and process.stdout is not None
     deltas: list[tuple[float, str]] = []
 

@@ -313,9 +313,9 @@ def _passthrough(spec: object, argv: list[str]) -> int:
         print(f"acp-agent: cannot pass through to the {spec.title} CLI: {detail}", file=sys.stderr)
         return 2
     environ = _vendor_environ(spec)
-    import shutil
+    from acp_agent.executables import find_program
 
-    resolved = program if os.sep in program else shutil.which(program, path=environ.get("PATH", os.defpath))
+    resolved = find_program(program, environ)
     if resolved is None:
         print(f"acp-agent: cannot pass through to the {spec.title} CLI: no `{program}` on PATH", file=sys.stderr)
         return 127

@@ -14,6 +14,17 @@ from collections.abc import Mapping
 from acp_agent.failures import FailureKind, FailureObservation
 
 
+def find_program(program: str, environ: Mapping[str, str]) -> str | None:
+    """`program` itself when it names a path, else where the environment's PATH finds it (None:
+    nowhere), as starting it would. `shutil` (which loads bz2 and lzma: ~4 ms) is imported only
+    for a bare name: provider entry modules call this on every start."""
+    if os.sep in program:
+        return program
+    import shutil
+
+    return shutil.which(program, path=environ.get("PATH", os.defpath))
+
+
 def executable_problem(path: str | None, environ: Mapping[str, str], *, error: OSError | None = None) -> str | None:
     """What keeps `path` from running ("was not found at …", "at … is not executable"), or None.
 
@@ -22,12 +33,7 @@ def executable_problem(path: str | None, environ: Mapping[str, str], *, error: O
     """
     if not path:
         return "was not found"
-    if os.sep in path:
-        resolved: str | None = path
-    else:
-        import shutil  # only for a bare name: with bz2 and lzma, 4 ms on the way to a first session
-
-        resolved = shutil.which(path, path=environ.get("PATH", os.defpath))
+    resolved = find_program(path, environ)
     if resolved is None:
         return f"was not found (no `{path}` on PATH)"
     if not os.path.exists(resolved):

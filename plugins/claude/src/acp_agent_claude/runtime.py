@@ -1046,7 +1046,7 @@ class ClaudeRuntime(ProviderRuntime):
         if session.turn is None and not session.prompted:
             await cli.stop(grace_s=0, term_s=0)  # nothing of it to keep: no transcript, no turn
         elif session.turn is None and time.monotonic() - session.last_used >= SETTLED_S:
-            await cli.stop(grace_s=0, term_s=EXIT_GRACE_S, kill_planned=True)
+            await cli.stop(grace_s=0, term_s=EXIT_GRACE_S)
         else:
             await cli.stop(grace_s=STOP_GRACE_S)
 

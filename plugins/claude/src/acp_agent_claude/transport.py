@@ -242,11 +242,11 @@ class ClaudeCLI:
 
     # -- stopping ----------------------------------------------------------------------------------
 
-    async def stop(self, *, grace_s: float, term_s: float = 2.0, kill_planned: bool = False) -> None:
+    async def stop(self, *, grace_s: float, term_s: float = 2.0) -> None:
         """Close stdin, wait `grace_s`, SIGTERM, wait `term_s`, SIGKILL; always reaped, then what
-        the CLI left in its process group is killed. Shielded: safe to call more than once. A CLI
-        still running at the SIGKILL is worth a warning, unless the caller planned that end
-        (`kill_planned`: the agent's exit gives a settled CLI only a moment after SIGTERM)."""
+        the CLI left in its process group is killed. Shielded: safe to call more than once. Only
+        the orderly stop (a grace to exit after EOF) warns when it still comes to SIGKILL; a stop
+        without grace plans the kill (the agent's exit, a CLI that holds nothing)."""
         process = self.process
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
@@ -259,7 +259,7 @@ class ClaudeCLI:
                 for deadline, action in ((grace_s, None), (term_s, signal.SIGTERM), (REAP_BUDGET_S, signal.SIGKILL)):
                     if action is not None and process.returncode is None:
                         if action is signal.SIGKILL and term_s > 0:
-                            log.log(logging.DEBUG if kill_planned else logging.WARNING,
+                            log.log(logging.WARNING if grace_s > 0 else logging.DEBUG,
                                     "claude CLI (pid %s) did not stop in time; killing it", process.pid)
                         try:
                             process.send_signal(action)

@@ -43,9 +43,9 @@ def find_muse(environ: Mapping[str, str]) -> str | None:
     explicit = environ.get(EXECUTABLE_VAR)
     if explicit:
         return explicit
-    import shutil  # here: this module loads on every start, and shutil brings bz2 and lzma
+    from acp_agent.executables import find_program
 
-    return shutil.which(BINARY_NAME, path=environ.get("PATH", os.defpath))
+    return find_program(BINARY_NAME, environ)
 
 
 def config_home(environ: Mapping[str, str]) -> str:
