@@ -13,7 +13,7 @@ import zipfile
 import nox
 
 nox.options.sessions = ["tests", "lint", "typecheck"]
-nox.options.default_venv_backend = "venv"
+nox.options.default_venv_backend = "virtualenv"  # needs no ensurepip (Debian: python3-venv)
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = pathlib.Path(__file__).parent
@@ -34,7 +34,7 @@ def editable(*paths: str) -> list[str]:
     return [*CONSTRAINTS, *[arg for path in paths for arg in ("-e", path)]]
 
 
-@nox.session(python="3.11")
+@nox.session
 def tests(session: nox.Session) -> None:
     """Core, every plugin and the test-only plugins installed editable; every test."""
     install_group(session, "test")
@@ -43,7 +43,7 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
 
 
-@nox.session(python="3.11")
+@nox.session
 @nox.parametrize("name", PLUGINS)
 def plugin_alone(session: nox.Session, name: str) -> None:
     """The core and one plugin, nothing else: that plugin's tests pass on their own."""
@@ -52,13 +52,13 @@ def plugin_alone(session: nox.Session, name: str) -> None:
     session.run("pytest", f"tests/{name}", *session.posargs)
 
 
-@nox.session(python="3.11")
+@nox.session
 def lint(session: nox.Session) -> None:
     install_group(session, "lint")
-    session.run("ruff", "check", "core", "plugins", "tests", "bench", "noxfile.py")
+    session.run("ruff", "check", "core", "plugins", "tests", "bench", "tools", "noxfile.py")
 
 
-@nox.session(python="3.11")
+@nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the core, then on each plugin's package and the guide's example."""
     install_group(session, "typecheck")
@@ -69,7 +69,7 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "--strict", "-p", "acp_agent_example")
 
 
-@nox.session(python="3.11")
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: they report numbers, they assert nothing."""
     install_group(session, "bench")
@@ -80,7 +80,7 @@ def bench(session: nox.Session) -> None:
         session.run("python", script, *session.posargs)
 
 
-@nox.session(python="3.11")
+@nox.session
 def build(session: nox.Session) -> None:
     """Wheels of every distribution; each plugin wheel must carry its `acp_agent` entry point."""
     session.install("build")

@@ -100,6 +100,7 @@ def test_a_terminal_gets_told_how_an_editor_runs_it() -> None:
     finally:
         _, status = os.waitpid(pid, 0)
     assert b"Agent Client Protocol" in output
+    assert f'"command": "{agent_executable()}"'.encode() in output  # absolute: issue 25, item 14
     assert os.waitstatus_to_exitcode(status) == 0
 
 
@@ -202,3 +203,39 @@ def test_login_for_a_provider_without_a_sign_in_of_its_own_says_what_to_do() -> 
     assert result.returncode == 2
     assert "acp-agent auth set --provider scripted" in result.stderr
     assert result.stdout == ""
+
+
+def test_help_says_that_the_provider_alone_serves_acp_on_stdio() -> None:
+    """Issue 25, item 15: a newcomer learns from `--help` how an editor runs the agent."""
+    text = " ".join(run("--help").stdout.split())
+    assert "`acp-agent --provider NAME` with no command serves ACP" in text
+    assert "on stdin/stdout" in text
+
+
+def test_login_help_lists_each_providers_sign_in_method_ids() -> None:
+    """Issue 25, item 15: the method ids come from `login --help`, not from an error."""
+    result = run("login", "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: acp-agent login ")
+    assert "sign-in methods (--method ID):" in result.stdout
+    assert "scripted: none of its own; store a key with `acp-agent auth set --provider scripted`" in result.stdout
+
+
+def test_editor_config_prints_an_entry_that_starts_the_agent_by_its_absolute_path() -> None:
+    """Issue 25, item 14: the README's venv install does not put `acp-agent` on an editor's PATH."""
+    result = run("editor-config", "--provider", "scripted")
+    assert result.returncode == 0, result.stderr
+    servers = json.loads(result.stdout)["agent_servers"]
+    (entry,) = servers.values()
+    assert os.path.isabs(entry["command"]) and os.access(entry["command"], os.X_OK)
+    assert entry["args"][-2:] == ["--provider", "scripted"]
+    started = subprocess.run([entry["command"], *entry["args"]], input="", capture_output=True, text=True,
+                             env={"PATH": "/nonexistent"}, timeout=30, check=False)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout == ""
+
+
+def test_editor_config_without_a_provider_says_which_are_installed() -> None:
+    result = run("editor-config")
+    assert result.returncode == 2
+    assert "Installed providers:" in result.stderr

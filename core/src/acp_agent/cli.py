@@ -24,10 +24,19 @@ EDITOR_HINT = """\
 acp-agent speaks the Agent Client Protocol on stdin/stdout; an editor starts it, not a person.
 Point your editor's agent settings at this command, for example in Zed's settings.json:
 
-  "agent_servers": {{ "{title}": {{ "command": "acp-agent", "args": ["--provider", "{name}"] }} }}
+  "agent_servers": {entry}
 
 Waiting for JSON-RPC messages on stdin (Ctrl-D to quit).
 """
+
+
+def editor_entry(title: str, provider: str) -> dict[str, dict[str, object]]:
+    """Zed's `agent_servers` entry that starts this agent: the command by its absolute path (an
+    editor started from a desktop does not see the virtual environment this runs from)."""
+    from acp_agent.terminal_auth import agent_command
+
+    program, *rest = agent_command()
+    return {f"{title} (acp-agent)": {"command": program, "args": [*rest, "--provider", provider]}}
 
 
 def _setup_logging(log_file: str | None, level: str, redact: object) -> None:
@@ -62,7 +71,10 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="acp-agent",
-        description="An Agent Client Protocol agent hosting coding agents from several vendors.",
+        description="An Agent Client Protocol agent hosting coding agents from several vendors. "
+                    "`acp-agent --provider NAME` with no command serves ACP (JSON-RPC 2.0, one JSON "
+                    "object per line) on stdin/stdout until stdin closes: that is how an editor starts "
+                    "it (`acp-agent editor-config --provider NAME` prints the editor entry).",
         epilog="Run `acp-agent COMMAND --help` for a command's own help.",
     )
     parser.add_argument("--provider", default=_default("--provider", os.environ),
@@ -97,15 +109,53 @@ def _parser() -> argparse.ArgumentParser:
         if action == "set":
             sub.add_argument("--stdin", action="store_true", default=argparse.SUPPRESS,
                              help="read the key from one line of standard input")
-    login = commands.add_parser("login", help="sign in with the provider's own CLI",
+    login = commands.add_parser("login", help="sign in with the provider's own CLI", add_help=False,
                                 description="Run the provider CLI's own sign-in in this terminal (Claude: "
                                             "`claude auth login`, Codex: `codex login`, Muse: `muse login`). "
                                             "Over SSH or with NO_BROWSER set, the sign-in that needs no "
                                             "local browser.")
+    login.add_argument("-h", "--help", action=_login_help_action(), help="show this help message and exit")
     _provider_option(login)
     login.add_argument("--method", help="the sign-in to run, by its auth method id (default: the first "
-                                        "one offered on this machine)")
+                                        "one offered on this machine; listed below)")
+    editor = commands.add_parser("editor-config", help="print the editor entry that starts this agent",
+                                 description="Print the `agent_servers` entry for Zed's settings.json "
+                                             "that starts this acp-agent by its absolute path (an editor "
+                                             "does not see a virtual environment's PATH).")
+    _provider_option(editor)
     return parser
+
+
+def _login_help_action() -> type[argparse.Action]:
+    """`login --help`: the usual help, then each installed provider's sign-in method ids (read
+    from the plugins only when that help is asked for)."""
+    import argparse
+
+    class LoginHelp(argparse.Action):
+        def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+            super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: object, option_string: str | None = None) -> None:
+            parser.print_help()
+            print(f"\n{_login_methods_text(_registry())}")
+            parser.exit()
+
+    return LoginHelp
+
+
+def _login_methods_text(registry: ProviderRegistry) -> str:
+    lines = ["sign-in methods (--method ID):"]
+    for name in registry.names():
+        spec = registry.providers[name].spec
+        logins = spec.credentials.terminal_logins
+        if not logins:
+            lines.append(f"  {name}: none of its own; store a key with `acp-agent auth set --provider {name}`")
+        for login in logins:
+            where = {"local": " (needs a browser on this machine)",
+                     "remote": " (no local browser needed: SSH, NO_BROWSER)"}.get(login.where, "")
+            lines.append(f"  {name}: {login.id}  {login.name}{where}")
+    return "\n".join(lines)
 
 
 def _provider_option(parser: argparse.ArgumentParser) -> None:
@@ -245,7 +295,10 @@ def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted, set
     if args.cli is not None:
         return _passthrough(loaded.spec, args.cli)
     if sys.stdin.isatty():
-        print(EDITOR_HINT.format(title=loaded.spec.title, name=loaded.spec.name), file=sys.stderr)
+        import json
+
+        entry = json.dumps(editor_entry(loaded.spec.title, loaded.spec.name))
+        print(EDITOR_HINT.format(entry=entry), file=sys.stderr)
     import anyio
 
     from acp_agent.agent import Agent, AgentSettings
@@ -350,10 +403,24 @@ def _subcommand(args: argparse.Namespace) -> int:
         return _providers()
     if command == "login":
         return _login(args.provider, args.method)
+    if command == "editor-config":
+        return _editor_config(args.provider)
     if args.auth_action is None:  # `acp-agent auth` alone: its usage, not an error about a command
         args.auth_parser.print_help(sys.stderr)
         return 2
     return _auth(args.auth_action, args.provider, read_stdin=args.stdin)
+
+
+def _editor_config(provider: str | None) -> int:
+    import json
+
+    registry = _registry()
+    loaded = registry.get(provider) if provider else None
+    if loaded is None:
+        return _unknown_provider(provider, registry)
+    entry = editor_entry(loaded.spec.title, loaded.spec.name)
+    print(json.dumps({"agent_servers": entry}, indent=2))
+    return 0
 
 
 def _login(provider: str | None, method: str | None) -> int:
