@@ -1,7 +1,8 @@
 """The fold and the content functions on stream-json a Claude CLI should never write (issue 25,
 item 3): wrong-typed fields are never forwarded and never raise; what cannot be shown is skipped.
 
-Every update a case yields is checked against the ACP SDK's schema, as a client would read it.
+Every update a case yields is checked against the ACP SDK's schema, as a client would read it;
+the last table takes every captured CLI line with one field of a wrong type.
 """
 
 from __future__ import annotations
@@ -9,15 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from acp import schema
 
-from acp_agent.acp import ToolCall, ToolCallUpdate, agent_text, make_acp_converter
+from acp_agent.acp import ToolCall, ToolCallUpdate, agent_text
 from acp_agent.events import TerminalExited, TerminalStarted, TurnEnd
 from acp_agent_claude import classify, content
 from acp_agent_claude.fold import TurnFold
-from tests.claude.replay import new_fold
-
-CONVERTER = make_acp_converter()
+from tests.claude.replay import FIXTURES, new_fold, raw_lines
+from tests.malformed import acp_problems, mutations, shape
 
 
 def stream(event: Any) -> dict[str, Any]:
@@ -46,12 +45,6 @@ def shown(events: list[Any]) -> list[Any]:
     updates = [event.call if isinstance(event, TerminalStarted) else
                event.update if isinstance(event, TerminalExited) else event for event in events]
     return [update for update in updates if hasattr(update, "session_update")]
-
-
-def assert_valid_acp(events: list[Any]) -> None:
-    for update in shown(events):
-        wire = CONVERTER.unstructure(update)
-        schema.SessionNotification.model_validate({"sessionId": "s", "update": wire})
 
 
 # (case, lines fed in order, the updates expected from the last line)
@@ -115,7 +108,7 @@ def test_malformed_lines_are_skipped_not_forwarded(lines: list[Any], expected: l
     events: list[Any] = []
     for line in lines:
         events = fold.feed(line)
-        assert_valid_acp(events)
+        assert acp_problems(events) == []
     if expected is not None:
         assert shown(events) == expected
 
@@ -152,3 +145,38 @@ def test_malformed_lines_are_logged_without_their_content(caplog: pytest.LogCapt
 ])
 def test_content_functions_take_wrong_types(function: Any, args: tuple[Any, ...], expected: Any) -> None:
     assert function(*args) == expected
+
+
+def _fixture_mutations() -> list[tuple[str, list[dict[str, Any]], int, Any]]:
+    """Every line of every captured CLI run, one field at a time of a wrong type (one row per
+    kind of line and field), to be fed after the lines before it."""
+    rows, seen = [], set()
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        _, lines = raw_lines(path.stem)
+        lines = [line for line in lines if not str(line.get("type")).startswith("control_")]
+        for index, line in enumerate(lines):
+            event = line.get("event")
+            kind = (line.get("type"), line.get("subtype"), event.get("type") if isinstance(event, dict) else None)
+            for where, changed in mutations(line):
+                if (kind, shape(where)) not in seen:
+                    seen.add((kind, shape(where)))
+                    rows.append((f"{path.stem}:{index}:{'.'.join(map(str, where))}", lines, index, changed))
+    return rows
+
+
+def test_no_wrong_typed_field_of_a_real_line_raises_or_reaches_the_client() -> None:
+    """Table over the fixtures' lines (about 1,500 rows): each row's line with one field of
+    another type, fed after the lines that came before it in that run."""
+    rows = _fixture_mutations()
+    assert len(rows) > 1000
+    failures = []
+    for name, lines, index, changed in rows:
+        fold = new_fold()
+        try:
+            for line in lines[:index]:
+                fold.feed(line)
+            problems = acp_problems(fold.feed(changed))
+        except Exception as exc:
+            problems = [f"raised {type(exc).__name__}: {exc}"]
+        failures.extend(f"{name}: {problem}" for problem in problems)
+    assert failures == []
