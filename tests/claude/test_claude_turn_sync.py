@@ -33,8 +33,9 @@ SCRIPT = {"one": [assistant("msg_1a", [{"type": "text", "text": "start of one"}]
           "two": [assistant("msg_2", [{"type": "text", "text": "second answer"}]), RESULT]}
 
 
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
 async def test_a_turn_failed_mid_stream_leaves_the_next_prompt_its_own_answer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capable: bool) -> None:
     feed = TurnFold.feed
 
     def failing_feed(self: TurnFold, message: Mapping[str, Any]) -> Any:
@@ -48,15 +49,24 @@ async def test_a_turn_failed_mid_stream_leaves_the_next_prompt_its_own_answer(
     with FakeAnthropicAPI([]) as api:
         environ = kit_environ(claude_env(api, tmp_path, extra=standin(tmp_path, SCRIPT)))
         async with run_in_process(loaded.spec, environ=environ) as client:
-            await client.initialize(capable=False)
+            await client.initialize(capable=capable)
             session_id = await client.new_session(str(tmp_path))
-            with pytest.raises(RpcError) as failed:
-                await client.prompt(session_id, "one")
+            if capable:  # the typed record on the answer
+                first = await client.prompt(session_id, "one")
+                records = client.failure_records(session_id)
+            else:  # the baseline error with data.failure
+                with pytest.raises(RpcError) as failed:
+                    await client.prompt(session_id, "one")
             mark = len(client.updates)
             second = await client.prompt(session_id, "two")
             answer = answer_text(client, session_id, mark)
-    assert failed.value.code == -32603  # the core's typed internal error
-    assert failed.value.data["failure"]["kind"] == "internalError"
+    if capable:
+        assert first["stopReason"] == "end_turn"
+        assert [record["title"] for record in records] == [
+            "The agent hit an internal error while running the turn."]
+    else:
+        assert failed.value.code == -32603  # the core's typed internal error
+        assert failed.value.data["failure"]["kind"] == "internalError"
     assert second["stopReason"] == "end_turn"
     assert answer == "second answer"
     pids = [int(line) for line in (tmp_path / "pids").read_text().split()]
