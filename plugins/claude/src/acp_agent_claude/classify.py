@@ -106,8 +106,10 @@ def retry_progress(data: Mapping[str, Any]) -> RetryProgress:
     if status is None:
         return RetryProgress(f"Reconnecting to Claude, attempt {attempt} of {maximum}.",
                              FailureKind.TRANSPORT_LOST, Category.CONNECTION)
+    error = data.get("error")
     return RetryProgress(f"Retrying Claude, attempt {attempt} of {maximum}.",
-                         error_kind(data.get("error"), status if isinstance(status, int) else None))
+                         error_kind(error if isinstance(error, str) else None,
+                                    status if isinstance(status, int) else None))
 
 
 def fallback_notice(data: Mapping[str, Any]) -> Notice | None:
@@ -171,8 +173,9 @@ def assistant_text(line: Mapping[str, Any]) -> str:
     content = _mapping(line.get("message")).get("content")
     if isinstance(content, str):
         return content
-    return "".join(str(block.get("text") or "") for block in content or ()
-                   if isinstance(block, Mapping) and block.get("type") == "text")
+    return "".join(block["text"] for block in content if isinstance(block, Mapping)
+                   and block.get("type") == "text" and isinstance(block.get("text"), str)) \
+        if isinstance(content, list) else ""
 
 
 def assistant_failure_kind(line: Mapping[str, Any]) -> FailureKind | None:

@@ -5,6 +5,7 @@ Takes the claude-agent-sdk's content blocks and raw stream events; returns `acp_
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,8 @@ from acp_agent.acp import (
 from acp_agent.prompt import TextStyle, prompt_parts
 from acp_agent.wire import UNSET
 
+log = logging.getLogger(__name__)
+
 TOOL_KINDS: Mapping[str, ToolKind] = {
     "Bash": "execute", "BashOutput": "execute", "KillShell": "execute", "KillBash": "execute",
     "Read": "read", "NotebookRead": "read",
@@ -51,12 +54,21 @@ def stream_delta(event: Mapping[str, Any]) -> AgentMessageChunk | AgentThoughtCh
     """A raw Anthropic stream event's text or thinking delta, as a chunk."""
     if event.get("type") != "content_block_delta":
         return None
-    delta = event.get("delta") or {}
-    if delta.get("type") == "text_delta" and delta.get("text"):
-        return agent_text(delta["text"])
-    if delta.get("type") == "thinking_delta" and delta.get("thinking"):
-        return thought_text(delta["thinking"])
-    return None
+    delta = event.get("delta")
+    if not isinstance(delta, dict):
+        return None
+    kind = delta.get("type")
+    key = "text" if kind == "text_delta" else "thinking" if kind == "thinking_delta" else None
+    if key is None:
+        return None
+    value = delta.get(key)
+    if not isinstance(value, str):
+        if value is not None:
+            log.warning("claude CLI wrote a malformed %s (%s is not a string): skipped", kind, key)
+        return None
+    if not value:
+        return None
+    return agent_text(value) if key == "text" else thought_text(value)
 
 
 def _short(path: str, cwd: str | None) -> str:
@@ -65,41 +77,59 @@ def _short(path: str, cwd: str | None) -> str:
     return path
 
 
+def _field(fields: Mapping[str, Any], *keys: str) -> str | None:
+    """The first of `keys` whose value is a non-empty string (a tool's input is the model's: a
+    field of another type is not shown)."""
+    for key in keys:
+        value = fields.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def tool_title(name: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> str:
     """What an editor shows for a tool call: the command, the file, the pattern."""
-    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
-    if name == "Bash" and tool_input.get("command"):
-        return f"`{tool_input['command']}`"
-    if name in ("Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead") and isinstance(path, str):
+    path = _field(tool_input, "file_path", "notebook_path", "path")
+    if name == "Bash" and (command := _field(tool_input, "command")):
+        return f"`{command}`"
+    if name in ("Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead") and path:
         return f"{name} {_short(path, cwd)}"
-    if name in ("Glob", "Grep") and tool_input.get("pattern"):
-        return f"{name} {tool_input['pattern']}"
-    if name in ("WebFetch",) and tool_input.get("url"):
-        return f"Fetch {tool_input['url']}"
-    if name == "WebSearch" and tool_input.get("query"):
-        return f"Search: {tool_input['query']}"
-    if name in ("Task", "Agent") and tool_input.get("description"):
-        return str(tool_input["description"])
+    if name in ("Glob", "Grep") and (pattern := _field(tool_input, "pattern")):
+        return f"{name} {pattern}"
+    if name in ("WebFetch",) and (url := _field(tool_input, "url")):
+        return f"Fetch {url}"
+    if name == "WebSearch" and (query := _field(tool_input, "query")):
+        return f"Search: {query}"
+    if name in ("Task", "Agent") and (description := _field(tool_input, "description")):
+        return description
     return name
 
 
 def tool_locations(tool_input: Mapping[str, Any]) -> list[ToolLocation]:
-    path = tool_input.get("file_path") or tool_input.get("notebook_path")
-    return [ToolLocation(path)] if isinstance(path, str) else []
+    path = _field(tool_input, "file_path", "notebook_path")
+    return [ToolLocation(path)] if path else []
+
+
+def _diff(path: str, new_text: Any, old_text: Any) -> list[ToolCallContent]:
+    """One edit as a diff; none when its texts are not strings."""
+    if not isinstance(new_text, str) or not (old_text is None or isinstance(old_text, str)):
+        return []
+    return [ToolDiff(path=path, new_text=new_text, old_text=old_text)]
 
 
 def tool_diffs(name: str, tool_input: Mapping[str, Any]) -> list[ToolCallContent]:
     """Diff content for edits, from the tool's own input (before it runs)."""
     path = tool_input.get("file_path")
-    if not isinstance(path, str):
+    if not isinstance(path, str) or not path:
         return []
-    if name == "Write" and isinstance(tool_input.get("content"), str):
-        return [ToolDiff(path=path, new_text=tool_input["content"], old_text=None)]
-    if name == "Edit" and isinstance(tool_input.get("new_string"), str):
-        return [ToolDiff(path=path, new_text=tool_input["new_string"], old_text=tool_input.get("old_string"))]
-    if name == "MultiEdit" and isinstance(tool_input.get("edits"), list):
-        return [ToolDiff(path=path, new_text=edit.get("new_string", ""), old_text=edit.get("old_string"))
-                for edit in tool_input["edits"] if isinstance(edit, dict)]
+    if name == "Write":
+        return _diff(path, tool_input.get("content"), None)
+    if name == "Edit":
+        return _diff(path, tool_input.get("new_string"), tool_input.get("old_string"))
+    edits = tool_input.get("edits")
+    if name == "MultiEdit" and isinstance(edits, list):
+        return [diff for edit in edits if isinstance(edit, dict)
+                for diff in _diff(path, edit.get("new_string", ""), edit.get("old_string"))]
     return []
 
 
@@ -139,17 +169,25 @@ def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+        return "\n".join(part["text"] for part in content if isinstance(part, dict)
+                         and part.get("type") == "text" and isinstance(part.get("text"), str))
     return ""
+
+
+def _shell_streams(tool_use_result: Any) -> str:
+    """A Bash result's stdout then stderr (those that are non-empty strings)."""
+    if not isinstance(tool_use_result, dict):
+        return ""
+    return "\n".join(part for part in (tool_use_result.get("stdout"), tool_use_result.get("stderr"))
+                     if isinstance(part, str) and part)
 
 
 def tool_result(tool_use_id: str, content: Any, is_error: bool | None, name: str | None,
                 tool_use_result: Any = None) -> ToolCallUpdate:
     """A tool's result: completed or failed, with its output as text (shell output for Bash)."""
     text = _result_text(content)
-    if name == "Bash" and isinstance(tool_use_result, dict) and not is_error:
-        stdout, stderr = tool_use_result.get("stdout") or "", tool_use_result.get("stderr") or ""
-        text = "\n".join(part for part in (stdout, stderr) if part) or text
+    if name == "Bash" and not is_error:
+        text = _shell_streams(tool_use_result) or text
     blocks: list[ToolCallContent] = [ToolContent(TextContent(f"```\n{text}\n```" if name == "Bash" else text))] if text else []
     return ToolCallUpdate(
         tool_call_id=tool_use_id,
@@ -171,18 +209,23 @@ def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any]
                  window: ContextWindow | None = None, used: int | None = None) -> UsageUpdate | None:
     """Context use after a turn: tokens sent and produced (or `used`, when known otherwise)
     against the model's context window; `window` learns the size."""
-    if not usage:
+    if not usage or not isinstance(usage, dict):
         return None
     if used is None:
-        used = sum(int(usage.get(key) or 0) for key in (
+        used = sum(_tokens(usage.get(key)) for key in (
             "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
-    windows = [int(entry.get("contextWindow") or 0) for entry in (model_usage or {}).values() if isinstance(entry, dict)]
-    size = max(windows, default=0)
+    entries = model_usage.values() if isinstance(model_usage, dict) else ()
+    size = max((_tokens(entry.get("contextWindow")) for entry in entries if isinstance(entry, dict)), default=0)
     if size <= 0:
         return None
     if window is not None:
         window.size = size
     return UsageUpdate(used=used, size=size)
+
+
+def _tokens(value: Any) -> int:
+    """A token count as the CLI reports it; anything but a whole number >= 0 counts as none."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 TEXT_STYLE = TextStyle(links="paths", mention_embedded=True, binary_links=False)
@@ -218,12 +261,8 @@ def mcp_servers(servers: Sequence[McpServer]) -> dict[str, dict[str, Any]]:
 
 def shell_output(content: Any, is_error: bool | None, tool_use_result: Any = None) -> str:
     """A Bash call's output as a terminal shows it: stdout then stderr, else the result's text."""
-    if isinstance(tool_use_result, dict) and not is_error:
-        stdout, stderr = tool_use_result.get("stdout") or "", tool_use_result.get("stderr") or ""
-        joined = "\n".join(part for part in (stdout, stderr) if part)
-        if joined:
-            return joined
-    return _result_text(content)
+    joined = _shell_streams(tool_use_result) if not is_error else ""
+    return joined or _result_text(content)
 
 
 def exit_code(content: Any, is_error: bool | None) -> int | None:

@@ -2,10 +2,15 @@
 
 Pure state machine (no I/O), so real CLI output replayed from fixtures drives it in tests exactly
 as the live runtime does.
+
+The CLI's lines are input like a client's: a field of the wrong type is never forwarded and never
+raises. A block or line that cannot be shown (a tool call without an id, text that is not a
+string) is logged, without its content, and skipped.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,6 +29,8 @@ from acp_agent.events import (
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_claude import classify, content, subagents
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
+
+log = logging.getLogger(__name__)
 
 Outcome = TurnEnd | FailureObservation
 Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
@@ -95,7 +102,7 @@ class TurnFold:
         if self._parent is not None:
             return []  # a subagent's deltas: its whole message shows on its Agent call
         if event.get("type") == "message_start":
-            self.streaming_id = _mapping(event.get("message")).get("id")
+            self.streaming_id = _string(_mapping(event.get("message")).get("id"))
             return []
         chunk = content.stream_delta(event)
         if chunk is None:
@@ -123,20 +130,27 @@ class TurnFold:
             return self._subagent(self._parent, blocks)
         self.compacted_used = None  # this answer's usage is the context now
         events: list[Event] = []
-        message_id = message.get("id")
+        message_id = _string(message.get("id"))
         streamed = message_id in self.streamed if message_id else False
         for block in blocks if isinstance(blocks, list) else ():
             if not isinstance(block, Mapping):
                 continue
             block_kind = block.get("type")
-            if block_kind == "text" and not streamed and block.get("text"):
-                events.append(agent_text(str(block["text"])))
-            elif block_kind == "thinking" and not streamed and block.get("thinking"):
-                events.append(thought_text(str(block["thinking"])))
+            if block_kind == "text" and not streamed:
+                said = _text(block, "text")
+                if said:
+                    events.append(agent_text(said))
+            elif block_kind == "thinking" and not streamed:
+                thought = _text(block, "thinking")
+                if thought:
+                    events.append(thought_text(thought))
             elif block_kind == "tool_use":
-                tool_id, name, tool_input = str(block.get("id")), str(block.get("name")), block.get("input") or {}
+                use = _tool_use(block)
+                if use is None:
+                    continue
+                tool_id, name, tool_input = use
                 self.tools[tool_id] = name
-                self.inputs[tool_id] = tool_input if isinstance(tool_input, Mapping) else {}
+                self.inputs[tool_id] = tool_input
                 if name == "TodoWrite":
                     plan = content.plan_from_todos(tool_input)
                     if plan is not None:
@@ -160,9 +174,12 @@ class TurnFold:
         return events
 
     def _tool_result(self, block: Mapping[str, Any], result: Any) -> list[Event]:
-        tool_id = str(block.get("tool_use_id"))
+        tool_id = _string(block.get("tool_use_id"))
+        if tool_id is None:
+            log.warning("claude CLI wrote a malformed tool_result (tool_use_id is not a string): skipped")
+            return []
         self.answered_tools.add(tool_id)
-        name, body, is_error = self.tools.get(tool_id), block.get("content"), block.get("is_error")
+        name, body, is_error = self.tools.get(tool_id), block.get("content"), block.get("is_error") is True
         if name in TASK_TOOLS:
             plan = self.tasks.apply(name or "", self.inputs.get(tool_id, {}), body, result, bool(is_error))
             return [plan] if plan is not None else []
@@ -178,9 +195,9 @@ class TurnFold:
         """A running tool's heartbeat (elapsed time only: stream-json carries no Bash output), as
         claude-agent-acp reports it: the call in progress, with the time in `_meta.claudeCode`.
         A beat under an id no call has (a hook's heartbeat) reports on its parent call."""
-        tool_id = beat.get("tool_use_id")
+        tool_id = _string(beat.get("tool_use_id"))
         if tool_id not in self.tools:
-            tool_id = beat.get("parent_tool_use_id")
+            tool_id = _string(beat.get("parent_tool_use_id"))
         if not isinstance(tool_id, str) or tool_id not in self.tools or tool_id in self.answered_tools:
             return []  # unknown, or a beat that raced past the result: never reopen a finished call
         name = self.tools[tool_id]
@@ -198,15 +215,19 @@ class TurnFold:
         for block in blocks if isinstance(blocks, list) else ():
             if not isinstance(block, Mapping):
                 continue
-            if block.get("type") == "text" and block.get("text"):
+            said = _text(block, "text") if block.get("type") == "text" else None
+            if said:
                 texts = self.subagent_texts.setdefault(parent, [])
-                texts.append(str(block["text"]))
+                texts.append(said)
                 events.append(subagents.progress(parent, texts))
             elif block.get("type") == "tool_use":
-                tool_id, name, tool_input = str(block.get("id")), str(block.get("name")), block.get("input") or {}
+                use = _tool_use(block)
+                if use is None:
+                    continue
+                tool_id, name, tool_input = use
                 self.tools[tool_id] = name
                 self.subagent_tools.add(tool_id)  # its own loop answers it, maybe after this turn
-                self.inputs[tool_id] = tool_input if isinstance(tool_input, Mapping) else {}
+                self.inputs[tool_id] = tool_input
                 if name in TASK_TOOLS:
                     continue
                 call = subagents.mark(content.tool_call(tool_id, name, tool_input, self.cwd), parent)
@@ -239,8 +260,8 @@ class TurnFold:
         compaction_id = self.compaction_id or f"compact-{data.get('uuid')}"
         if result == "failed":
             self.compaction_id = None
-            error = data.get("compact_error")
-            return [Compaction(compaction_id, "failed", error=str(error) if error else None)]
+            error = _string(data.get("compact_error"))
+            return [Compaction(compaction_id, "failed", error=error or None)]
         self.compaction_id = compaction_id  # the boundary that follows adds its numbers
         return [Compaction(compaction_id, "completed")]
 
@@ -251,10 +272,10 @@ class TurnFold:
         compaction_id, self.compaction_id = self.compaction_id or f"compact-{data.get('uuid')}", None
         meta = _mapping(data.get("compact_metadata"))
         before, after = meta.get("pre_tokens"), meta.get("post_tokens")
-        kept = after if isinstance(after, int) and not isinstance(after, bool) else None
+        kept = after if _count(after) else None
         events: list[Event] = [Compaction(
-            compaction_id, "completed", trigger=str(meta["trigger"]) if meta.get("trigger") else None,
-            tokens_before=before if isinstance(before, int) else None, tokens_after=kept)]
+            compaction_id, "completed", trigger=_string(meta.get("trigger")) or None,
+            tokens_before=before if _count(before) else None, tokens_after=kept)]
         if self._parent is None and kept is not None:
             self.compacted_used = kept
             if self.window.size:
@@ -309,3 +330,32 @@ class TurnFold:
 def _mapping(value: Any) -> Mapping[str, Any]:
     # (dict, not the Mapping ABC: this runs for every streamed delta, and parsed JSON is dicts)
     return value if isinstance(value, dict) else {}
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _text(block: Mapping[str, Any], key: str) -> str | None:
+    """A text or thinking block's own text; one of another type is logged and skipped."""
+    value = block.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    log.warning("claude CLI wrote a malformed %s block (%s is not a string): skipped", block.get("type"), key)
+    return None
+
+
+def _tool_use(block: Mapping[str, Any]) -> tuple[str, str, Mapping[str, Any]] | None:
+    """A `tool_use` block's id, name and input; None (logged) when the id or name is not a
+    non-empty string. An input that is not an object counts as empty (the call is still shown)."""
+    tool_id, name, tool_input = block.get("id"), block.get("name"), block.get("input")
+    if not (isinstance(tool_id, str) and tool_id and isinstance(name, str) and name):
+        log.warning("claude CLI wrote a malformed tool_use block (id or name is not a string): skipped")
+        return None
+    if tool_input is not None and not isinstance(tool_input, dict):
+        log.warning("claude CLI wrote a malformed tool_use block (input is not an object): input ignored")
+    return tool_id, name, tool_input if isinstance(tool_input, dict) else {}

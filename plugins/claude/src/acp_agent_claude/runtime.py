@@ -869,10 +869,10 @@ class ClaudeRuntime(ProviderRuntime):
             turn.record_failure(exc.observation)
             self._abandon(session)
             raise
-        except anyio.get_cancelled_exc_class():
-            # Cut off before the turn's result (the cancel grace ran out, or shutdown): the CLI may
-            # still be on this turn and its stream would hand the rest to the next prompt. The
-            # CLI is replaced before the next prompt instead.
+        except BaseException:
+            # Cut off before the turn's result (the cancel grace ran out, shutdown, or an error
+            # while handling a line): the CLI may still be on this turn and its stream would hand
+            # the rest to the next prompt. The CLI is replaced before the next prompt instead.
             if fold.outcome is None:
                 session.dead = True
             raise
@@ -883,10 +883,11 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def _handle(self, session: ClaudeSession, fold: TurnFold, message: dict[str, Any],
                       turn: TurnChannel) -> None:
-        if message.get("type") == "command_lifecycle" and message.get("command_uuid") in session.steers:
+        steered = message.get("command_uuid")
+        if message.get("type") == "command_lifecycle" and isinstance(steered, str) and steered in session.steers:
             # The CLI took up (or dropped) a steered message; a started one owes a result.
             if message.get("state") in ("started", "cancelled", "completed"):
-                session.steers.discard(str(message["command_uuid"]))
+                session.steers.discard(steered)
                 session.steer_running = session.steer_running or message.get("state") == "started"
         elif message.get("type") == "result":
             session.steer_running = False

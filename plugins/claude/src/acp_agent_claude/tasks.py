@@ -51,8 +51,8 @@ class TaskPlan:
             if created is None:
                 return None
             task_id, subject = created
-            active = tool_input.get("activeForm")
-            self.tasks[task_id] = Task(subject or str(tool_input.get("subject") or ""),
+            active, asked = tool_input.get("activeForm"), tool_input.get("subject")
+            self.tasks[task_id] = Task(subject or (asked if isinstance(asked, str) else ""),
                                        active_form=active if isinstance(active, str) else None)
             return self.plan()
         if name == "TaskUpdate":
@@ -114,7 +114,7 @@ def _parsed(value: Any) -> Any:
 def _created(result: Any) -> tuple[str, str] | None:
     task = _parsed(result).get("task") if isinstance(_parsed(result), Mapping) else None
     if isinstance(task, Mapping) and isinstance(task.get("id"), str):
-        return task["id"], str(task.get("subject") or "")
+        return task["id"], task["subject"] if isinstance(task.get("subject"), str) else ""
     return None
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 import attrs
 
@@ -68,6 +68,11 @@ FILE_CHANGE_OPTIONS: Final = COMMAND_OPTIONS
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _list(value: Any) -> list[Any]:
+    """A list field as app-server sent it; anything else (a number, an object) counts as empty."""
+    return value if isinstance(value, list) else []
 
 
 # --- chunks ---------------------------------------------------------------------------------------
@@ -149,7 +154,7 @@ def _mcp_content(item: JsonObject) -> list[ToolCallContent]:
     content: list[ToolCallContent] = []
     result = item.get("result")
     if isinstance(result, Mapping):
-        for block in result.get("content") or []:
+        for block in _list(result.get("content")):
             if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
                 content.append(ToolContent(TextContent(block["text"])))
     error = item.get("error")
@@ -188,7 +193,7 @@ def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
         if final:
             content = _output_content(_text(item.get("aggregatedOutput")))
     elif kind_name == "fileChange":
-        changes = item.get("changes") or []
+        changes = _list(item.get("changes"))
         title, kind = _file_change_title(changes), "edit"
         content, locations = file_diffs(changes), _locations(changes)
         raw_input = {"changes": [{"path": c.get("path"), "kind": _change_kind(c)} for c in changes
@@ -223,7 +228,7 @@ def tool_call_update(item: JsonObject) -> ToolCallUpdate | None:
         return ToolCallUpdate(tool_call_id=item_id, status=status, content=_output_content(output),
                               raw_output={"exitCode": item.get("exitCode"), "output": output})
     if kind_name == "fileChange":
-        return ToolCallUpdate(tool_call_id=item_id, status=status, content=file_diffs(item.get("changes") or []))
+        return ToolCallUpdate(tool_call_id=item_id, status=status, content=file_diffs(_list(item.get("changes"))))
     if kind_name == "mcpToolCall":
         return ToolCallUpdate(tool_call_id=item_id, status=status, content=_mcp_content(item),
                               raw_output=item.get("result"))
@@ -237,6 +242,11 @@ def command_output(item_id: str, output: str) -> ToolCallUpdate:
     return ToolCallUpdate(tool_call_id=item_id, content=_output_content(output))
 
 
+def exit_code(value: Any) -> int | None:
+    """A command's exit code as app-server sent it (None: not a whole number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def replayed_command(item: JsonObject) -> list[Event]:
     """A stored command: one finished tool call for clients without terminals (as before), a
     terminal with its output and exit code for the others."""
@@ -246,7 +256,7 @@ def replayed_command(item: JsonObject) -> list[Event]:
     update = tool_call_update(item) or ToolCallUpdate(tool_call_id=call.tool_call_id)
     code = item.get("exitCode")
     return [TerminalStarted(call, _text(item.get("cwd")) or None),
-            TerminalExited(call.tool_call_id, update, code if isinstance(code, int) else None,
+            TerminalExited(call.tool_call_id, update, exit_code(code),
                            output=_text(item.get("aggregatedOutput")), legacy=False)]
 
 
@@ -261,7 +271,7 @@ def session_title(params: JsonObject) -> SessionTitle:
 
 def plan(params: JsonObject) -> Plan:
     entries = []
-    for step in params.get("plan") or []:
+    for step in _list(params.get("plan")):
         if isinstance(step, Mapping) and isinstance(step.get("step"), str):
             status = _PLAN_STATUS.get(_text(step.get("status")), "pending")
             entries.append(PlanEntry(content=step["step"], status=status))
@@ -276,9 +286,14 @@ def usage(params: JsonObject) -> UsageUpdate | None:
     window = token_usage.get("modelContextWindow")
     last = token_usage.get("last")
     used = last.get("totalTokens") if isinstance(last, Mapping) else None
-    if not isinstance(window, int) or not isinstance(used, int) or window <= 0 or used < 0:
+    if not _count(window) or not _count(used) or window <= 0:
         return None
     return UsageUpdate(used=used, size=window)
+
+
+def _count(value: Any) -> TypeGuard[int]:
+    """A token count: a whole number >= 0 (not a bool, which JSON keeps apart)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 # --- approvals -------------------------------------------------------------------------------------------
@@ -295,7 +310,7 @@ def approval_request(method: str, params: JsonObject, item: JsonObject | None
         raw: dict[str, Any] = {**command, "reason": reason}
         return ToolCallUpdate(tool_call_id=item_id, title=title, kind="execute", status="pending",
                               raw_input=raw), COMMAND_OPTIONS
-    changes = (item or {}).get("changes") or []
+    changes = _list((item or {}).get("changes"))
     return ToolCallUpdate(tool_call_id=item_id, title=_file_change_title(changes), kind="edit", status="pending",
                           content=file_diffs(changes), locations=_locations(changes),
                           raw_input={"reason": reason}), FILE_CHANGE_OPTIONS
@@ -310,11 +325,11 @@ QUESTION_REQUESTS: Final = ("item/tool/requestUserInput", "mcpServer/elicitation
 def user_input_question(params: JsonObject) -> Question:
     """`item/tool/requestUserInput` (the model's request_user_input tool) as a form."""
     fields = []
-    for entry in params.get("questions") or []:
+    for entry in _list(params.get("questions")):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
             continue
         choices = tuple(Choice(_text(o.get("label")), _text(o.get("description")) or None)
-                        for o in entry.get("options") or [] if isinstance(o, Mapping) and _text(o.get("label")))
+                        for o in _list(entry.get("options")) if isinstance(o, Mapping) and _text(o.get("label")))
         fields.append(QuestionField(entry["id"], _text(entry.get("question")), _text(entry.get("header")), choices))
     message = fields[0].question if len(fields) == 1 and fields[0].question else USER_INPUT_MESSAGE
     return Question(message, tuple(fields))
@@ -370,7 +385,7 @@ def mcp_approval_request(params: JsonObject, item_id: str, item: JsonObject | No
     meta = params.get("_meta")
     meta = meta if isinstance(meta, Mapping) else {}
     persist = meta.get("persist")
-    offered = {persist} if isinstance(persist, str) else set(persist) if isinstance(persist, list) else set()
+    offered = {persist} if isinstance(persist, str) else {part for part in _list(persist) if isinstance(part, str)}
     options = [PermissionOption(MCP_ALLOW, "Allow", "allow_once")]
     if "session" in offered:
         options.append(PermissionOption(MCP_ALLOW_SESSION, "Allow for this session", "allow_always"))
@@ -417,7 +432,7 @@ def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
 
 def _user_chunks(item: JsonObject) -> list[Event]:
     chunks: list[Event] = []
-    for content in item.get("content") or []:
+    for content in _list(item.get("content")):
         if not isinstance(content, Mapping):
             continue
         if content.get("type") == "text" and isinstance(content.get("text"), str):
@@ -457,7 +472,7 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
         if not isinstance(turn, Mapping):
             continue
         user_message_id: str | None = None
-        for item in turn.get("items") or []:
+        for item in _list(turn.get("items")):
             if not isinstance(item, Mapping):
                 continue
             kind = item.get("type")
@@ -467,7 +482,7 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
             elif kind == "agentMessage" and _text(item.get("text")):
                 events.append(agent_text(item["text"]))
             elif kind == "reasoning":
-                summary = [part for part in item.get("summary") or [] if isinstance(part, str) and part]
+                summary = [part for part in _list(item.get("summary")) if isinstance(part, str) and part]
                 if summary:
                     events.append(thought_text("\n\n".join(summary)))
             elif kind == "contextCompaction":

@@ -164,7 +164,8 @@ class TurnTranslator:
             if item_id not in self.streamed and isinstance(text, str) and text:
                 steps.append(agent_text(text))
         elif kind == "reasoning":
-            summary = [part for part in item.get("summary") or [] if isinstance(part, str) and part]
+            parts = item.get("summary")
+            summary = [part for part in parts if isinstance(part, str) and part] if isinstance(parts, list) else []
             if item_id not in self.streamed and summary:
                 steps.append(thought_text("\n\n".join(summary)))
         elif kind == "contextCompaction":
@@ -172,10 +173,10 @@ class TurnTranslator:
             steps.append(Compaction(item_id, "completed"))
         elif kind == "commandExecution":
             update = items.tool_call_update(item)
-            exit_code = item.get("exitCode")
+            exit_code, output = item.get("exitCode"), item.get("aggregatedOutput")
             if update is not None:
-                steps.append(TerminalExited(item_id, update, exit_code if isinstance(exit_code, int) else None,
-                                            output=str(item.get("aggregatedOutput") or "")))
+                steps.append(TerminalExited(item_id, update, items.exit_code(exit_code),
+                                            output=output if isinstance(output, str) else ""))
         else:
             update = items.tool_call_update(item)
             if update is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 import attrs
 
@@ -117,6 +117,16 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _list(value: Any) -> list[Any]:
+    """A list field as the host sent it; anything else (a number, an object) counts as empty."""
+    return value if isinstance(value, list) else []
+
+
+def kind_of(item: JsonObject) -> str:
+    """An item's `kind` ("" when it is not a string: never hashed or shown as it is)."""
+    return _text(item.get("kind"))
+
+
 def _first_line(text: str, limit: int = 160) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -132,7 +142,7 @@ def message_text(item: JsonObject) -> str:
     text = _text(item.get("text"))
     if text or item.get("kind") != "reasoning":
         return text
-    summary = [part for part in item.get("summary") or [] if isinstance(part, str) and part]
+    summary = [part for part in _list(item.get("summary")) if isinstance(part, str) and part]
     return "\n\n".join(summary)
 
 
@@ -327,11 +337,11 @@ USER_INPUT_MESSAGE: Final = "Muse Code needs your input to continue."
 def user_input_question(params: JsonObject) -> Question:
     """A `userInput` prompt's questions as a form (one field per question)."""
     fields = []
-    for entry in params.get("questions") or []:
+    for entry in _list(params.get("questions")):
         if not isinstance(entry, Mapping) or not _text(entry.get("id")):
             continue
         choices = tuple(Choice(_text(o.get("label")), _text(o.get("description")) or None)
-                        for o in entry.get("options") or [] if isinstance(o, Mapping) and _text(o.get("label")))
+                        for o in _list(entry.get("options")) if isinstance(o, Mapping) and _text(o.get("label")))
         selection = entry.get("selection")
         multiple = isinstance(selection, Mapping) and selection.get("mode") == "multiple"
         fields.append(QuestionField(_text(entry["id"]), _text(entry.get("question")), _text(entry.get("header")),
@@ -370,7 +380,7 @@ def tool_output_update(item_id: str, output: str) -> ToolCallUpdate:
 def plan(params: JsonObject) -> Plan:
     """`session/todoListChanged`: the whole list, replaced; cancelled entries are dropped."""
     entries: list[PlanEntry] = []
-    for todo in params.get("items") or []:
+    for todo in _list(params.get("items")):
         if not isinstance(todo, Mapping):
             continue
         status = _PLAN_STATUS.get(_text(todo.get("status")))
@@ -384,9 +394,14 @@ def plan(params: JsonObject) -> Plan:
 def usage(params: JsonObject) -> UsageUpdate | None:
     """`session/contextUsage`: the context window's occupancy (only when the window size is known)."""
     used, window = params.get("usedTokens"), params.get("windowTokens")
-    if isinstance(used, int) and isinstance(window, int) and not isinstance(used, bool) and window > 0:
+    if _count(used) and _count(window) and window > 0:
         return UsageUpdate(used=used, size=window)
     return None
+
+
+def _count(value: Any) -> TypeGuard[int]:
+    """A token count: a whole number >= 0 (not a bool, which JSON keeps apart)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 # --- approvals -----------------------------------------------------------------------------------------------
@@ -415,7 +430,7 @@ def permission_kind(choice: JsonObject) -> PermissionKind | None:
 def permission_options(params: JsonObject) -> list[PermissionOption]:
     """Exactly the host's `availableChoices` (select, never create), in the host's order and words."""
     options: list[PermissionOption] = []
-    for choice in params.get("availableChoices") or []:
+    for choice in _list(params.get("availableChoices")):
         if not isinstance(choice, Mapping) or not _text(choice.get("choiceId")):
             continue
         kind = permission_kind(choice)
@@ -428,7 +443,7 @@ def permission_options(params: JsonObject) -> list[PermissionOption]:
 
 def refusal_choice(params: JsonObject, *, prefer_abort: bool) -> str | None:
     """The host's own deny (or abort) choice, for a question nobody answered."""
-    choices = [choice for choice in params.get("availableChoices") or [] if isinstance(choice, Mapping)]
+    choices = [choice for choice in _list(params.get("availableChoices")) if isinstance(choice, Mapping)]
     order = ("abort", "denied") if prefer_abort else ("denied", "abort")
     for decision in order:
         for choice in choices:
@@ -551,7 +566,7 @@ def history_items(result: JsonObject) -> list[JsonObject]:
         snapshot = history.get("snapshot")
         state = snapshot.get("state") if isinstance(snapshot, Mapping) else None
         items = state.get("items") if isinstance(state, Mapping) else None
-    return [item for item in items or [] if isinstance(item, Mapping)]
+    return [item for item in _list(items) if isinstance(item, Mapping)]
 
 
 def recognise_last_turn(last_turn: Mapping[str, Any], user_message_id: str | None) -> HistoryFailure | None:
@@ -583,7 +598,7 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
     events: list[Event] = []
     user_message_of: dict[str, str] = {}
     for item in history_items(result):
-        kind = item.get("kind")
+        kind = kind_of(item)
         if kind == "userMessage":
             turn_id = _text(item.get("turnId"))
             if turn_id and turn_id not in user_message_of:

@@ -129,7 +129,7 @@ class TurnTranslator:
                 and previous is not None and previous.get("status") == item.get("status")):
             return []  # apply rule: replace iff higher
         self.items[item_id] = item
-        kind = item.get("kind")
+        kind = items.kind_of(item)
         if kind == "userMessage":
             self.held.pop(item_id, None)
             return []
@@ -201,7 +201,7 @@ class TurnTranslator:
 
     def _apply_delta(self, item_id: str, path: str, delta: str) -> list[Step]:
         item = self.items[item_id]
-        kind = item.get("kind")
+        kind = items.kind_of(item)
         if kind == "userMessage":
             return []
         if kind in items.MESSAGE_KINDS:
