@@ -170,6 +170,8 @@ class InputWatch(anyio.abc.ByteReceiveStream):
             raise
 
     async def aclose(self) -> None:
+        """The connection reads no more (its output failed: the client is gone), as at EOF."""
+        self._runner.input_gone()
         await self._stream.aclose()
 
 
