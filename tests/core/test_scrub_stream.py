@@ -174,3 +174,22 @@ async def test_without_secrets_every_chunk_goes_out_as_emitted() -> None:
     outcome, client = await play("plain", [acp.agent_text(part) for part in parts], capable=True, environ={})
     assert outcome["stopReason"] == "end_turn"
     assert chunk_frames(client) == [*((MESSAGE, part) for part in parts), ("answer", "")]
+
+
+@pytest.mark.anyio
+async def test_the_held_tail_goes_before_a_permission_request() -> None:
+    from acp_agent.testing import run_in_process
+    from acp_agent_scripted import make_spec
+
+    script = {"turns": [[{"text": "I will use sk-ant-"}, {"permission": "Run it"}]]}
+    async with run_in_process(make_spec(script), environ=ENV) as client:
+        await client.initialize(capable=True)
+        session_id = await client.new_session("/")
+        await client.prompt(session_id, "go")
+    order = []  # the chunks' texts and the permission request, in wire order
+    for frame in client.frames:
+        if frame.get("method") == "session/request_permission":
+            order.append("<asked>")
+        elif frame.get("method") == "session/update" and frame["params"]["update"]["sessionUpdate"] == MESSAGE:
+            order.append(frame["params"]["update"]["content"]["text"])
+    assert order == ["I will use ", "sk-ant-", "<asked>", "permission: allow"]

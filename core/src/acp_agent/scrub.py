@@ -123,7 +123,7 @@ class StreamScrubber:
         # Where a secret may begin: its first two characters, or its first as the text's last.
         pairs = "|".join(sorted({re.escape(secret[:2]) for secret in secrets}))
         lasts = "|".join(sorted({re.escape(secret[0]) for secret in secrets}))
-        self._starts = re.compile(f"(?={pairs}|(?:{lasts})\\Z)") if secrets else None
+        self._starts = re.compile(f"{pairs}|(?:{lasts})\\Z") if secrets else None
 
     @property
     def active(self) -> bool:
@@ -166,13 +166,17 @@ class StreamScrubber:
         size = len(text)
         starts = self._starts
         assert starts is not None
-        for start in starts.finditer(text, max(pos, size - self._longest + 1)):
-            rest = text[start.start():]
+        # Searched again from the next character each time: two candidates may overlap.
+        candidate = starts.search(text, max(pos, size - self._longest + 1))
+        while candidate is not None:
+            start = candidate.start()
+            rest = text[start:]
             for secret in self._secrets:  # longest first
                 if len(secret) <= len(rest):
                     break
                 if secret.startswith(rest):
-                    return start.start()
+                    return start
+            candidate = starts.search(text, start + 1)
         return size
 
 

@@ -91,7 +91,8 @@ class Outbox:
     """Terminals and elicitation as the client declared them (`acp_agent.presentation`)."""
     _held: dict[str, tuple[Any, str]] = field(factory=dict, init=False)
     """Per session, the text chunk being streamed and its tail held back (`stream_text`)."""
-    _streams: StreamScrubber | None = field(default=None, init=False)
+    _streams: StreamScrubber = field(init=False, default=attrs.Factory(
+        lambda self: StreamScrubber(self.redact), takes_self=True))
 
     def dump(self, value: Any) -> Any:
         return self.converter.unstructure(value)
@@ -117,8 +118,6 @@ class Outbox:
         answer (`flush_text`). Without secrets nothing is held.
         """
         streams = self._streams
-        if streams is None:
-            streams = self._streams = StreamScrubber(self.redact)
         held = self._held.pop(session_id, None)
         if held is None and not streams.active:
             await self._write(session_id, chunk, False)
@@ -139,7 +138,7 @@ class Outbox:
     async def flush_text(self, session_id: str) -> None:
         """The text `stream_text` holds for the session, if any, goes out now."""
         held = self._held.pop(session_id, None)
-        if held is not None and self._streams is not None:
+        if held is not None:
             template, text = held
             await self._write(session_id, _with_text(template, self._streams.end(text)), False)
 
@@ -279,7 +278,6 @@ class Turn(_OfSession):
         """The prompt's answer: auth observation and status first, then the result with the
         turn's failure record (capable clients) or the baseline error (raised)."""
         session, outbox = self.session, self.session.outbox
-        await outbox.flush_text(session.session_id)  # the turn's last text before its answer
         failure = self.failure
         if failure is None:
             if stop_reason != "cancelled":
