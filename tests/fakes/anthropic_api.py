@@ -10,6 +10,8 @@ or about acp-agent: it only imitates the model API. Point the CLI at it with
 Steps (consumed in order by turn requests only; side requests never consume one):
 
 - `{"reply": "text"}`: a text answer, streamed in word-sized deltas.
+- `{"reply_pieces": ["te", "xt"]}`: a text answer streamed in exactly these deltas (a secret split
+  across them, say).
 - `{"thinking": "...", "reply": "..."}`: a thinking block (with a signature) before the text.
 - `{"tool_use": {"name": "Bash", "input": {...}, "id": "toolu_..."}}`: a tool call (`id` is
   optional); the answer ends with `stop_reason: "tool_use"`. An optional `"reply"` is streamed as
@@ -100,6 +102,7 @@ SIDE_SUMMARY: Final[str] = "<analysis>Fake analysis.</analysis>\n<summary>Fake s
 STEP_KEYS: Final[frozenset[str]] = frozenset(
     {
         "reply",
+        "reply_pieces",
         "thinking",
         "tool_use",
         "status",
@@ -306,6 +309,9 @@ def validate_step(step: Step) -> None:
     tool_use = step.get("tool_use")
     if tool_use is not None and (not isinstance(tool_use, Mapping) or "name" not in tool_use):
         raise ValueError(f"tool_use needs a name: {dict(step)!r}")
+    pieces = step.get("reply_pieces")
+    if pieces is not None and (not isinstance(pieces, list) or not all(isinstance(piece, str) for piece in pieces)):
+        raise ValueError(f"reply_pieces must be a list of strings: {dict(step)!r}")
     slow = step.get("slow_stream")
     if slow is not None and not isinstance(slow, Mapping):
         raise ValueError(f"slow_stream must be an object: {dict(step)!r}")
@@ -440,6 +446,8 @@ class _Answer:
         slow = step.get("slow_stream")
         if isinstance(slow, Mapping):
             self._text(str(slow.get("text", "slow")), float(slow.get("interval_s", 0.05)))
+        elif step.get("reply_pieces") is not None:
+            self._text("".join(step["reply_pieces"]), pieces=[str(piece) for piece in step["reply_pieces"]])
         elif step.get("reply") is not None:
             self._text(str(step["reply"]))
         tool_use = step.get("tool_use")
@@ -464,11 +472,11 @@ class _Answer:
         default_stop = "tool_use" if isinstance(tool_use, Mapping) else "end_turn"
         self.stop_reason = str(step.get("stop_reason") or default_stop)
 
-    def _text(self, text: str, interval_s: float = 0.0) -> None:
+    def _text(self, text: str, interval_s: float = 0.0, pieces: list[str] | None = None) -> None:
         self.blocks.append(
             _Block(
                 {"type": "text", "text": ""},
-                [{"type": "text_delta", "text": piece} for piece in _pieces(text)],
+                [{"type": "text_delta", "text": piece} for piece in (pieces or _pieces(text))],
                 {"type": "text", "text": text},
                 interval_s,
             )

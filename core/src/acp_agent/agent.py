@@ -206,6 +206,7 @@ class Agent:
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
         self.connection.eof_grace_s = EOF_GRACE_S
+        self.connection.end_when_output_fails = True  # a client that closed stdout is gone
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
             self.backend.attach(task_group)

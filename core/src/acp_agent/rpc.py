@@ -334,6 +334,10 @@ class Connection:
     (and answered -32800)."""
     close_flush_s: float = DEFAULT_CLOSE_FLUSH_S
     """After that, how long the last answers may take to reach the output stream."""
+    end_when_output_fails: bool = False
+    """Whether a failed write (the peer closed our output: it is gone) ends the input as EOF does,
+    closing the input stream; otherwise only EOF does. The agent's client connection sets it: a
+    client that stopped reading but keeps its end of stdin open must not keep the agent running."""
     _queue: _OutQueue = field(init=False)
     _pending: dict[int, MemoryObjectSendStream[JsonObject]] = field(init=False, factory=dict)
     _running: dict[Any, anyio.CancelScope] = field(init=False, factory=dict)
@@ -436,7 +440,8 @@ class Connection:
     # -- the connection's tasks -------------------------------------------------------------
 
     async def serve(self) -> None:
-        """Run until the input reaches EOF; every handler task is finished or cancelled on return.
+        """Run until the input reaches EOF (or the output fails, with `end_when_output_fails`);
+        every handler task is finished or cancelled on return.
 
         Requests already received when the input ends run on for `eof_grace_s`, then are
         cancelled and answered -32800; the last frames get `close_flush_s` to be written.
@@ -447,7 +452,14 @@ class Connection:
             writer_group.start_soon(self._writer, writer_done)
             try:
                 async with anyio.create_task_group() as handlers:
-                    await self._reader(handlers)
+                    async with anyio.create_task_group() as reading:
+                        if self.end_when_output_fails:
+                            reading.start_soon(_set_then_cancel, self._output_broken, reading.cancel_scope)
+                        await self._reader(handlers)
+                        reading.cancel_scope.cancel()
+                    if self._output_broken.is_set() and self.end_when_output_fails:
+                        with anyio.move_on_after(self.close_flush_s, shield=True):
+                            await self.receive_stream.aclose()  # whoever wraps it learns input ended
                     await self._finish_in_flight()
                     handlers.cancel_scope.cancel()
             finally:

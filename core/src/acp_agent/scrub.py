@@ -55,8 +55,7 @@ class FrameScrubber:
         secrets = sorted(self._redactor.secrets(), key=len, reverse=True)
         forms = sorted({form for secret in secrets for form in _forms(secret)}, key=len, reverse=True)
         self._forms = tuple(forms)
-        # Longest first, so a secret that contains another leaves nothing of either.
-        self._text = re.compile("|".join(map(re.escape, secrets))) if secrets else None
+        self._text = _secret_pattern(secrets)
         self._bytes = re.compile(b"|".join(map(re.escape, forms))) if forms else None
 
     def __call__(self, data: bytes) -> bytes:
@@ -89,6 +88,96 @@ class FrameScrubber:
         except (ValueError, RecursionError):
             out = raw.sub(_MASK_BYTES, line)  # not a JSON frame: plain replacement is all there is
         return out
+
+
+def _secret_pattern(secrets: list[str]) -> re.Pattern[str] | None:
+    """Any secret, longest first (`secrets` sorted so), so one that contains another leaves nothing
+    of either; None without secrets."""
+    return re.compile("|".join(map(re.escape, secrets))) if secrets else None
+
+
+class StreamScrubber:
+    """Scrubs a text that arrives in pieces (a message's streamed chunks) exactly as the frame
+    scrubber scrubs the whole text, so a secret split across chunks is replaced all the same.
+
+    Per piece, what is decided goes out at once; held back is only the tail that could still
+    become a secret (a proper prefix of one: fewer characters than the longest secret), and
+    nothing at all without secrets. The caller keeps the held text of each stream and hands it to
+    `end` when the stream ends (message end, turn end, before anything else is written for it).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._version = -1
+        self._secrets: tuple[str, ...] = ()
+        self._longest = 0
+        self._pattern: re.Pattern[str] | None = None
+        self._starts: re.Pattern[str] | None = None
+
+    def _refresh(self) -> None:
+        self._version = self._redactor.version
+        secrets = sorted(self._redactor.secrets(), key=len, reverse=True)
+        self._secrets = tuple(secrets)
+        self._longest = len(secrets[0]) if secrets else 0
+        self._pattern = _secret_pattern(secrets)
+        # Where a secret may begin: its first two characters, or its first as the text's last.
+        pairs = "|".join(sorted({re.escape(secret[:2]) for secret in secrets}))
+        lasts = "|".join(sorted({re.escape(secret[0]) for secret in secrets}))
+        self._starts = re.compile(f"{pairs}|(?:{lasts})\\Z") if secrets else None
+
+    @property
+    def active(self) -> bool:
+        """Whether there are secrets to look for (without, `feed` never holds anything back)."""
+        if self._version != self._redactor.version:
+            self._refresh()
+        return self._pattern is not None
+
+    def feed(self, held: str, text: str) -> tuple[str, str]:
+        """The next piece after `held` (what the stream held so far): what goes out now, scrubbed,
+        and what is held from now on."""
+        pending = held + text if held else text
+        if not self.active:
+            return pending, ""
+        pattern = self._pattern
+        assert pattern is not None
+        out: list[str] = []
+        pos = 0
+        hold = self._hold_from(pending, 0)
+        while True:
+            # A match that starts before `hold` is final: no secret could still begin there.
+            match = pattern.search(pending, pos)
+            if match is None or match.start() >= hold:
+                break
+            out += (pending[pos:match.start()], MASK)
+            pos = match.end()
+            if hold < pos:
+                hold = self._hold_from(pending, pos)
+        out.append(pending[pos:hold])
+        return "".join(out), pending[hold:]
+
+    def end(self, held: str) -> str:
+        """The stream ended: its held text, scrubbed."""
+        pattern = self._pattern if self.active else None
+        return pattern.sub(MASK, held) if pattern is not None and held else held
+
+    def _hold_from(self, text: str, pos: int) -> int:
+        """The first index from `pos` where the rest of `text` is a proper prefix of a secret
+        (`len(text)` if there is none)."""
+        size = len(text)
+        starts = self._starts
+        assert starts is not None
+        # Searched again from the next character each time: two candidates may overlap.
+        candidate = starts.search(text, max(pos, size - self._longest + 1))
+        while candidate is not None:
+            start = candidate.start()
+            rest = text[start:]
+            for secret in self._secrets:  # longest first
+                if len(secret) <= len(rest):
+                    break
+                if secret.startswith(rest):
+                    return start
+            candidate = starts.search(text, start + 1)
+        return size
 
 
 def _clean(value: Any, pattern: re.Pattern[str]) -> Any:

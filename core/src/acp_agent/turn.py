@@ -51,6 +51,7 @@ from acp_agent.questions import Answer, Question, UrlQuestion, ask
 from acp_agent.redaction import Redactor
 from acp_agent.routing import SessionRouter
 from acp_agent.rpc import Connection, ConnectionClosed, Reply, RpcError
+from acp_agent.scrub import StreamScrubber
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +89,58 @@ class Outbox:
     auth_status: bool = False
     features: ClientFeatures = field(factory=ClientFeatures)
     """Terminals and elicitation as the client declared them (`acp_agent.presentation`)."""
+    _held: dict[str, tuple[Any, str]] = field(factory=dict, init=False)
+    """Per session, the text chunk being streamed and its tail held back (`stream_text`)."""
+    _streams: StreamScrubber = field(init=False, default=attrs.Factory(
+        lambda self: StreamScrubber(self.redact), takes_self=True))
 
     def dump(self, value: Any) -> Any:
         return self.converter.unstructure(value)
 
     async def send_update(self, session_id: str, update: Any, *, wait: bool = False) -> bool:
+        if session_id in self._held:
+            await self.flush_text(session_id)
+        return await self._write(session_id, update, wait)
+
+    async def _write(self, session_id: str, update: Any, wait: bool) -> bool:
         if self.connection is None:
             return False
         params = {"sessionId": session_id, "update": self.dump(update)}
         return await self.connection.notify(M.SESSION_UPDATE, params, wait_written=wait)
+
+    async def stream_text(self, session_id: str, chunk: Any) -> None:
+        """A text chunk of a running turn's message or thought, scrubbed with the chunks before it
+        as one text (`acp_agent.scrub.StreamScrubber`), so a secret split across them is masked.
+
+        What could still begin a secret is held back, at most one character less than the longest
+        secret, and goes out before anything else is written for the session: the next chunk of
+        another stream (kind or `_meta`), any other update, a request to the client, the turn's
+        answer (`flush_text`). Without secrets nothing is held.
+        """
+        streams = self._streams
+        held = self._held.pop(session_id, None)
+        if held is None and not streams.active:
+            await self._write(session_id, chunk, False)
+            return
+        template, text = held if held is not None else (None, "")
+        content = chunk.content
+        if template is not None and template != attrs.evolve(chunk, content=attrs.evolve(content, text="")):
+            await self._write(session_id, _with_text(template, streams.end(text)), False)
+            text = ""
+        out, text = streams.feed(text, content.text)
+        if text:
+            self._held[session_id] = (attrs.evolve(chunk, content=attrs.evolve(content, text="")), text)
+        if out == content.text:
+            await self._write(session_id, chunk, False)
+        elif out:
+            await self._write(session_id, _with_text(chunk, out), False)
+
+    async def flush_text(self, session_id: str) -> None:
+        """The text `stream_text` holds for the session, if any, goes out now."""
+        held = self._held.pop(session_id, None)
+        if held is not None:
+            template, text = held
+            await self._write(session_id, _with_text(template, self._streams.end(text)), False)
 
     async def publish(self, session: Session, record: FailureRecord, kind: FailureKind, *,
                       active: bool = True) -> None:
@@ -118,6 +162,7 @@ class Outbox:
     ) -> str | None:
         if self.connection is None or (turn is not None and turn.cancel_requested):
             return None
+        await self.flush_text(session_id)
         fields = acp.ToolCallFields(**{a.name: getattr(tool_call, a.name) for a in attrs.fields(acp.ToolCallFields)})
         params = self.dump(acp.RequestPermissionRequest(session_id, fields, list(options)))
         with anyio.CancelScope() as scope:
@@ -139,6 +184,19 @@ class Outbox:
             valid = {option.option_id for option in options}
             return option_id if option_id in valid else None
         return None
+
+
+def _with_text(chunk: Any, text: str) -> Any:
+    return attrs.evolve(chunk, content=attrs.evolve(chunk.content, text=text))
+
+
+def _text_chunk(event: object) -> bool:
+    """A chunk of the agent's message or thought text (streamed: `Outbox.stream_text`)."""
+    return (getattr(event, "session_update", None) in _STREAMED
+            and getattr(getattr(event, "content", None), "type", None) == "text")
+
+
+_STREAMED = frozenset({"agent_message_chunk", "agent_thought_chunk"})
 
 
 def committed(incidents: IncidentRegistry, record: FailureRecord, kind: FailureKind, written: bool, *,
@@ -207,6 +265,7 @@ class Turn(_OfSession):
         return await self.session.outbox.request_permission(self.session_id, tool_call, options, self)
 
     async def ask(self, question: Question | UrlQuestion) -> Answer:
+        await self.session.outbox.flush_text(self.session_id)  # the text before the question first
         return await ask(self.session.outbox, self.session_id, question, self)
 
     def end(self) -> None:
@@ -346,6 +405,9 @@ class Session:
             incidents.signal(RecoverySignal.MODEL_ANSWER)
         if isinstance(event, acp.ConfigOptionUpdate):
             self.config_options = tuple(event.config_options)  # what the client now sees offered
+        if turn is not None and _text_chunk(event):
+            await outbox.stream_text(self.session_id, event)  # a secret split across chunks: masked
+            return
         await self.send_update(event)
 
     async def _replay_failure(self, event: HistoryFailure) -> None:

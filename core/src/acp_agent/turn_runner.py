@@ -75,6 +75,9 @@ class TurnRunner:
                 watch.cancel_scope.cancel()
         finally:
             turn.end()
+        # The turn's text is complete: what was held of it (`Outbox.stream_text`) goes before the
+        # answer, whichever it is (queued at once, so also when the request was cancelled).
+        await session.outbox.flush_text(session.session_id)
         # A cancelled request is answered -32800 now that its turn is over (the watcher cancelled it).
         from anyio.lowlevel import checkpoint_if_cancelled  # not on the way to `initialize`
 
@@ -170,6 +173,8 @@ class InputWatch(anyio.abc.ByteReceiveStream):
             raise
 
     async def aclose(self) -> None:
+        """The connection reads no more (its output failed: the client is gone), as at EOF."""
+        self._runner.input_gone()
         await self._stream.aclose()
 
 
