@@ -640,15 +640,20 @@ class Agent:
         return {}
 
     async def delete_session(self, params: Any) -> Any:
-        """Close the session if it is open here (its turn cancelled), then have the backend remove it."""
+        """Close the session if it is open here (its turn cancelled), then have the backend remove it
+        (refused while another agent process holds it)."""
         request = self._parse(params, acp.SessionIdRequest)
         await self._opens.settled(request.session_id)
         session = self.sessions.get(request.session_id)
         if session is not None:
             await self._end_session(session)
-        async with self._provider_call("session/delete"):
-            runtime = await self.runtime()
-            await runtime.delete_session(request.session_id)
+        self._hold(request.session_id)  # not from under another agent process that has it open
+        try:
+            async with self._provider_call("session/delete"):
+                runtime = await self.runtime()
+                await runtime.delete_session(request.session_id)
+        finally:
+            self._unhold(request.session_id)
         return {}
 
     async def _end_session(self, session: Session) -> None:
