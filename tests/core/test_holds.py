@@ -83,3 +83,29 @@ def test_a_lock_file_is_not_trusted(tmp_path: Path, kind: str) -> None:
         with pytest.raises(HeldElsewhere) as caught:
             SessionHolds("claude", tmp_path).acquire("s-1")
         assert caught.value.holder == os.getpid()
+
+
+@pytest.mark.anyio
+async def test_an_agent_refuses_a_session_another_process_holds_and_releases_its_own(tmp_path: Path) -> None:
+    from acp_agent.rpc import RpcError
+    from acp_agent.testing import run_in_process
+    from acp_agent_scripted import make_spec
+
+    elsewhere = SessionHolds("scripted", tmp_path)  # another descriptor: as another process
+    elsewhere.acquire("old-1")
+    elsewhere.acquire("scripted-1")
+    environ = {"ACP_AGENT_STATE_DIR": str(tmp_path)}
+    load = {"sessionId": "old-1", "cwd": str(tmp_path), "mcpServers": []}
+    async with run_in_process(make_spec({"history": {"old-1": []}}), environ=environ) as client:
+        for method in ("session/load", "session/resume"):
+            with pytest.raises(RpcError) as refused:
+                await client.request(method, load)
+            assert refused.value.code == -32602
+            assert "close it there" in refused.value.message
+        with pytest.raises(RpcError):  # even a new session's id, if it were held elsewhere
+            await client.new_session(str(tmp_path))
+        elsewhere.release_all()
+        await client.request("session/load", load)
+        with pytest.raises(HeldElsewhere):
+            SessionHolds("scripted", tmp_path).acquire("old-1")
+    SessionHolds("scripted", tmp_path).acquire("old-1")  # the agent's exit released it

@@ -552,11 +552,15 @@ class Agent:
             raise
         try:
             self._hold(started.session_id)
-        except RpcError:
+        except RpcError:  # (a fresh id another process holds: the backend must not keep it open)
             pending.abandon()
-            with anyio.CancelScope(shield=True):
-                async with self._provider_call(what):
-                    await (await self.runtime()).close_session(started.session_id)
+            runtime = self.backend.running
+            if runtime is not None:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await runtime.close_session(started.session_id)
+                    except Exception as exc:
+                        log.warning("closing session %s failed: %s", started.session_id, type(exc).__name__)
             raise
         session = self._new_session_state(started.session_id, cwd, credentials=pending.credentials)
         session.additional_directories = pending.additional_directories
