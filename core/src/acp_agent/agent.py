@@ -64,6 +64,7 @@ from acp_agent.turn_runner import InputWatch, TurnRunner
 from acp_agent.wire import UNSET, Unset, clip, describe_error
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
+    from acp_agent.holds import SessionHolds
     from acp_agent.routing import SessionRouter
     from acp_agent.turn import PERMISSION_TIMEOUT_S, Outbox, PendingSession, Session, Turn
 
@@ -109,6 +110,9 @@ class Agent:
                              logout_budget_s=LOGOUT_COMMAND_BUDGET_S)
         self.converter = acp.make_acp_converter()
         self.sessions: dict[str, Session] = {}
+        self._opens = _Opens()
+        """Loads and resumes of one session id take turns; its other requests wait for them."""
+        self._holds: SessionHolds | None = None
         self._router: SessionRouter | None = None
         self._outbox: Outbox | None = None
         self.capable = False
@@ -157,6 +161,31 @@ class Agent:
         outbox.capable = self.capable
         outbox.auth_status = self.auth_status
         outbox.features = ClientFeatures.from_capabilities(capabilities.meta, capabilities.elicitation)
+
+    @property
+    def holds(self) -> SessionHolds:
+        """The sessions this agent process holds against other agent processes (`acp_agent.holds`)."""
+        if self._holds is None:
+            from acp_agent.holds import SessionHolds, state_directory
+
+            self._holds = SessionHolds(self.provider.name, state_directory(self.settings.environ))
+        return self._holds
+
+    def _hold(self, session_id: str) -> None:
+        """Hold the session for this agent process, or say where it is open and what to do."""
+        from acp_agent.holds import HeldElsewhere
+
+        try:
+            self.holds.acquire(session_id)
+        except HeldElsewhere as exc:
+            where = f"another acp-agent process (pid {exc.holder})" if exc.holder else "another acp-agent process"
+            raise RpcError(INVALID_PARAMS, f"Session {clip(session_id)} is open in {where}, e.g. another editor "
+                           "window: close it there (or quit that window), then open it here.",
+                           {"field": "sessionId", "heldBy": exc.holder}) from None
+
+    def _unhold(self, session_id: str) -> None:
+        if self._holds is not None:
+            self._holds.release(session_id)
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -247,7 +276,11 @@ class Agent:
                 if session.turn is not None and session.turn.run_scope is not None:
                     session.turn.run_scope.cancel()
             self.sessions.clear()
-            await self.backend.close()
+            try:
+                await self.backend.close()
+            finally:
+                if self._holds is not None:
+                    self._holds.release_all()
 
     # -- the runtime ------------------------------------------------------------------------------
 
@@ -314,6 +347,11 @@ class Agent:
         if session is None:
             raise _session_not_found(session_id)
         return session
+
+    async def _opened(self, session_id: str) -> Session:
+        """The session, once a load or resume of it under way has finished (it may fail)."""
+        await self._opens.settled(session_id)
+        return self._session(session_id)
 
     @staticmethod
     def _check_cwd(cwd: str) -> None:
@@ -513,6 +551,18 @@ class Agent:
         except BaseException:
             pending.abandon()
             raise
+        try:
+            self._hold(started.session_id)
+        except RpcError:  # (a fresh id another process holds: the backend must not keep it open)
+            pending.abandon()
+            runtime = self.backend.running
+            if runtime is not None:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await runtime.close_session(started.session_id)
+                    except Exception as exc:
+                        log.warning("closing session %s failed: %s", started.session_id, type(exc).__name__)
+            raise
         session = self._new_session_state(started.session_id, cwd, credentials=pending.credentials)
         session.additional_directories = pending.additional_directories
         session.advertise(started)
@@ -532,11 +582,18 @@ class Agent:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.LoadSessionRequest)
         self._check_cwd(request.cwd)
+        # One at a time per session: two at once would each start a backend for it. The second
+        # finds the session open and opens it again (a load replays its history again).
+        async with self._opens.turn(request.session_id):
+            return await self._open_one(request, replay=replay)
+
+    async def _open_one(self, request: acp.LoadSessionRequest, *, replay: bool) -> Any:
         existing = self.sessions.get(request.session_id)
         if existing is not None and (existing.turn is not None or self.turns.line(existing).busy):
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
         credentials = self._client_credentials(request.meta)
         directories = self._additional_directories(request.additional_directories)
+        self._hold(request.session_id)  # (an open session is already held here)
         session = existing or self._new_session_state(request.session_id, request.cwd)
         if credentials:
             session.credentials = credentials
@@ -560,6 +617,7 @@ class Agent:
             if existing is None:
                 self.sessions.pop(session.session_id, None)
                 self.router.forget(session.session_id)
+                self._unhold(session.session_id)
             raise
         session.advertise(start)
         return self._dump(acp.SessionSetup(**self._setup_fields(start)))
@@ -582,19 +640,25 @@ class Agent:
 
     async def close_session(self, params: Any) -> Any:
         request = self._parse(params, acp.SessionIdRequest)
-        session = self._session(request.session_id)
+        session = await self._opened(request.session_id)
         await self._end_session(session)
         return {}
 
     async def delete_session(self, params: Any) -> Any:
-        """Close the session if it is open here (its turn cancelled), then have the backend remove it."""
+        """Close the session if it is open here (its turn cancelled), then have the backend remove it
+        (refused while another agent process holds it)."""
         request = self._parse(params, acp.SessionIdRequest)
+        await self._opens.settled(request.session_id)
         session = self.sessions.get(request.session_id)
         if session is not None:
             await self._end_session(session)
-        async with self._provider_call("session/delete"):
-            runtime = await self.runtime()
-            await runtime.delete_session(request.session_id)
+        self._hold(request.session_id)  # not from under another agent process that has it open
+        try:
+            async with self._provider_call("session/delete"):
+                runtime = await self.runtime()
+                await runtime.delete_session(request.session_id)
+        finally:
+            self._unhold(request.session_id)
         return {}
 
     async def _end_session(self, session: Session) -> None:
@@ -603,14 +667,17 @@ class Agent:
         self.turns.line(session).drop_waiting()
         if session.turn is not None:
             await self.turns.cancel_turn(session.turn)
-        runtime = self.backend.running
-        if runtime is not None:
-            async with self._provider_call("session/close"):
-                await runtime.close_session(session.session_id)
+        try:
+            runtime = self.backend.running
+            if runtime is not None:
+                async with self._provider_call("session/close"):
+                    await runtime.close_session(session.session_id)
+        finally:
+            self._unhold(session.session_id)  # after its backend stopped writing its history
 
     async def set_mode(self, params: Any) -> Any:
         request = self._parse(params, acp.SetModeRequest)
-        session = self._session(request.session_id)
+        session = await self._opened(request.session_id)
         offered = [mode.id for mode in session.modes.available_modes] if session.modes is not None else []
         if request.mode_id not in offered:
             raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(request.mode_id)!r}; {_choices(offered)}",
@@ -623,7 +690,7 @@ class Agent:
 
     async def set_config_option(self, params: Any) -> Any:
         request = self._parse(params, acp.SetConfigOptionRequest)
-        session = self._session(request.session_id)
+        session = await self._opened(request.session_id)
         option = next((option for option in session.config_options if option.id == request.config_id), None)
         if option is None:
             offered = [option.id for option in session.config_options]
@@ -643,7 +710,7 @@ class Agent:
 
     async def prompt(self, params: Any) -> Any:
         request = self._parse(params, acp.PromptRequest)
-        session = self._session(request.session_id)
+        session = await self._opened(request.session_id)
         return await self._queued_prompt(session, request.prompt)
 
     async def _queued_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
@@ -693,7 +760,7 @@ class Agent:
                            {"field": "_meta.steering.idleBehavior"})
         if not request.prompt:
             raise RpcError(INVALID_PARAMS, "Invalid params: prompt: must not be empty", {"field": "prompt"})
-        session = self._session(request.session_id)
+        session = await self._opened(request.session_id)
         turn = session.turn
         if turn is not None and not turn.cancel_requested and not turn.backend_done:
             async with self._provider_call(M.SESSION_STEERING):
@@ -723,6 +790,33 @@ class Agent:
         session = self.sessions.get(request.session_id)
         if session is not None:
             await self.turns.cancel(session)
+
+
+class _Opens:
+    """A lock per session id while a load or resume of it runs or waits (none kept after)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[anyio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def turn(self, session_id: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(session_id) or (anyio.Lock(), 0)
+        self._locks[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[session_id]
+            if users == 1:
+                del self._locks[session_id]
+            else:
+                self._locks[session_id] = (lock, users - 1)
+
+    async def settled(self, session_id: str) -> None:
+        """Returns once no load or resume of the session is under way (at once if none is)."""
+        if session_id in self._locks:
+            async with self.turn(session_id):
+                pass
 
 
 def _session_not_found(session_id: str) -> RpcError:

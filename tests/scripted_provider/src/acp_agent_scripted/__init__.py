@@ -108,6 +108,9 @@ class ScriptedRuntime(ProviderRuntime):
         self.steered: dict[str, anyio.Event] = {}
         self.prompts: list[str] = []
         """Every prompt's text, in the order the turns started."""
+        self.loading = 0
+        self.most_loading = 0
+        """Loads under way now, and the most at once (script `load_gate`: an event loads wait for)."""
 
     def _setup(self, session_id: str) -> SessionStart:
         """Script keys `modes` (ids, the first current) and `models` (values of the "model" option)."""
@@ -169,6 +172,14 @@ class ScriptedRuntime(ProviderRuntime):
         history = self.script.get("history", {}).get(session_id)
         if history is None:
             raise SessionNotFound(session_id)
+        self.loading += 1
+        self.most_loading = max(self.most_loading, self.loading)
+        try:
+            gate = self.script.get("load_gate")
+            if gate is not None:
+                await gate.wait()
+        finally:
+            self.loading -= 1
         self.sessions[session_id] = cwd
         for title in self.script.get("load_emits", []):
             await self.context.router.emit(session_id, Notice(title))  # by id, before the history
