@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -339,6 +341,22 @@ def test_user_config_policy_is_honoured(tmp_path: Path, config: str | bytes | No
     elif config is not None:
         (tmp_path / "config.toml").write_text(config)
     assert runtime.user_config_sets_policy({"CODEX_HOME": str(tmp_path)}) is sets_policy
+
+
+@pytest.mark.timeout(20)  # before the fix the FIFO's open waited for a writer for good
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_config_that_is_no_regular_file_is_skipped_at_once(tmp_path: Path, kind: str,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    """A FIFO (or a link to /dev/zero) as config.toml: skipped with a log line, codex left to
+    report it (no policy passed), never waited on nor read without end."""
+    path = tmp_path / "config.toml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with caplog.at_level(logging.WARNING):
+        assert runtime.user_config_sets_policy({"CODEX_HOME": str(tmp_path)}) is True
+    assert f"{path} is not a regular file" in caplog.text
 
 
 def test_without_a_config_file_the_toml_parser_is_not_loaded(tmp_path: Path) -> None:
