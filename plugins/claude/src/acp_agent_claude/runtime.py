@@ -646,6 +646,8 @@ class ClaudeRuntime(ProviderRuntime):
         self._unwritten.discard(session_id)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
+        import claude_agent_sdk  # noqa: F401 (most of a second: imported before the reading deadline starts)
+
         offset = int(cursor) if cursor and cursor.isdigit() else 0
         found = await self._read(store.list_sessions, cwd, limit=PAGE_SIZE + 1, offset=offset,
                                  label="claude session list")
