@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -339,6 +340,25 @@ def test_user_config_policy_is_honoured(tmp_path: Path, config: str | bytes | No
     elif config is not None:
         (tmp_path / "config.toml").write_text(config)
     assert runtime.user_config_sets_policy({"CODEX_HOME": str(tmp_path)}) is sets_policy
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_config_that_is_no_regular_file_is_skipped_at_once(tmp_path: Path, kind: str) -> None:
+    """A FIFO (or a link to /dev/zero) as config.toml: skipped with a log line, codex left to
+    report it (no policy passed), never waited on nor read without end. In a process of its own
+    with a deadline and a memory cap: before the fix the FIFO's open waited for good and
+    /dev/zero was read until the machine ran out of memory."""
+    path = tmp_path / "config.toml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    probe = ("import logging, resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+             "logging.basicConfig(level=logging.WARNING); from acp_agent_codex import runtime; "
+             f"print(runtime.user_config_sets_policy({{'CODEX_HOME': {str(tmp_path)!r}}}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "True"), done.stderr[-2000:]
+    assert f"{path} is not a regular file" in done.stderr
 
 
 def test_without_a_config_file_the_toml_parser_is_not_loaded(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ from acp_agent.acp import (
 from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.files import UnsafeFile
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import (
     ProviderRuntime,
@@ -58,7 +59,7 @@ from acp_agent.provider import (
     additional_directories,
 )
 from acp_agent.wire import UNSET
-from acp_agent_claude import asking, classify, commands, content, history, settings, titles
+from acp_agent_claude import asking, classify, commands, content, history, settings, store, titles
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.prestart import SPARE_MODE, command, environment, spare
 from acp_agent_claude.tasks import TaskPlan
@@ -353,7 +354,8 @@ class ClaudeRuntime(ProviderRuntime):
                     raise PhaseFailed(_start_failure("started")) from None
             session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
             if session.choose_mode:
-                self._choose_defaults(session)
+                self._choose_defaults(session, await self._read(
+                    settings.configured, self.context.environ, session.cwd, label="claude settings files"))
             async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
                 # Apply and verify the session's settings: the CLI answers only once they hold.
                 try:
@@ -377,10 +379,11 @@ class ClaudeRuntime(ProviderRuntime):
         self._make_room(keep=session)
         self._expiry_changed.set()
 
-    def _choose_defaults(self, session: ClaudeSession) -> None:
+    def _choose_defaults(self, session: ClaudeSession, configured: tuple[str | None, str | None]) -> None:
         """A new session's model and permission mode, once the CLI has listed its models (as
-        claude-agent-acp: settings' `defaultMode`, else `auto` where the model supports it)."""
-        configured_mode, settings_model = settings.configured(self.context.environ, session.cwd)
+        claude-agent-acp: settings' `defaultMode`, else `auto` where the model supports it);
+        `configured` is what the settings files choose (`settings.configured`)."""
+        configured_mode, settings_model = configured
         if session.model is None:
             session.model = settings.preferred_model(session.models, self.context.environ, settings_model)
         offered = [mode[0] for mode in available_modes(self.context.environ)]
@@ -514,15 +517,26 @@ class ClaudeRuntime(ProviderRuntime):
         await self._announce(session, channel)
         return SessionStart(session.session_id, self._modes(session), self._config_options(session))
 
-    async def _read(self, function: Any, *args: Any, **kwargs: Any) -> Any:
-        async with self.context.clock.phase(Phase.READING, label="claude transcript"):
+    async def _read(self, function: Any, *args: Any, label: str = "claude transcript", **kwargs: Any) -> Any:
+        """`function(*args, **kwargs)` on a worker thread (files are read off the event loop), within
+        the reading deadline."""
+        async with self.context.clock.phase(Phase.READING, label=label):
             return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), abandon_on_cancel=True)
+
+    async def _check_transcript(self, session_id: str, directory: str) -> None:
+        """A stored transcript that is not a regular file (a FIFO, a link to a device) is no
+        session: the SDK's reader would block on it or read without end."""
+        try:
+            await self._read(store.check_transcript, session_id, directory, label="claude store")
+        except UnsafeFile:
+            raise SessionNotFound(session_id) from None
 
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
         from claude_agent_sdk import get_session_info, get_session_messages
 
         self._drop_spare("the first session is a loaded one")
+        await self._check_transcript(session_id, cwd)
         if await self._read(get_session_info, session_id, directory=cwd) is None:
             live = self.sessions.get(session_id)
             if live is None or await self._stored(live):  # (a transcript elsewhere is not moved here)
@@ -598,6 +612,7 @@ class ClaudeRuntime(ProviderRuntime):
         if source is not None and not source.prompted:
             return await self.new_session(cwd, mcp_servers, channel)
         directory = source.cwd if source is not None else cwd
+        await self._check_transcript(session_id, directory)
         try:
             forked = await self._read(fork_session, session_id, directory=directory)
         except (FileNotFoundError, ValueError):
@@ -631,10 +646,11 @@ class ClaudeRuntime(ProviderRuntime):
         self._unwritten.discard(session_id)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
-        from claude_agent_sdk import list_sessions
+        import claude_agent_sdk  # noqa: F401 (most of a second: imported before the reading deadline starts)
 
         offset = int(cursor) if cursor and cursor.isdigit() else 0
-        found = await self._read(list_sessions, directory=cwd, limit=PAGE_SIZE + 1, offset=offset)
+        found = await self._read(store.list_sessions, cwd, limit=PAGE_SIZE + 1, offset=offset,
+                                 label="claude session list")
         infos = [SessionInfo(
             session_id=info.session_id, cwd=info.cwd or cwd or "",
             title=info.custom_title or info.summary or UNSET,

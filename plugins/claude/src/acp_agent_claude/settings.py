@@ -17,11 +17,13 @@ session's model supports it, else `default`. Its model is `ANTHROPIC_MODEL`, els
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from acp_agent.acp import ConfigOption, ConfigOptionValue
+from acp_agent.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
 from acp_agent.wire import UNSET
 
 MODEL = "model"
@@ -31,6 +33,7 @@ FAST = "fast-mode"  # the id Codex's fast mode has too
 FAST_ON, FAST_OFF = "on", "off"
 AUTO_FALLBACK = "acceptEdits"  # a chosen `auto` the model cannot run (claude-agent-acp's fallback)
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
+log = logging.getLogger(__name__)
 
 
 def settings_files(environ: Mapping[str, str], cwd: str) -> list[tuple[str, str]]:
@@ -45,9 +48,14 @@ def settings_files(environ: Mapping[str, str], cwd: str) -> list[tuple[str, str]
 
 
 def _read(path: str) -> dict[str, Any]:
+    """One settings file's values. A project's files come from a repository that is not trusted:
+    only a regular file of at most `SETTINGS_LIMIT` bytes is read (a FIFO, a device or a link to
+    one is skipped with a log line, never opened to wait or read without end)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
+        value = json.loads(read_regular_file(path, SETTINGS_LIMIT))
+    except UnsafeFile as exc:
+        log.warning("claude settings skipped: %s", exc)
+        return {}
     except (OSError, ValueError):
         return {}  # absent or broken: the CLI reports its own settings problems
     return value if isinstance(value, dict) else {}

@@ -50,6 +50,7 @@ from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, SessionTit
 from acp_agent.executables import executable_problem
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureObservation
+from acp_agent.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.provider import (
     ProviderRuntime,
@@ -172,13 +173,17 @@ class ThreadState:
 
 
 def user_config_sets_policy(environ: Mapping[str, str]) -> bool:
-    """Whether the user's config.toml chooses a sandbox mode or approval policy (then we pass neither)."""
+    """Whether the user's config.toml chooses a sandbox mode or approval policy (then we pass neither).
+    Only a regular file within the settings bound is read: a FIFO or a device there is skipped
+    (logged), never waited on."""
     path = os.path.join(codex_home(environ), "config.toml")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_regular_file(path, SETTINGS_LIMIT)
     except FileNotFoundError:
         return False
+    except UnsafeFile as exc:
+        log.warning("codex config skipped: %s", exc)
+        return True  # as for any unreadable config: codex reports it; we override nothing
     except OSError:
         return True  # let codex report its own configuration problems; do not override them
     import tomllib  # only for a file to read: 5 ms on the way to the first session

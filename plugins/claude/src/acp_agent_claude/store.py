@@ -1,0 +1,134 @@
+"""The Claude store's session list, read without trusting what the store's directories hold.
+
+claude-agent-sdk's `list_sessions` opens every `<uuid>.jsonl` in the project directories of
+`$CLAUDE_CONFIG_DIR/projects` as it finds it: a FIFO there blocks its thread for good (the list
+fails at its deadline and every later call leaves one more thread behind), a link to the agent's
+stdin reads the client's requests. This lists the same sessions: it finds the directories as the
+SDK does (the project's own, those of its git worktrees; every one for a list of all), keeps the
+transcripts that are regular files (`os.stat`, which opens nothing; others are skipped with a log
+line), and has the SDK's public `get_session_info` read each of them (head and tail, as its list
+does). The SDK reads the store of `os.environ`, so this does too. A load or fork is checked the
+same way before the SDK reads the one transcript (`check_transcript`).
+
+One race is left: a transcript replaced by a FIFO between the check and the SDK's open (only a
+local process racing the agent can do that; the store is the user's own directory).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import re
+import subprocess
+import unicodedata
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from acp_agent.files import UnsafeFile, regular_file_stat
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import SDKSessionInfo
+
+log = logging.getLogger(__name__)
+TRANSCRIPT = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.jsonl$", re.I)
+LONG_KEY = 200  # a longer project key is cut here and given a hash suffix (which may differ)
+
+
+def projects_dir() -> str:
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(unicodedata.normalize("NFC", config), "projects")
+
+
+def _subdirectories(path: str) -> dict[str, str]:
+    try:
+        with os.scandir(path) as entries:
+            return {entry.name: entry.path for entry in entries if entry.is_dir()}
+    except OSError:
+        return {}
+
+
+def _worktrees(directory: str) -> list[str]:
+    """The git worktrees of the repository holding `directory` (none outside one)."""
+    try:
+        result = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=directory, capture_output=True,
+                                text=True, timeout=5, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if result.returncode != 0:
+        return []
+    return [unicodedata.normalize("NFC", line[len("worktree "):])
+            for line in result.stdout.splitlines() if line.startswith("worktree ")]
+
+
+def project_dirs(directory: str | None) -> Iterator[tuple[str, str | None]]:
+    """(store directory, project path) of each directory a list reads, in the SDK's order: all of
+    them for `directory` None, else the project's, then its git worktrees' (asked of git only when
+    the caller goes on; a long key matches by its cut prefix, as the SDK matches it)."""
+    from claude_agent_sdk import project_key_for_directory
+
+    present = _subdirectories(projects_dir())
+    if directory is None:
+        yield from ((path, None) for path in present.values())
+        return
+    canonical = unicodedata.normalize("NFC", os.path.realpath(directory))
+    seen: set[str] = set()
+    for path in itertools.chain([canonical], (p for p in _worktrees(canonical) if p != canonical)):
+        key = project_key_for_directory(path)
+        name = key if key in present else next(
+            (n for n in present if len(key) > LONG_KEY and n.startswith(key[:LONG_KEY] + "-")), None)
+        if name is not None and name not in seen:
+            seen.add(name)
+            yield present[name], path
+
+
+def check_transcript(session_id: str, directory: str | None) -> None:
+    """Raise `UnsafeFile` (logged) when the transcript the SDK would read for `session_id` is not
+    a regular file, before a load or fork has the SDK open it; the first regular one ends the
+    search, as the SDK's own lookup ends there."""
+    name = f"{session_id}.jsonl"
+    if not TRANSCRIPT.match(name):
+        return
+    for store, _ in project_dirs(directory):
+        try:
+            regular_file_stat(os.path.join(store, name))
+        except UnsafeFile as exc:
+            log.warning("claude store entry refused: %s", exc)
+            raise
+        except OSError:
+            continue
+        return
+
+
+def list_sessions(directory: str | None, *, limit: int, offset: int = 0) -> list[SDKSessionInfo]:
+    """The stored sessions of `directory` (None: of every project), newest first, as
+    claude-agent-sdk's `list_sessions` answers, without opening anything but regular files."""
+    from claude_agent_sdk import get_session_info
+
+    candidates: list[tuple[str, str | None]] = []
+    unsafe: set[str] = set()
+    for store, project in project_dirs(directory):
+        try:
+            with os.scandir(store) as entries:
+                names = [entry.name for entry in entries if TRANSCRIPT.match(entry.name)]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                regular_file_stat(os.path.join(store, name))
+            except UnsafeFile as exc:
+                log.warning("claude store entry skipped: %s", exc)
+                unsafe.add(name[:-len(".jsonl")])
+                continue
+            except OSError:
+                continue
+            candidates.append((name[:-len(".jsonl")], project))
+    newest: dict[str, SDKSessionInfo] = {}
+    for session_id, project in candidates:
+        if session_id in unsafe:  # the SDK's lookup of this id may meet the unsafe one first
+            continue
+        info = get_session_info(session_id, directory=project)
+        if info is not None and (session_id not in newest or info.last_modified > newest[session_id].last_modified):
+            newest[session_id] = info
+    ordered = sorted(newest.values(), key=lambda info: info.last_modified, reverse=True)
+    return ordered[offset:offset + limit]
