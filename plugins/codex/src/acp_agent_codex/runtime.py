@@ -88,6 +88,10 @@ PROVIDER = "codex"
 TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
 """How many app-server notifications a running prompt holds before the reader waits (backpressure)."""
 INTERRUPT_TIMEOUT_S: Final = 10.0
+RESPONSIVE_S: Final = 2.0
+"""How long app-server may take to answer a request that needs no work (`turn/interrupt`,
+`thread/loaded/list`) when a cancel, a close or a missed deadline asks it to: one that does not
+is frozen, and is replaced (killed with its process group; the sessions resume on a new one)."""
 UNSUBSCRIBE_TIMEOUT_S: Final = 5.0
 STOP_TIMEOUT_S: Final = 8.0
 LIST_PAGE: Final = 50
@@ -289,11 +293,16 @@ class CodexRuntime(ProviderRuntime):
         self._titles = titles.enabled(context.environ)
         self._title_threads: dict[str, titles.Collector] = {}
         """The ephemeral threads asking for a session's title, by thread id."""
+        self._checking: anyio.Event | None = None
+        """Set once the check of an app-server that missed a deadline is over (`_start_check`)."""
 
     # -- the app-server process -------------------------------------------------------------
 
     async def _ready(self) -> AppServer:
-        """The running app-server, started (again) under the initializing phase when needed."""
+        """The running app-server, started (again) under the initializing phase when needed; after
+        a missed deadline, once the check tells whether it is frozen (bounded by RESPONSIVE_S)."""
+        if self._checking is not None:
+            await self._checking.wait()
         async with self._server_lock:
             server = self._server
             if server is not None and server.alive and self._renew and \
@@ -358,6 +367,53 @@ class CodexRuntime(ProviderRuntime):
             active = thread.active
             if active is not None and active.generation == server.generation:
                 active.queue.fail()  # never waits: the reader that fills the queue has ended
+
+    async def _responds(self, server: AppServer, method: str, params: Mapping[str, Any]) -> bool:
+        """Whether app-server answers `method` (an error is an answer) within RESPONSIVE_S; one
+        that does not is replaced at once."""
+        if not server.alive:
+            return False
+        with anyio.move_on_after(RESPONSIVE_S):
+            try:
+                await server.call(method, params)
+            except RpcError as exc:
+                log.info("%s failed: %s", method, type(exc).__name__)
+            except ConnectionClosed:
+                return False
+            return True
+        self._replace(server, f"{method} unanswered for {RESPONSIVE_S:g} s")
+        return False
+
+    def _replace(self, server: AppServer, why: str) -> None:
+        """A frozen app-server is killed with its process group (it leads its own session; SIGKILL
+        reaches a stopped process too) and reaped by its task; its turns end, and the next use
+        starts a new one, on which every session resumes (`RuntimeReplaced`), as after a loss."""
+        if not server.alive or server.stop_requested:
+            return
+        log.warning("replacing codex app-server (pid %d): %s", server.child.pid, why)
+        server.kill()
+        self._lost(server)
+        server.request_stop()
+
+    def _start_check(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
+        """A prompt ended before its turn did (a deadline, the cancel grace, shutdown): in the
+        background, its turn is interrupted (or, not acknowledged yet, app-server is asked for
+        nothing), and app-server is replaced if it does not answer; the next use waits for that."""
+        done = self._checking = anyio.Event()
+
+        async def check() -> None:
+            try:
+                turn_id = active.codex_turn_id
+                if turn_id is not None:
+                    await self._responds(server, "turn/interrupt", {"threadId": thread.thread_id, "turnId": turn_id})
+                else:
+                    await self._responds(server, "thread/loaded/list", {})
+            finally:
+                done.set()
+                if self._checking is done:
+                    self._checking = None
+
+        self._tg.start_soon(check)
 
     async def _stop(self, server: AppServer) -> None:
         server.request_stop()
@@ -782,13 +838,13 @@ class CodexRuntime(ProviderRuntime):
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
             # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
             # app-server may still run it, and the next turn/start would meet it. Stop it, once
-            # the queue is closed: a reader waiting for room could not read the interrupt's answer.
+            # the queue is closed (a reader waiting for room could not read the interrupt's
+            # answer), in the background: the prompt is answered now, the next use waits for it.
             with anyio.CancelScope(shield=True):
                 if active.codex_turn_id is None:
                     thread.orphaned = True
                 await self._end_turn(thread, active)
-                if active.codex_turn_id is not None:
-                    await self._interrupt(server, thread, active)
+                self._start_check(server, thread, active)
             raise
         finally:
             await self._end_turn(thread, active)
@@ -813,6 +869,8 @@ class CodexRuntime(ProviderRuntime):
             async with self.clock.phase(Phase.SUBMITTING, label=method):
                 result = await server.call(method, params)
         except ConnectionClosed:
+            if active.cancel_requested:
+                return TurnEnd("cancelled")  # app-server did not answer the cancel: it was replaced
             observation = transport_lost(Phase.SUBMITTING.value, submitted=True)
             turn.record_failure(observation)
             raise TurnFailed(observation) from None
@@ -845,6 +903,8 @@ class CodexRuntime(ProviderRuntime):
         turn = active.channel
         while True:
             entry = await active.queue.get()
+            if entry is None and active.cancel_requested:
+                return TurnEnd("cancelled")  # app-server did not stop the turn: it was replaced
             if entry is None:  # app-server is gone
                 observation = transport_lost(Phase.RUNNING.value, submitted=True)
                 turn.record_failure(observation)
@@ -991,8 +1051,13 @@ class CodexRuntime(ProviderRuntime):
             return
         active.cancel_requested = True
         server = self._server
-        if server is not None and server.generation == active.generation:
-            await self._interrupt(server, thread, active)
+        if server is None or server.generation != active.generation:
+            return
+        if active.codex_turn_id is not None:
+            await self._responds(server, "turn/interrupt",
+                                 {"threadId": thread.thread_id, "turnId": active.codex_turn_id})
+        else:  # interrupted once acknowledged; a frozen app-server never acknowledges it
+            await self._responds(server, "thread/loaded/list", {})
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """An approval request (or a question): asked through the client; no answer (or a cancelled
