@@ -136,3 +136,31 @@ async def test_a_close_during_a_frozen_turn_answers_and_ends_the_app_server(tmp_
     assert outcome[0].stop_reason == "cancelled", outcome
     assert answer == "echo: bravo-second"
     assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_sigterm_during_a_turn_answers_the_prompt_and_exits(tmp_path: Path, capable: bool) -> None:
+    """SIGTERM to the agent while a Codex turn streams: the prompt is answered (the worker is
+    shutting down, DESIGN §4 and §5) before the agent exits, and the app-server is gone."""
+    with FakeResponsesAPI([HELD]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            server = app_server_pid(agent.process.pid)
+            async with anyio.create_task_group() as group:
+                group.start_soon(prompt_outcome, agent, session.session_id, "alpha-first")
+                await wait_for_turn_requests(api, 1)
+                [prompt_id] = [f["id"] for f in agent.frames.outgoing if f.get("method") == "session/prompt"]
+                os.kill(agent.process.pid, signal.SIGTERM)
+                with anyio.fail_after(8.0):  # it took 10 s
+                    await agent.process.wait()
+                    answer = await agent.watched.wait_for(lambda frame: frame.get("id") == prompt_id)
+                group.cancel_scope.cancel()
+            await wait_ended([server], within_s=GONE_DEADLINE_S)
+    if capable:
+        record = answer["result"]["_meta"]["jetbrains"]["air"]["sessionFailure"]
+        assert answer["result"]["stopReason"] == "end_turn"
+        assert (record["category"], record["actions"]) == ("connection", ["new_session"])
+    else:
+        assert answer["error"]["code"] == -32603
+        assert answer["error"]["data"]["failure"]["kind"] == "workerShutdown"
