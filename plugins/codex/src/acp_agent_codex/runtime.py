@@ -293,16 +293,11 @@ class CodexRuntime(ProviderRuntime):
         self._titles = titles.enabled(context.environ)
         self._title_threads: dict[str, titles.Collector] = {}
         """The ephemeral threads asking for a session's title, by thread id."""
-        self._checking: anyio.Event | None = None
-        """Set once the check of an app-server that missed a deadline is over (`_start_check`)."""
 
     # -- the app-server process -------------------------------------------------------------
 
     async def _ready(self) -> AppServer:
-        """The running app-server, started (again) under the initializing phase when needed; after
-        a missed deadline, once the check tells whether it is frozen (bounded by RESPONSIVE_S)."""
-        if self._checking is not None:
-            await self._checking.wait()
+        """The running app-server, started (again) under the initializing phase when needed."""
         async with self._server_lock:
             server = self._server
             if server is not None and server.alive and self._renew and \
@@ -368,21 +363,21 @@ class CodexRuntime(ProviderRuntime):
             if active is not None and active.generation == server.generation:
                 active.queue.fail()  # never waits: the reader that fills the queue has ended
 
-    async def _responds(self, server: AppServer, method: str, params: Mapping[str, Any]) -> bool:
-        """Whether app-server answers `method` (an error is an answer) within RESPONSIVE_S; one
-        that does not is replaced at once."""
-        if not server.alive:
-            return False
-        with anyio.move_on_after(RESPONSIVE_S):
-            try:
-                await server.call(method, params)
-            except RpcError as exc:
-                log.info("%s failed: %s", method, type(exc).__name__)
-            except ConnectionClosed:
-                return False
-            return True
-        self._replace(server, f"{method} unanswered for {RESPONSIVE_S:g} s")
-        return False
+    async def _interrupt_or_replace(self, server: AppServer, thread_id: str, turn_id: str | None) -> None:
+        """Interrupt the turn (not acknowledged yet: it is interrupted once it is, and app-server is
+        asked for nothing instead); an app-server that does not answer within RESPONSIVE_S is
+        frozen and is replaced."""
+        with anyio.move_on_after(RESPONSIVE_S) as waited:
+            if turn_id is not None:
+                await self._interrupt_turn(server, thread_id, turn_id)
+            elif server.alive:
+                try:
+                    await server.call("thread/loaded/list", {})
+                except (RpcError, ConnectionClosed) as exc:  # an error is an answer too
+                    log.info("thread/loaded/list failed: %s", type(exc).__name__)
+        if waited.cancelled_caught:
+            method = "turn/interrupt" if turn_id is not None else "thread/loaded/list"
+            self._replace(server, f"{method} unanswered for {RESPONSIVE_S:g} s")
 
     def _replace(self, server: AppServer, why: str) -> None:
         """A frozen app-server is killed with its process group (it leads its own session; SIGKILL
@@ -394,26 +389,6 @@ class CodexRuntime(ProviderRuntime):
         server.kill()
         self._lost(server)
         server.request_stop()
-
-    def _start_check(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
-        """A prompt ended before its turn did (a deadline, the cancel grace, shutdown): in the
-        background, its turn is interrupted (or, not acknowledged yet, app-server is asked for
-        nothing), and app-server is replaced if it does not answer; the next use waits for that."""
-        done = self._checking = anyio.Event()
-
-        async def check() -> None:
-            try:
-                turn_id = active.codex_turn_id
-                if turn_id is not None:
-                    await self._responds(server, "turn/interrupt", {"threadId": thread.thread_id, "turnId": turn_id})
-                else:
-                    await self._responds(server, "thread/loaded/list", {})
-            finally:
-                done.set()
-                if self._checking is done:
-                    self._checking = None
-
-        self._tg.start_soon(check)
 
     async def _stop(self, server: AppServer) -> None:
         server.request_stop()
@@ -838,13 +813,12 @@ class CodexRuntime(ProviderRuntime):
         except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
             # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
             # app-server may still run it, and the next turn/start would meet it. Stop it, once
-            # the queue is closed (a reader waiting for room could not read the interrupt's
-            # answer), in the background: the prompt is answered now, the next use waits for it.
+            # the queue is closed: a reader waiting for room could not read the interrupt's answer.
             with anyio.CancelScope(shield=True):
                 if active.codex_turn_id is None:
                     thread.orphaned = True
                 await self._end_turn(thread, active)
-                self._start_check(server, thread, active)
+                await self._interrupt_or_replace(server, thread.thread_id, active.codex_turn_id)
             raise
         finally:
             await self._end_turn(thread, active)
@@ -1053,11 +1027,7 @@ class CodexRuntime(ProviderRuntime):
         server = self._server
         if server is None or server.generation != active.generation:
             return
-        if active.codex_turn_id is not None:
-            await self._responds(server, "turn/interrupt",
-                                 {"threadId": thread.thread_id, "turnId": active.codex_turn_id})
-        else:  # interrupted once acknowledged; a frozen app-server never acknowledges it
-            await self._responds(server, "thread/loaded/list", {})
+        await self._interrupt_or_replace(server, thread.thread_id, active.codex_turn_id)
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """An approval request (or a question): asked through the client; no answer (or a cancelled
