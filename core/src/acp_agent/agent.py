@@ -75,6 +75,8 @@ RESOURCE_NOT_FOUND = -32002
 SHUTDOWN_BUDGET_S = 4.5
 EOF_GRACE_S = 3.0
 """Requests received before stdin's EOF may finish this long; then they are answered -32800."""
+STOP_BUDGET_S = EOF_GRACE_S + SHUTDOWN_BUDGET_S + 1.0
+"""After a signal (`Agent.stop`), how long the orderly exit may take before it is cut short."""
 CANCEL_GRACE_S = 10.0
 INPUT_GONE_CANCEL_GRACE_S = 1.0
 """With the client gone nobody waits for the answer, and shutdown closes every backend anyway."""
@@ -126,6 +128,7 @@ class Agent:
         """Opens, replaces and closes the provider runtime."""
         self._answered: anyio.Event | None = None
         self._answered_once = False
+        self._input: InputWatch | None = None
         self.turns = TurnRunner(self.provider.name, start_runtime=self.runtime,
                                 running_runtime=lambda: self.backend.running,
                                 cancel_grace_s=CANCEL_GRACE_S, input_gone_cancel_grace_s=INPUT_GONE_CANCEL_GRACE_S)
@@ -228,8 +231,8 @@ class Agent:
         Every frame goes out through the scrubber, so no secret the redactor holds reaches the
         client, whichever part of the agent wrote it.
         """
-        self.connection = Connection(InputWatch(receive, self.turns), ScrubbingSendStream(send, self.settings.redact),
-                                     self.methods())
+        self._input = InputWatch(receive, self.turns)
+        self.connection = Connection(self._input, ScrubbingSendStream(send, self.settings.redact), self.methods())
         if self._outbox is not None:
             self._outbox.connection = self.connection
         if max_line_bytes:
@@ -268,6 +271,14 @@ class Agent:
         keyring call; a session that needs it sooner waits for the same load (`KeyringStore`)."""
         await self._initialize_answered.wait()
         await self.signin.load_keyring()
+
+    def stop(self) -> None:
+        """Exit as asked (a signal): every running prompt is answered with a worker-shutdown
+        failure, then the input ends as at EOF, so `serve` returns once the answers are written
+        and the backends are closed (`shutdown`)."""
+        self.turns.stop()
+        if self._input is not None:
+            self._input.end()
 
     async def shutdown(self) -> None:
         """Close every session and the backend within the shutdown budget."""

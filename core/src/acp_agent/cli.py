@@ -343,11 +343,18 @@ async def _serve(agent: object, max_line_bytes: int | None, settle: Callable[[],
             import signal
 
             log = logging.getLogger("acp_agent")
+            from acp_agent.agent import STOP_BUDGET_S
+
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async for signum in signals:
                     log.info("received signal %d, shutting down", signum)
-                    task_group.cancel_scope.cancel()
-                    return
+                    agent.stop()  # running prompts are answered, then `serve` returns as at EOF
+                    break
+                with anyio.move_on_after(STOP_BUDGET_S):
+                    async for signum in signals:  # a second signal: at once
+                        log.info("received signal %d again, exiting now", signum)
+                        break
+                task_group.cancel_scope.cancel()
 
         task_group.start_soon(watch_signals)
         await agent.serve(receive, send, max_line_bytes=max_line_bytes)

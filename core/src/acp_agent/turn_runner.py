@@ -44,6 +44,8 @@ class TurnRunner:
         self.input_gone_cancel_grace_s = input_gone_cancel_grace_s
         """With the client gone nobody waits for the answer, and shutdown closes every backend anyway."""
         self.input_ended = False
+        self.stopping = False
+        """The agent is exiting (a signal): no turn starts, the running ones are cut off."""
         self._lines: weakref.WeakKeyDictionary[Session, PromptLine] = weakref.WeakKeyDictionary()
 
     def line(self, session: Session) -> PromptLine:
@@ -60,6 +62,19 @@ class TurnRunner:
         self.input_ended = True
         for line in list(self._lines.values()):
             line.drop_waiting()
+
+    def stop(self) -> None:
+        """The agent was told to exit (SIGTERM, SIGINT, SIGHUP): queued prompts will not run, and
+        each running turn is cut off and answered with a worker-shutdown failure (DESIGN §4, §5:
+        the agent ended it, not the user) before the connection closes."""
+        self.stopping = True
+        self.input_gone()
+        for session in list(self._lines):
+            turn = session.turn
+            if turn is not None and not turn.backend_done:
+                turn.record_failure(_shutdown_failure())
+                if turn.run_scope is not None:
+                    turn.run_scope.cancel()
 
     async def run(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
         """One admitted prompt, start to answer: the response, or the turn's baseline error raised."""
@@ -99,6 +114,9 @@ class TurnRunner:
 
         stop_reason: acp.StopReason = "end_turn"
         with anyio.CancelScope(shield=True) as turn.run_scope:
+            if self.stopping:
+                turn.record_failure(_shutdown_failure())
+                return stop_reason
             try:
                 runtime = await self.start_runtime()
                 end = await runtime.prompt(session.session_id, prompt, turn)
@@ -159,23 +177,44 @@ class TurnRunner:
 
 
 class InputWatch(anyio.abc.ByteReceiveStream):
-    """The client's input stream; tells the turn runner when it ended (the client is gone)."""
+    """The client's input stream; tells the turn runner when it ended (the client is gone), and
+    ends it early when the agent is told to exit (`end`)."""
 
     def __init__(self, stream: anyio.abc.ByteReceiveStream, runner: TurnRunner) -> None:
         self._stream = stream
         self._runner = runner
+        self._ended = False
+        self._reading: anyio.CancelScope | None = None
+
+    def end(self) -> None:
+        """Read nothing more: the connection meets the end of its input, as at EOF (requests
+        received run on for their grace and are answered, the last frames are written)."""
+        self._ended = True
+        if self._reading is not None:
+            self._reading.cancel()
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         try:
-            return await self._stream.receive(max_bytes)
+            if not self._ended:
+                with anyio.CancelScope() as self._reading:
+                    return await self._stream.receive(max_bytes)
+            raise anyio.EndOfStream
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._runner.input_gone()
             raise
+        finally:
+            self._reading = None
 
     async def aclose(self) -> None:
         """The connection reads no more (its output failed: the client is gone), as at EOF."""
         self._runner.input_gone()
         await self._stream.aclose()
+
+
+def _shutdown_failure() -> FailureObservation:
+    return FailureObservation(kind=FailureKind.WORKER_SHUTDOWN, native_kind="workerShutdown",
+                              title="The agent is shutting down; the turn was stopped.", source="adapter",
+                              outcome="unknown", execution="possiblySubmitted")
 
 
 def _internal_failure(title: str) -> FailureObservation:

@@ -77,6 +77,16 @@ class AppServer:
     async def call(self, method: str, params: Any) -> Any:
         return await self.connection.request(method, params, timeout_s=NO_TIMEOUT)
 
+    def kill(self) -> None:
+        """SIGKILL the process and its process group (it leads its own session) at once: the one
+        signal a frozen (stopped) process acts on. Its task still reaps it."""
+        if self.child.returncode is None:
+            try:
+                self.child.process.kill()
+            except ProcessLookupError:
+                pass
+        kill_process_group(self.child.pid)
+
     def request_stop(self) -> None:
         self.stop_requested = True
         self.finished.set()

@@ -89,6 +89,10 @@ PROVIDER = "codex"
 TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
 """How many app-server notifications a running prompt holds before the reader waits (backpressure)."""
 INTERRUPT_TIMEOUT_S: Final = 10.0
+RESPONSIVE_S: Final = 2.0
+"""How long app-server may take to answer a request that needs no work (`turn/interrupt`,
+`thread/loaded/list`) when a cancel, a close or a missed deadline asks it to: one that does not
+is frozen, and is replaced (killed with its process group; the sessions resume on a new one)."""
 UNSUBSCRIBE_TIMEOUT_S: Final = 5.0
 STOP_TIMEOUT_S: Final = 8.0
 LIST_PAGE: Final = 50
@@ -363,6 +367,33 @@ class CodexRuntime(ProviderRuntime):
             active = thread.active
             if active is not None and active.generation == server.generation:
                 active.queue.fail()  # never waits: the reader that fills the queue has ended
+
+    async def _interrupt_or_replace(self, server: AppServer, thread_id: str, turn_id: str | None) -> None:
+        """Interrupt the turn (not acknowledged yet: it is interrupted once it is, and app-server is
+        asked for nothing instead); an app-server that does not answer within RESPONSIVE_S is
+        frozen and is replaced."""
+        with anyio.move_on_after(RESPONSIVE_S) as waited:
+            if turn_id is not None:
+                await self._interrupt_turn(server, thread_id, turn_id)
+            elif server.alive:
+                try:
+                    await server.call("thread/loaded/list", {})
+                except (RpcError, ConnectionClosed) as exc:  # an error is an answer too
+                    log.info("thread/loaded/list failed: %s", type(exc).__name__)
+        if waited.cancelled_caught:
+            method = "turn/interrupt" if turn_id is not None else "thread/loaded/list"
+            self._replace(server, f"{method} unanswered for {RESPONSIVE_S:g} s")
+
+    def _replace(self, server: AppServer, why: str) -> None:
+        """A frozen app-server is killed with its process group (it leads its own session; SIGKILL
+        reaches a stopped process too) and reaped by its task; its turns end, and the next use
+        starts a new one, on which every session resumes (`RuntimeReplaced`), as after a loss."""
+        if not server.alive or server.stop_requested:
+            return
+        log.warning("replacing codex app-server (pid %d): %s", server.child.pid, why)
+        server.kill()
+        self._lost(server)
+        server.request_stop()
 
     async def _stop(self, server: AppServer) -> None:
         server.request_stop()
@@ -792,8 +823,7 @@ class CodexRuntime(ProviderRuntime):
                 if active.codex_turn_id is None:
                     thread.orphaned = True
                 await self._end_turn(thread, active)
-                if active.codex_turn_id is not None:
-                    await self._interrupt(server, thread, active)
+                await self._interrupt_or_replace(server, thread.thread_id, active.codex_turn_id)
             raise
         finally:
             await self._end_turn(thread, active)
@@ -818,6 +848,8 @@ class CodexRuntime(ProviderRuntime):
             async with self.clock.phase(Phase.SUBMITTING, label=method):
                 result = await server.call(method, params)
         except ConnectionClosed:
+            if active.cancel_requested:
+                return TurnEnd("cancelled")  # app-server did not answer the cancel: it was replaced
             observation = transport_lost(Phase.SUBMITTING.value, submitted=True)
             turn.record_failure(observation)
             raise TurnFailed(observation) from None
@@ -850,6 +882,8 @@ class CodexRuntime(ProviderRuntime):
         turn = active.channel
         while True:
             entry = await active.queue.get()
+            if entry is None and active.cancel_requested:
+                return TurnEnd("cancelled")  # app-server did not stop the turn: it was replaced
             if entry is None:  # app-server is gone
                 observation = transport_lost(Phase.RUNNING.value, submitted=True)
                 turn.record_failure(observation)
@@ -996,8 +1030,9 @@ class CodexRuntime(ProviderRuntime):
             return
         active.cancel_requested = True
         server = self._server
-        if server is not None and server.generation == active.generation:
-            await self._interrupt(server, thread, active)
+        if server is None or server.generation != active.generation:
+            return
+        await self._interrupt_or_replace(server, thread.thread_id, active.codex_turn_id)
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """An approval request (or a question): asked through the client; no answer (or a cancelled

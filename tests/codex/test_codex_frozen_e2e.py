@@ -1,0 +1,166 @@
+"""A frozen codex app-server is replaced, and a running prompt is answered when the agent stops (issue 25, item 2).
+
+Real `codex app-server` against the fake Responses API. The app-server is frozen with SIGSTOP,
+found by PID as the agent's child; it is woken and killed by PID when a test ends. Each wait on
+the agent has a deadline well below the 20 s a cancel or a close took before (and the 10 s the
+agent took to exit on SIGTERM), generous for a loaded machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import acp
+import anyio
+import pytest
+
+from tests.codex.e2e_support import (
+    CodexAgent,
+    app_server_pid,
+    codex_agent,
+    text,
+    wait_for_turn_requests,
+    workspace,
+    write_codex_home,
+)
+from tests.e2e.cancel_support import own_answer, prompt_outcome
+from tests.e2e.processes import wait_ended
+from tests.fakes.responses_api import FakeResponsesAPI
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
+
+HELD = {"echo": True, "slow_stream": {"text": " ".join(f"word{n}" for n in range(600)), "interval_s": 0.05}}
+"""An answer that streams for 30 s."""
+ANSWER_DEADLINE_S = 15.0
+"""Below the old 20 s wait, above the 10 s cancel grace."""
+GONE_DEADLINE_S = 10.0
+
+
+@contextlib.contextmanager
+def frozen_later() -> Iterator[list[int]]:
+    """PIDs frozen during the test, woken and killed (by PID) when it ends."""
+    frozen: list[int] = []
+    try:
+        yield frozen
+    finally:
+        for pid in frozen:
+            for signum in (signal.SIGCONT, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+
+
+def freeze_app_server(agent: CodexAgent, frozen: list[int]) -> int:
+    pid = app_server_pid(agent.process.pid)
+    frozen.append(pid)
+    os.kill(pid, signal.SIGSTOP)
+    return pid
+
+
+async def test_a_cancel_replaces_a_frozen_app_server(tmp_path: Path) -> None:
+    """The app-server freezes mid-turn: the cancel answers `cancelled` by the cancel grace, the
+    frozen process is killed, and the session's next prompt runs on a new app-server."""
+    with FakeResponsesAPI([HELD, {"echo": True}]) as api, frozen_later() as frozen:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=True) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            outcome: list[Any] = []
+            answered = anyio.Event()
+            async with anyio.create_task_group() as group:
+                async def run() -> None:
+                    outcome.append(await prompt_outcome(agent, session.session_id, "alpha-first"))
+                    answered.set()
+
+                group.start_soon(run)
+                await wait_for_turn_requests(api, 1)
+                pid = freeze_app_server(agent, frozen)
+                await agent.conn.cancel(session_id=session.session_id)
+                with anyio.fail_after(ANSWER_DEADLINE_S):
+                    await answered.wait()
+            await wait_ended([pid], within_s=GONE_DEADLINE_S)
+            second = await own_answer(agent, session.session_id, "bravo-second", timeout_s=60)
+            assert app_server_pid(agent.process.pid) != pid
+    assert outcome[0].stop_reason == "cancelled", outcome
+    assert second == "echo: bravo-second"
+    assert agent.frames.problems == []
+
+
+async def test_a_missed_submit_deadline_replaces_a_frozen_app_server(tmp_path: Path) -> None:
+    """Frozen between turns: the prompt fails its submit deadline, and the next prompt of the
+    session runs on a new app-server instead of failing that deadline again. (The session has
+    had a turn: a thread that never ran one has no rollout another app-server could resume.)"""
+    with FakeResponsesAPI([{"echo": True}, {"echo": True}]) as api, frozen_later() as frozen:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=True, env={"ACP_AGENT_SUBMIT_TIMEOUT_MS": "2000"}) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            assert await own_answer(agent, session.session_id, "alpha-zero") == "echo: alpha-zero"
+            pid = freeze_app_server(agent, frozen)
+            with anyio.fail_after(ANSWER_DEADLINE_S):
+                first = await agent.conn.prompt(session_id=session.session_id, prompt=text("alpha-first"))
+            await wait_ended([pid], within_s=GONE_DEADLINE_S)
+            second = await own_answer(agent, session.session_id, "bravo-second", timeout_s=60)
+    record = first.field_meta["jetbrains"]["air"]["sessionFailure"]
+    assert record["title"].startswith("Codex did not acknowledge the turn within 2000 ms")
+    assert second == "echo: bravo-second"
+    assert agent.frames.problems == []
+
+
+async def test_a_close_during_a_frozen_turn_answers_and_ends_the_app_server(tmp_path: Path) -> None:
+    """`session/close` while the frozen app-server runs the session's turn: the close and the
+    prompt are answered, and the frozen process is gone; a new session works."""
+    with FakeResponsesAPI([HELD, {"echo": True}]) as api, frozen_later() as frozen:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=True) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            outcome: list[Any] = []
+            answered = anyio.Event()
+            async with anyio.create_task_group() as group:
+                async def run() -> None:
+                    outcome.append(await prompt_outcome(agent, session.session_id, "alpha-first"))
+                    answered.set()
+
+                group.start_soon(run)
+                await wait_for_turn_requests(api, 1)
+                pid = freeze_app_server(agent, frozen)
+                with anyio.fail_after(ANSWER_DEADLINE_S):
+                    await agent.conn.close_session(session_id=session.session_id)
+                    await answered.wait()
+            await wait_ended([pid], within_s=GONE_DEADLINE_S)
+            again = await agent.conn.new_session(cwd=workspace(tmp_path))
+            answer = await own_answer(agent, again.session_id, "bravo-second", timeout_s=60)
+    assert not isinstance(outcome[0], acp.RequestError), outcome
+    assert outcome[0].stop_reason == "cancelled", outcome
+    assert answer == "echo: bravo-second"
+    assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_sigterm_during_a_turn_answers_the_prompt_and_exits(tmp_path: Path, capable: bool) -> None:
+    """SIGTERM to the agent while a Codex turn streams: the prompt is answered (the worker is
+    shutting down, DESIGN §4 and §5) before the agent exits, and the app-server is gone."""
+    with FakeResponsesAPI([HELD]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            server = app_server_pid(agent.process.pid)
+            async with anyio.create_task_group() as group:
+                group.start_soon(prompt_outcome, agent, session.session_id, "alpha-first")
+                await wait_for_turn_requests(api, 1)
+                [prompt_id] = [f["id"] for f in agent.frames.outgoing if f.get("method") == "session/prompt"]
+                os.kill(agent.process.pid, signal.SIGTERM)
+                with anyio.fail_after(8.0):  # it took 10 s
+                    await agent.process.wait()
+                    answer = await agent.watched.wait_for(lambda frame: frame.get("id") == prompt_id)
+                group.cancel_scope.cancel()
+            await wait_ended([server], within_s=GONE_DEADLINE_S)
+    if capable:
+        record = answer["result"]["_meta"]["jetbrains"]["air"]["sessionFailure"]
+        assert answer["result"]["stopReason"] == "end_turn"
+        assert (record["category"], record["actions"]) == ("connection", ["new_session"])
+    else:
+        assert answer["error"]["code"] == -32603
+        assert answer["error"]["data"]["failure"]["kind"] == "workerShutdown"
