@@ -339,8 +339,11 @@ class ClaudeRuntime(ProviderRuntime):
     async def _connect(self, session: ClaudeSession, *, resume: bool,
                        started: ClaudeCLI | None = None) -> None:
         """Start (or, `started`, adopt) and prepare a CLI for the session. On any failure the CLI
-        is stopped in the background (`_retire`), so the error answers the client at once, within
-        its deadline."""
+        is killed before the error answers: it holds no turn (nor any transcript but the one an
+        earlier CLI wrote), and a kill takes milliseconds, so the error still answers within its
+        deadline and nothing of the failed attempt outlives it (an orderly stop in the background
+        kept a CLI that ignores the end of its input running for seconds, and the agent's exit
+        waited for it)."""
         cli: ClaudeCLI | None = started
         try:
             async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
@@ -363,7 +366,7 @@ class ClaudeRuntime(ProviderRuntime):
                     raise PhaseFailed(_start_failure("prepared")) from None
         except BaseException:
             if cli is not None:
-                self._retire(cli)
+                await cli.stop(grace_s=0, term_s=0)  # shielded, reaped, its process group killed
             raise
         session.commands = commands.with_status(
             [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")])
