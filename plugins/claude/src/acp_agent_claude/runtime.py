@@ -42,7 +42,7 @@ from acp_agent.acp import (
     TextContent,
     ToolCallUpdate,
 )
-from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.events import RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
@@ -149,6 +149,7 @@ class ClaudeSession:
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
+    untitled: bool = False  # a new session yet to show a title: its first turn's prompt is one
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 
 
@@ -507,7 +508,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
-                                add_dirs=additional_directories(channel), choose_mode=True)
+                                add_dirs=additional_directories(channel), choose_mode=True, untitled=True)
         try:
             await self._connect(session, resume=False, started=self._adopt_spare(session))
         except BaseException:
@@ -781,7 +782,7 @@ class ClaudeRuntime(ProviderRuntime):
                 session.last_used = time.monotonic()
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
-        self._ask_title(session, prompt, turn)
+        await self._ask_title(session, prompt, turn)
         return outcome
 
     async def _answer_mcp(self, session: ClaudeSession, turn: TurnChannel) -> TurnEnd:
@@ -811,11 +812,16 @@ class ClaudeRuntime(ProviderRuntime):
                                     directories=session.add_dirs, model=model, mode=mode, effort=session.effort,
                                     fast=fast, account=session.account)
 
-    def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
-        """Until the session has a title, each turn that ended asks the CLI for one, in the
-        background. Not before: the CLI stores the title in the transcript at once, and a
-        transcript holding only a title is one `--resume` cannot open (a CLI lost in its first
-        turn would leave the session unresumable)."""
+    async def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
+        """A new session's first turn that ended publishes its prompt as the title at once (as
+        the Codex provider does; claude-agent-acp shows the stored first prompt where the CLI
+        gives no title). Until the CLI has named the session, each turn that ended asks it for a
+        title, in the background, which replaces the prompt. Not before the turn: the CLI stores
+        the title in the transcript at once, and a transcript holding only a title is one
+        `--resume` cannot open (a CLI lost in its first turn would leave the session unresumable)."""
+        if session.untitled and (shown := titles.provisional(prompt)):
+            session.untitled = False
+            await turn.emit(SessionTitle(shown))  # the core makes it one short line
         text = titles.description(prompt)
         if session.titled or not text or session.cli is None or session.dead:
             return
