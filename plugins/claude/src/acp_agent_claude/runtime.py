@@ -60,7 +60,7 @@ from acp_agent.provider import (
 from acp_agent.wire import UNSET
 from acp_agent_claude import asking, classify, commands, content, history, settings, titles
 from acp_agent_claude.fold import TurnFold
-from acp_agent_claude.prestart import SPARE_MODE, command, environment, spare
+from acp_agent_claude.prestart import SPARE_MODE, bypass_allowed, command, environment, spare
 from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 
@@ -106,11 +106,12 @@ def idle_release_s(environ: Mapping[str, str]) -> float | None:
     return DEFAULT_IDLE_MS / 1000
 
 
-def available_modes(environ: dict[str, str] | Any, *, auto: bool = True) -> list[tuple[str, str, str]]:
-    """The CLI refuses bypassPermissions as root unless IS_SANDBOX=1: offer it only where it works;
-    `auto` only where the session's model supports it (the CLI's `supportsAutoMode`)."""
-    root = hasattr(os, "geteuid") and os.geteuid() == 0
-    bypass_works = not root or environ.get("IS_SANDBOX") == "1"
+def available_modes(environ: Mapping[str, str], *, auto: bool = True) -> list[tuple[str, str, str]]:
+    """The modes a CLI started with `environ` can enter: `bypassPermissions` only where the CLI
+    allows it (`bypass_allowed`: not as root without IS_SANDBOX=1), and then the CLI is started so
+    that it can switch to it; `auto` only where the session's model supports it (the CLI's
+    `supportsAutoMode`)."""
+    bypass_works = bypass_allowed(environment(environ, {}, ""))
     return [mode for mode in MODES if (mode[0] != "bypassPermissions" or bypass_works)
             and (mode[0] != "auto" or auto)]
 
@@ -274,10 +275,10 @@ class ClaudeRuntime(ProviderRuntime):
         mode, set after the handshake) with exactly its environment (so its cwd and credentials)."""
         if self.cli_path is None or session.mcp_servers or not spare_cli.cli.alive:
             return False
+        env = environment(self.context.environ, session.credentials, session.cwd)
         argv = command(self.cli_path, session_id=spare_cli.session_id, resume=False, mode=SPARE_MODE,
                        model=session.model, mcp_config=None, effort=session.effort, fast=session.fast,
-                       add_dirs=session.add_dirs)
-        env = environment(self.context.environ, session.credentials, session.cwd)
+                       add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
         return argv == spare_cli.argv and env == spare_cli.env
 
     def _adopt_spare(self, session: ClaudeSession) -> ClaudeCLI | None:
@@ -388,6 +389,9 @@ class ClaudeRuntime(ProviderRuntime):
         if session.model is None:
             session.model = settings.preferred_model(session.models, self.context.environ, settings_model)
         offered = [mode[0] for mode in available_modes(self.context.environ)]
+        if configured_mode == "bypassPermissions" and configured_mode not in offered:
+            log.warning("permissions.defaultMode bypassPermissions is not used: Claude Code refuses it "
+                        "as root unless IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP) is set")
         auto = settings.supports_auto_mode(session.models, session.model)
         session.mode = settings.initial_mode(configured_mode, auto, offered, session.resumed_mode)
         session.choose_mode = False
@@ -451,10 +455,10 @@ class ClaudeRuntime(ProviderRuntime):
         if self.cli_path is None:
             log.warning("claude CLI not found")
             raise PhaseFailed(_start_failure("started"))
+        env = environment(self.context.environ, session.credentials, session.cwd)
         argv = command(self.cli_path, session_id=session.session_id, resume=resume, mode=session.mode,
                        model=session.model, mcp_config=self._mcp_config(session), effort=session.effort,
-                       fast=session.fast, add_dirs=session.add_dirs)
-        env = environment(self.context.environ, session.credentials, session.cwd)
+                       fast=session.fast, add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
         try:
             cli = await ClaudeCLI.start(argv, env=env, cwd=session.cwd,
                                         on_request=functools.partial(self._on_request, session))
