@@ -2,7 +2,8 @@
 
 `STANDIN_HANG` picks the phase: `initializing` (never answers `initialize`), `preparing` (answers
 `initialize`, never the settings request), `submitting` (answers control requests, never reacts to
-a user message). It writes its PID to `STANDIN_PID_FILE` so tests can prove it was reaped.
+a user message), `asleep` (reads nothing: its end of input goes unnoticed; SIGTERM ends it). It
+writes its PID to `STANDIN_PID_FILE` so tests can prove it was reaped.
 
 `STANDIN_CHILD=1` starts a helper process first (as the real CLI starts MCP servers and tools) that
 ignores the CLI's end and waits (up to 120 s, so a leak cannot last); its PID goes to the same
@@ -40,6 +41,10 @@ def main() -> int:
         pids.append(helper.pid)
     with open(os.environ["STANDIN_PID_FILE"], "a") as handle:
         handle.write("".join(f"{pid}\n" for pid in pids))
+    if hang == "asleep":
+        signal.alarm(120)  # so a leak cannot last
+        while True:
+            signal.pause()
     for line in sys.stdin:
         message = json.loads(line)
         if message.get("type") != "control_request":

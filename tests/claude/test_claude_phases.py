@@ -95,10 +95,10 @@ async def test_a_missing_cli_is_a_clear_error_not_a_traceback(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("phase", ["initializing", "preparing"])
-async def test_a_start_up_deadline_answers_before_the_cli_is_stopped(tmp_path: Path, phase: str) -> None:
-    """The error reaches the client while the CLI is still being stopped, not after: the CLI ignores
-    the end of its input and SIGTERM, so only the SIGKILL after the close budget (seconds) ends it.
-    The order, not a stopwatch, is what this proves; bench/ reports the time to the error."""
+async def test_a_start_up_deadline_kills_the_cli_before_it_answers(tmp_path: Path, phase: str) -> None:
+    """The CLI ignores the end of its input and SIGTERM, so only SIGKILL ends it: it is gone when
+    the error arrives (issue 25, item 1), and the error did not wait for an orderly close (the
+    kill takes milliseconds; bench/ reports the time to the error)."""
     extra = {**standin(tmp_path, phase), "STANDIN_STUBBORN": "1"}
     with FakeAnthropicAPI([]) as api:
         async with claude_agent(api, tmp_path, capable=False, extra=extra) as agent:
@@ -106,10 +106,10 @@ async def test_a_start_up_deadline_answers_before_the_cli_is_stopped(tmp_path: P
             with pytest.raises(acp.RequestError) as caught:
                 await agent.conn.new_session(cwd=str(tmp_path))
             pids = standin_pids(tmp_path)
-            assert not all(gone(pid) for pid in pids), "the error waited for the CLI to be stopped"
-            await wait_ended(pids, within_s=STOP_BOUND_S)
-            assert live_descendants(agent.process.pid) == []
+            left = [pid for pid in pids if not gone(pid)] + live_descendants(agent.process.pid)
             assert agent.process.returncode is None
+    assert pids
+    assert left == []
     assert caught.value.data["failure"]["phase"] == phase
     assert agent.frames.problems == []
 

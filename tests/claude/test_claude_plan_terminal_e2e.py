@@ -127,12 +127,13 @@ async def test_subagent_text_shows_on_its_agent_call(tmp_path: Path) -> None:
 @TERMINALS
 async def test_the_sessions_title_is_published(tmp_path: Path, terminals: bool) -> None:
     """The CLI titles the session from its first prompt (a side request the fake answers with
-    SIDE_TITLE); the agent publishes it as `session_info_update` with `updatedAt`."""
+    SIDE_TITLE); the agent publishes it as `session_info_update` with `updatedAt`, after the
+    prompt itself, which is the title until then."""
     with FakeAnthropicAPI([{"reply": "first"}, {"reply": "second"}]) as api:
         async with claude_agent(api, tmp_path, capable=terminals, meta=_meta(terminals)) as agent:
             titled = anyio.Event()
             agent.client.update_hook = lambda _sid, update: (
-                titled.set() if update.session_update == "session_info_update" else None)
+                titled.set() if getattr(update, "title", None) == SIDE_TITLE else None)
             session = await agent.conn.new_session(cwd=str(tmp_path))
             await agent.conn.prompt(session_id=session.session_id,
                                     prompt=text("Refactor the parser module into a table-driven design"))
@@ -142,8 +143,9 @@ async def test_the_sessions_title_is_published(tmp_path: Path, terminals: bool) 
             # a second turn: the title, known now, is not asked for or published again
             await agent.conn.prompt(session_id=session.session_id, prompt=text("Thanks"))
     infos = [u for u in agent.frames.updates(session.session_id) if u["sessionUpdate"] == "session_info_update"]
-    assert [info["title"] for info in infos] == [SIDE_TITLE]
-    assert infos[0]["updatedAt"].endswith("Z")
+    assert [info["title"] for info in infos] == ["Refactor the parser module into a table-driven design",
+                                                 SIDE_TITLE]
+    assert all(info["updatedAt"].endswith("Z") for info in infos)
     assert agent.frames.problems == []
 
 

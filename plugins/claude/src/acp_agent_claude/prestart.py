@@ -54,11 +54,24 @@ def program(environ: Mapping[str, str]) -> str | None:
     return find_cli(environ) or find_program("claude", environ)
 
 
+def bypass_allowed(env: Mapping[str, str]) -> bool:
+    """Whether a CLI with the environment `env` can enter `bypassPermissions`. Claude Code exits
+    at start, started with `--allow-dangerously-skip-permissions` or in that mode, when it runs as
+    root outside a sandbox it was told of (`IS_SANDBOX=1` exactly, or `CLAUDE_CODE_BUBBLEWRAP`
+    set), "for security reasons"; everywhere else it may be entered with that flag."""
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return not root or env.get("IS_SANDBOX") == "1" or bool(env.get("CLAUDE_CODE_BUBBLEWRAP"))
+
+
 def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,
             mcp_config: str | None, effort: str | None = None, fast: bool = False,
-            add_dirs: Sequence[str] = ()) -> list[str]:
-    """The CLI's arguments, as claude-agent-sdk builds them for the options the runtime used."""
+            add_dirs: Sequence[str] = (), allow_bypass: bool = False) -> list[str]:
+    """The CLI's arguments, as claude-agent-sdk builds them for the options the runtime used;
+    `allow_bypass` (`bypass_allowed`): the session may switch to `bypassPermissions` later, as
+    claude-agent-acp starts the CLI (its `allowDangerouslySkipPermissions`). It starts in `mode`."""
     argv = [program, "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
+    if allow_bypass:
+        argv.append("--allow-dangerously-skip-permissions")
     if model:
         argv += ["--model", model]
     if effort:
@@ -119,9 +132,10 @@ def spare(environ: Mapping[str, str]) -> tuple[str, list[str], dict[str, str]] |
     path = program(environ)
     if session_id is None or path is None:
         return None
-    cwd = os.getcwd()
-    argv = command(path, session_id=session_id, resume=False, mode=SPARE_MODE, model=None, mcp_config=None)
-    return session_id, argv, environment(environ, {}, cwd)
+    env = environment(environ, {}, os.getcwd())
+    argv = command(path, session_id=session_id, resume=False, mode=SPARE_MODE, model=None, mcp_config=None,
+                   allow_bypass=bypass_allowed(env))
+    return session_id, argv, env
 
 
 def prestart(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]] | None:

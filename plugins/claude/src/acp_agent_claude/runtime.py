@@ -42,7 +42,7 @@ from acp_agent.acp import (
     TextContent,
     ToolCallUpdate,
 )
-from acp_agent.events import RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.events import RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent.files import UnsafeFile
@@ -61,7 +61,7 @@ from acp_agent.provider import (
 from acp_agent.wire import UNSET
 from acp_agent_claude import asking, classify, commands, content, history, settings, store, titles
 from acp_agent_claude.fold import TurnFold
-from acp_agent_claude.prestart import SPARE_MODE, command, environment, spare
+from acp_agent_claude.prestart import SPARE_MODE, bypass_allowed, command, environment, spare
 from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 
@@ -107,11 +107,12 @@ def idle_release_s(environ: Mapping[str, str]) -> float | None:
     return DEFAULT_IDLE_MS / 1000
 
 
-def available_modes(environ: dict[str, str] | Any, *, auto: bool = True) -> list[tuple[str, str, str]]:
-    """The CLI refuses bypassPermissions as root unless IS_SANDBOX=1: offer it only where it works;
-    `auto` only where the session's model supports it (the CLI's `supportsAutoMode`)."""
-    root = hasattr(os, "geteuid") and os.geteuid() == 0
-    bypass_works = not root or environ.get("IS_SANDBOX") == "1"
+def available_modes(environ: Mapping[str, str], *, auto: bool = True) -> list[tuple[str, str, str]]:
+    """The modes a CLI started with `environ` can enter: `bypassPermissions` only where the CLI
+    allows it (`bypass_allowed`: not as root without IS_SANDBOX=1), and then the CLI is started so
+    that it can switch to it; `auto` only where the session's model supports it (the CLI's
+    `supportsAutoMode`)."""
+    bypass_works = bypass_allowed(environment(environ, {}, ""))
     return [mode for mode in MODES if (mode[0] != "bypassPermissions" or bypass_works)
             and (mode[0] != "auto" or auto)]
 
@@ -150,6 +151,7 @@ class ClaudeSession:
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
+    untitled: bool = False  # a new session yet to show a title: its first turn's prompt is one
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 
 
@@ -274,10 +276,10 @@ class ClaudeRuntime(ProviderRuntime):
         mode, set after the handshake) with exactly its environment (so its cwd and credentials)."""
         if self.cli_path is None or session.mcp_servers or not spare_cli.cli.alive:
             return False
+        env = environment(self.context.environ, session.credentials, session.cwd)
         argv = command(self.cli_path, session_id=spare_cli.session_id, resume=False, mode=SPARE_MODE,
                        model=session.model, mcp_config=None, effort=session.effort, fast=session.fast,
-                       add_dirs=session.add_dirs)
-        env = environment(self.context.environ, session.credentials, session.cwd)
+                       add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
         return argv == spare_cli.argv and env == spare_cli.env
 
     def _adopt_spare(self, session: ClaudeSession) -> ClaudeCLI | None:
@@ -340,8 +342,11 @@ class ClaudeRuntime(ProviderRuntime):
     async def _connect(self, session: ClaudeSession, *, resume: bool,
                        started: ClaudeCLI | None = None) -> None:
         """Start (or, `started`, adopt) and prepare a CLI for the session. On any failure the CLI
-        is stopped in the background (`_retire`), so the error answers the client at once, within
-        its deadline."""
+        is killed before the error answers: it holds no turn (nor any transcript but the one an
+        earlier CLI wrote), and a kill takes milliseconds, so the error still answers within its
+        deadline and nothing of the failed attempt outlives it (an orderly stop in the background
+        kept a CLI that ignores the end of its input running for seconds, and the agent's exit
+        waited for it)."""
         cli: ClaudeCLI | None = started
         try:
             async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
@@ -365,7 +370,7 @@ class ClaudeRuntime(ProviderRuntime):
                     raise PhaseFailed(_start_failure("prepared")) from None
         except BaseException:
             if cli is not None:
-                self._retire(cli)
+                await cli.stop(grace_s=0, term_s=0)  # shielded, reaped, its process group killed
             raise
         session.commands = commands.with_status(
             [c for c in info.get("commands") or [] if isinstance(c, dict) and c.get("name")])
@@ -387,6 +392,9 @@ class ClaudeRuntime(ProviderRuntime):
         if session.model is None:
             session.model = settings.preferred_model(session.models, self.context.environ, settings_model)
         offered = [mode[0] for mode in available_modes(self.context.environ)]
+        if configured_mode == "bypassPermissions" and configured_mode not in offered:
+            log.warning("permissions.defaultMode bypassPermissions is not used: Claude Code refuses it "
+                        "as root unless IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP) is set")
         auto = settings.supports_auto_mode(session.models, session.model)
         session.mode = settings.initial_mode(configured_mode, auto, offered, session.resumed_mode)
         session.choose_mode = False
@@ -450,10 +458,10 @@ class ClaudeRuntime(ProviderRuntime):
         if self.cli_path is None:
             log.warning("claude CLI not found")
             raise PhaseFailed(_start_failure("started"))
+        env = environment(self.context.environ, session.credentials, session.cwd)
         argv = command(self.cli_path, session_id=session.session_id, resume=resume, mode=session.mode,
                        model=session.model, mcp_config=self._mcp_config(session), effort=session.effort,
-                       fast=session.fast, add_dirs=session.add_dirs)
-        env = environment(self.context.environ, session.credentials, session.cwd)
+                       fast=session.fast, add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
         try:
             cli = await ClaudeCLI.start(argv, env=env, cwd=session.cwd,
                                         on_request=functools.partial(self._on_request, session))
@@ -507,7 +515,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         session = ClaudeSession(str(uuid.uuid4()), cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
-                                add_dirs=additional_directories(channel), choose_mode=True)
+                                add_dirs=additional_directories(channel), choose_mode=True, untitled=True)
         try:
             await self._connect(session, resume=False, started=self._adopt_spare(session))
         except BaseException:
@@ -794,7 +802,7 @@ class ClaudeRuntime(ProviderRuntime):
                 session.last_used = time.monotonic()
         if isinstance(outcome, FailureObservation):
             raise TurnFailed(outcome)
-        self._ask_title(session, prompt, turn)
+        await self._ask_title(session, prompt, turn)
         return outcome
 
     async def _answer_mcp(self, session: ClaudeSession, turn: TurnChannel) -> TurnEnd:
@@ -824,11 +832,16 @@ class ClaudeRuntime(ProviderRuntime):
                                     directories=session.add_dirs, model=model, mode=mode, effort=session.effort,
                                     fast=fast, account=session.account)
 
-    def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
-        """Until the session has a title, each turn that ended asks the CLI for one, in the
-        background. Not before: the CLI stores the title in the transcript at once, and a
-        transcript holding only a title is one `--resume` cannot open (a CLI lost in its first
-        turn would leave the session unresumable)."""
+    async def _ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
+        """A new session's first turn that ended publishes its prompt as the title at once (as
+        the Codex provider does; claude-agent-acp shows the stored first prompt where the CLI
+        gives no title). Until the CLI has named the session, each turn that ended asks it for a
+        title, in the background, which replaces the prompt. Not before the turn: the CLI stores
+        the title in the transcript at once, and a transcript holding only a title is one
+        `--resume` cannot open (a CLI lost in its first turn would leave the session unresumable)."""
+        if session.untitled and (shown := titles.provisional(prompt)):
+            session.untitled = False
+            await turn.emit(SessionTitle(shown))  # the core makes it one short line
         text = titles.description(prompt)
         if session.titled or not text or session.cli is None or session.dead:
             return

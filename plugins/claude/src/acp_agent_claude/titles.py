@@ -1,7 +1,8 @@
 """The session's title: Claude Code names a session from its first prompt and stores it in the
 transcript (an `ai-title` entry) without telling stream-json. As claude-agent-acp does, the agent
 asks for it with the `generate_session_title` control request (the CLI answers with the title it
-stored or is generating, so this makes no second model call) and publishes it."""
+stored or is generating, so this makes no second model call) and publishes it. Until then a new
+session shows its first prompt (`provisional`)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,20 @@ from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 log = logging.getLogger(__name__)
 TITLE_TIMEOUT_S = 60.0
 MAX_DESCRIPTION = 1000  # the CLI titles from the last 1000 characters, as claude-agent-acp sends
+PROVISIONAL_SCAN = 4096  # a title is the prompt's start: a prompt of megabytes is not read further
 
 
 def description(prompt: Sequence[ContentBlock]) -> str:
     """The prompt's own text, which the CLI titles the session from."""
     text = "\n".join(block.text for block in prompt if isinstance(block, TextContent)).strip()
     return text[-MAX_DESCRIPTION:]
+
+
+def provisional(prompt: Sequence[ContentBlock]) -> str | None:
+    """The prompt's start, the title a new session shows until the CLI names it (the core's
+    `session_title` makes it one line of at most 256 characters); None for a prompt of no text."""
+    text = " ".join(block.text for block in prompt if isinstance(block, TextContent)).lstrip()
+    return text[:PROVISIONAL_SCAN].rstrip() or None
 
 
 async def publish(cli: ClaudeCLI, text: str, emit: Callable[[Event], Awaitable[None]]) -> bool:
