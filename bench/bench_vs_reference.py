@@ -4,11 +4,11 @@ Every row of the issue's table, for every subject that is installed, all on loop
 (`tests/fakes`): spawn → `initialize`; the first `session/new` (raw app-server: `initialize` and
 `thread/start`); a 2,000-chunk answer from its first to its last chunk (checked: every chunk
 arrived, in order, unaltered); 16 idle sessions, RSS of the process tree once its process set
-is stable for 1 s; stdin EOF → exit with 1 and with 16 sessions. For the Claude subjects the 16
-sessions are also in use (issue 25): 16 × `session/new`, then one turn in each, then a second
-turn in each, and their RSS is taken once they have been idle past acp-agent's release time
-(`ACP_AGENT_CLAUDE_IDLE_RELEASE_MS`, shortened by `--release-ms`; every Claude subject waits as
-long). Subjects run one after another inside each run, so every ratio is taken under the same
+is stable for 1 s; stdin EOF → exit with 1 and with 16 sessions. For the Claude subjects (issue
+25): 16 sessions in use (16 × `session/new`, then one turn in each, then a second turn in each,
+with the default release time), and the 16 idle sessions' RSS taken once they have been idle
+past acp-agent's release time (`ACP_AGENT_CLAUDE_IDLE_RELEASE_MS`, shortened by `--release-ms`;
+every Claude subject waits as long). Subjects run one after another inside each run, so every ratio is taken under the same
 load. Reports median [min–max] and ratios; asserts nothing.
 
 Subjects: `acp-agent --provider claude|codex`; the raw backends (`claude -p … --output-format
@@ -30,7 +30,7 @@ delta by delta, and nothing else (no types, plugins, validation or failure handl
 acp-agent is, they show what of each target's budget the stack itself takes, and what acp-agent adds;
 "least codex agent, thread at spawn" also starts the thread at spawn, guessing session/new's.
 
-    python bench/bench_vs_reference.py [--runs 7] [--session-runs 3] [--release-ms 60000]
+    python bench/bench_vs_reference.py [--runs 7] [--session-runs 3] [--release-ms 5000]
         [--only codex,claude,...]
 """
 
@@ -66,10 +66,10 @@ SESSIONS = 16
 KEYRING_PATH = "--keyring" in sys.argv
 PAUSE_S = 0.0
 """--pause-ms: how long an ACP client waits between the initialize answer and session/new."""
-RELEASE_S = 60.0
-"""--release-ms: acp-agent's idle release time for the Claude subjects' 16 sessions in use, and
-how long every Claude subject leaves them idle before their RSS is taken. Longer than opening 16
-sessions takes on a loaded machine, so that none is released before its first turn."""
+IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
+RELEASE_S = 5.0
+"""--release-ms: acp-agent's idle release time for the Claude subjects' 16 idle sessions, and how
+long every Claude subject leaves them idle before their RSS is taken."""
 REF_DIR = Path(os.environ.get("ACP_REFERENCE_DIR", "/work/ref")) / "node_modules" / "@agentclientprotocol"
 Row = dict[str, float]
 
@@ -107,16 +107,17 @@ def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: boo
     finally:
         row["exit 1"] = agent.close(grace=5)
     row["left 1"] = agent.left
+    if sessions and in_use:
+        row.update(sessions_in_use(argv, env, cwd))
     if sessions:
-        release = {"ACP_AGENT_CLAUDE_IDLE_RELEASE_MS": str(round(RELEASE_S * 1000))} if in_use else {}
+        release = {IDLE_VAR: str(round(RELEASE_S * 1000))} if in_use else {}
         agent = AcpClient(argv, {**env, **release}, cwd)
         try:
             agent.result("initialize", INITIALIZE)
-            started = time.perf_counter()
-            opened = [agent.result("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
-                      for _ in range(SESSIONS)]
+            for _ in range(SESSIONS):
+                agent.result("session/new", {"cwd": cwd, "mcpServers": []})
             if in_use:
-                row.update(sessions_in_use(agent, opened, started))
+                time.sleep(RELEASE_S)  # a benchmark: idle past the release time
             row["rss 16"], row["procs 16"] = idle_tree(agent.process.pid)
         finally:
             row["exit 16"] = agent.close(grace=5)
@@ -124,18 +125,26 @@ def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: boo
     return row
 
 
-def sessions_in_use(agent: AcpClient, opened: list[str], started: float) -> Row:
-    """After 16 × session/new (from `started`): one turn in each session, then a second turn in
-    each, then idle past the release time (the caller takes the RSS)."""
-    row: Row = {"new 16": time.perf_counter() - started}
-    for key in ("turn 16", "again 16"):
-        begun = time.perf_counter()
-        for session in opened:
-            agent.result("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]})
-        row[key] = time.perf_counter() - begun
-    row["new+turn 16"] = row["new 16"] + row["turn 16"]
-    row["procs in use"] = float(len(descendants(agent.process.pid)) + 1)  # acp-agent: 1 + one CLI each
-    time.sleep(RELEASE_S)  # a benchmark: idle past the release time
+def sessions_in_use(argv: list[str], env: dict[str, str], cwd: str) -> Row:
+    """16 × session/new, then one turn in each session, then a second turn in each, in an agent
+    with the default release time (a shortened one would release CLIs between the turns of a
+    loaded run), and the tree's processes then (acp-agent: itself and one CLI per session)."""
+    agent = AcpClient(argv, {name: value for name, value in env.items() if name != IDLE_VAR}, cwd)
+    try:
+        agent.result("initialize", INITIALIZE)
+        started = time.perf_counter()
+        opened = [agent.result("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+                  for _ in range(SESSIONS)]
+        row: Row = {"new 16": time.perf_counter() - started}
+        for key in ("turn 16", "again 16"):
+            begun = time.perf_counter()
+            for session in opened:
+                agent.result("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]})
+            row[key] = time.perf_counter() - begun
+        row["new+turn 16"] = row["new 16"] + row["turn 16"]
+        row["procs in use"] = float(len(descendants(agent.process.pid)) + 1)
+    finally:
+        agent.close(grace=5)
     return row
 
 
@@ -511,8 +520,8 @@ def main() -> None:
     parser.add_argument("--session-runs", type=int, default=3, help="runs that also open 16 sessions")
     parser.add_argument("--only", default="", help="comma-separated subject names (default: all found)")
     parser.add_argument("--keyring", action="store_true", help="codex subjects without OPENAI_API_KEY")
-    parser.add_argument("--release-ms", type=float, default=60_000,
-                        help="Claude subjects: acp-agent's idle release time for the 16 sessions in use, "
+    parser.add_argument("--release-ms", type=float, default=5_000,
+                        help="Claude subjects: acp-agent's idle release time for the 16 idle sessions, "
                              "and how long every Claude subject leaves them idle before the RSS")
     parser.add_argument("--pause-ms", type=float, default=0,
                         help="ACP subjects: pause between the initialize answer and session/new "
