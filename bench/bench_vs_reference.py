@@ -4,8 +4,12 @@ Every row of the issue's table, for every subject that is installed, all on loop
 (`tests/fakes`): spawn → `initialize`; the first `session/new` (raw app-server: `initialize` and
 `thread/start`); a 2,000-chunk answer from its first to its last chunk (checked: every chunk
 arrived, in order, unaltered); 16 idle sessions, RSS of the process tree once its process set
-is stable for 1 s; stdin EOF → exit with 1 and with 16 sessions. Subjects run one after another
-inside each run, so every ratio is taken under the same load. Reports median [min–max] and ratios; asserts nothing.
+is stable for 1 s; stdin EOF → exit with 1 and with 16 sessions. For the Claude subjects (issue
+25): 16 sessions in use (16 × `session/new`, then one turn in each, then a second turn in each,
+with the default release time), and the 16 idle sessions' RSS taken once they have been idle
+past acp-agent's release time (`ACP_AGENT_CLAUDE_IDLE_RELEASE_MS`, shortened by `--release-ms`;
+every Claude subject waits as long). Subjects run one after another inside each run, so every ratio is taken under the same
+load. Reports median [min–max] and ratios; asserts nothing.
 
 Subjects: `acp-agent --provider claude|codex`; the raw backends (`claude -p … --output-format
 stream-json` from the bundled CLI, `codex app-server` driven with raw JSON-RPC); the bundled
@@ -26,7 +30,8 @@ delta by delta, and nothing else (no types, plugins, validation or failure handl
 acp-agent is, they show what of each target's budget the stack itself takes, and what acp-agent adds;
 "least codex agent, thread at spawn" also starts the thread at spawn, guessing session/new's.
 
-    python bench/bench_vs_reference.py [--runs 7] [--session-runs 3] [--only codex,claude,...]
+    python bench/bench_vs_reference.py [--runs 7] [--session-runs 3] [--release-ms 5000]
+        [--only codex,claude,...]
 """
 
 from __future__ import annotations
@@ -61,6 +66,10 @@ SESSIONS = 16
 KEYRING_PATH = "--keyring" in sys.argv
 PAUSE_S = 0.0
 """--pause-ms: how long an ACP client waits between the initialize answer and session/new."""
+IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
+RELEASE_S = 5.0
+"""--release-ms: acp-agent's idle release time for the Claude subjects' 16 idle sessions, and how
+long every Claude subject leaves them idle before their RSS is taken."""
 REF_DIR = Path(os.environ.get("ACP_REFERENCE_DIR", "/work/ref")) / "node_modules" / "@agentclientprotocol"
 Row = dict[str, float]
 
@@ -70,7 +79,7 @@ INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile"
               "clientInfo": {"name": "bench", "version": "1"}}
 
 
-def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: bool) -> Row:
+def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: bool, in_use: bool = False) -> Row:
     row: Row = {}
     agent = AcpClient(argv, env, cwd)
     try:
@@ -98,16 +107,44 @@ def acp_subject(argv: list[str], env: dict[str, str], cwd: str, *, sessions: boo
     finally:
         row["exit 1"] = agent.close(grace=5)
     row["left 1"] = agent.left
+    if sessions and in_use:
+        row.update(sessions_in_use(argv, env, cwd))
     if sessions:
-        agent = AcpClient(argv, env, cwd)
+        release = {IDLE_VAR: str(round(RELEASE_S * 1000))} if in_use else {}
+        agent = AcpClient(argv, {**env, **release}, cwd)
         try:
             agent.result("initialize", INITIALIZE)
             for _ in range(SESSIONS):
                 agent.result("session/new", {"cwd": cwd, "mcpServers": []})
+            if in_use:
+                time.sleep(RELEASE_S)  # a benchmark: idle past the release time
             row["rss 16"], row["procs 16"] = idle_tree(agent.process.pid)
         finally:
             row["exit 16"] = agent.close(grace=5)
         row["left 16"] = agent.left
+    return row
+
+
+def sessions_in_use(argv: list[str], env: dict[str, str], cwd: str) -> Row:
+    """16 × session/new, then one turn in each session, then a second turn in each, in an agent
+    with the default release time (a shortened one would release CLIs between the turns of a
+    loaded run), and the tree's processes then (acp-agent: itself and one CLI per session)."""
+    agent = AcpClient(argv, {name: value for name, value in env.items() if name != IDLE_VAR}, cwd)
+    try:
+        agent.result("initialize", INITIALIZE)
+        started = time.perf_counter()
+        opened = [agent.result("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+                  for _ in range(SESSIONS)]
+        row: Row = {"new 16": time.perf_counter() - started}
+        for key in ("turn 16", "again 16"):
+            begun = time.perf_counter()
+            for session in opened:
+                agent.result("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]})
+            row[key] = time.perf_counter() - begun
+        row["new+turn 16"] = row["new 16"] + row["turn 16"]
+        row["procs in use"] = float(len(descendants(agent.process.pid)) + 1)
+    finally:
+        agent.close(grace=5)
     return row
 
 
@@ -372,8 +409,8 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
     found: dict[str, Any] = {}
     agent = executable()
 
-    def acp(argv: list[str]) -> Callable[[dict[str, str], str, bool], Row]:
-        return lambda env, cwd, sessions: acp_subject(argv, env, cwd, sessions=sessions)
+    def acp(argv: list[str], *, in_use: bool = False) -> Callable[[dict[str, str], str, bool], Row]:
+        return lambda env, cwd, sessions: acp_subject(argv, env, cwd, sessions=sessions, in_use=in_use)
 
     found["acp-agent codex"] = ((codex_fixture, acp([agent, "--provider", "codex"])) if codex_binary()
                                 else "openai-codex-cli-bin is not installed")
@@ -386,7 +423,7 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
         if codex_binary() else "openai-codex-cli-bin is not installed")
     codex_ref = reference("codex-acp")
     found["codex-acp"] = (codex_fixture, acp(codex_ref)) if codex_ref else f"not installed under {REF_DIR}"
-    found["acp-agent claude"] = ((claude_fixture, acp([agent, "--provider", "claude"])) if claude_cli()
+    found["acp-agent claude"] = ((claude_fixture, acp([agent, "--provider", "claude"], in_use=True)) if claude_cli()
                                  else "claude-agent-sdk is not installed")
     found["raw claude -p"] = ((claude_fixture, lambda env, cwd, sessions: raw_claude(env, cwd)) if claude_cli()
                               else "claude-agent-sdk is not installed")
@@ -402,12 +439,14 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
         def before(provider: str) -> Callable[[dict[str, str], str, bool], Row]:
             # That checkout's own command line (its console script's function may not exist here).
             return lambda env, cwd, sessions: acp_subject([sys.executable, "-m", "acp_agent.cli", "--provider", provider],
-                                                          {**env, "PYTHONPATH": path}, cwd, sessions=sessions)
+                                                          {**env, "PYTHONPATH": path}, cwd, sessions=sessions,
+                                                          in_use=provider == "claude")
 
         found["baseline codex"] = (codex_fixture, before("codex"))
         found["baseline claude"] = (claude_fixture, before("claude"))
     claude_ref = reference("claude-agent-acp")
-    found["claude-agent-acp"] = (claude_fixture, acp(claude_ref)) if claude_ref else f"not installed under {REF_DIR}"
+    found["claude-agent-acp"] = ((claude_fixture, acp(claude_ref, in_use=True)) if claude_ref
+                                 else f"not installed under {REF_DIR}")
     found["python floor"] = (no_fixture, lambda env, cwd, sessions: python_floor(env, cwd))
     return found
 
@@ -418,7 +457,12 @@ ROWS = [("initialize", "spawn → initialize", 1000, "ms"), ("session/new", "fir
                                                             1000, "ms"),
         ("ready", "spawn → first session ready", 1000, "ms"),
         ("stream", f"{CHUNKS:,}-chunk answer, first → last chunk", 1000, "ms"),
-        ("rss 16", f"{SESSIONS} idle sessions, RSS with children", 1, "MB"),
+        ("new 16", f"Claude: {SESSIONS} × session/new", 1000, "ms"),
+        ("turn 16", f"Claude: then one turn in each of the {SESSIONS}", 1000, "ms"),
+        ("new+turn 16", f"Claude: {SESSIONS} × session/new plus one turn in each", 1000, "ms"),
+        ("again 16", f"Claude: a second turn in each of the {SESSIONS}", 1000, "ms"),
+        ("procs in use", "Claude: processes after the second turns", 1, ""),
+        ("rss 16", f"{SESSIONS} idle sessions, RSS with children (Claude: idle past the release time)", 1, "MB"),
         ("procs 16", f"{SESSIONS} idle sessions, processes", 1, ""),
         ("exit 1", "stdin EOF → exit, 1 session", 1000, "ms"), ("exit 16", f"stdin EOF → exit, {SESSIONS} sessions",
                                                                  1000, "ms"),
@@ -444,7 +488,11 @@ RATIOS = [("ready", "acp-agent codex", "raw app-server", "target 2: ≤ 1.15"),
           ("stream", "acp-agent claude", "least claude agent", "what acp-agent adds"),
           ("initialize", "acp-agent claude", "least claude agent", "what acp-agent adds"),
           ("ready", "acp-agent claude", "claude-agent-acp", "target 1: ≤ 0.5"),
-          ("rss 16", "acp-agent claude", "claude-agent-acp", "target 4: ≤ 0.2"),
+          ("rss 16", "acp-agent claude", "claude-agent-acp", "target 4, issue 25 item 9: ≤ 0.2, idle past the release time"),
+          ("new+turn 16", "acp-agent claude", "claude-agent-acp", "issue 25 item 9: ≤ 1.0"),
+          ("again 16", "acp-agent claude", "claude-agent-acp", "issue 25 item 9: ≤ 1.0"),
+          ("new+turn 16", "acp-agent claude", "baseline claude", "this tree against the baseline"),
+          ("again 16", "acp-agent claude", "baseline claude", "this tree against the baseline"),
           ("initialize", "acp-agent codex", "codex-acp", "target 6: ≤ 0.25"),
           ("initialize", "acp-agent claude", "claude-agent-acp", "target 6: ≤ 0.25"),
           ("ready", "acp-agent codex", "baseline codex", "this tree against the baseline"),
@@ -472,12 +520,16 @@ def main() -> None:
     parser.add_argument("--session-runs", type=int, default=3, help="runs that also open 16 sessions")
     parser.add_argument("--only", default="", help="comma-separated subject names (default: all found)")
     parser.add_argument("--keyring", action="store_true", help="codex subjects without OPENAI_API_KEY")
+    parser.add_argument("--release-ms", type=float, default=5_000,
+                        help="Claude subjects: acp-agent's idle release time for the 16 idle sessions, "
+                             "and how long every Claude subject leaves them idle before the RSS")
     parser.add_argument("--pause-ms", type=float, default=0,
                         help="ACP subjects: pause between the initialize answer and session/new "
                              "(ready is still initialize + session/new, without the pause)")
     args, _ = parser.parse_known_args()
-    global PAUSE_S
+    global PAUSE_S, RELEASE_S
     PAUSE_S = args.pause_ms / 1000
+    RELEASE_S = args.release_ms / 1000
     available = subjects()
     wanted = [name.strip() for name in args.only.split(",") if name.strip()] or list(available)
     runnable = {name: value for name, value in available.items() if name in wanted and not isinstance(value, str)}

@@ -1,6 +1,7 @@
-"""Idle Claude sessions: a bounded number of live CLIs (least recently used released first, and
-after an idle timeout); a released session comes back on its next prompt or mode/model change
-with its settings, MCP servers and history. The real CLI against the fake API, through `acp-agent`.
+"""Idle Claude sessions: a CLI is released after an idle timeout (and, beyond a bound set by the
+user, least recently used first), never while its session is in use; a released session comes
+back on its next prompt or mode/model change with its settings, MCP servers and history. The real
+CLI against the fake API, through `acp-agent`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
 BOTH = pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+IN_USE = 5  # more sessions than the three live CLIs the agent used to keep
+DEFAULTS = {"ACP_AGENT_CLAUDE_MAX_LIVE_CLIS": "", "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS": ""}
 
 
 def cli_of(agent_pid: int, session_id: str) -> int:
@@ -124,4 +127,64 @@ async def test_an_idle_cli_is_released_after_the_idle_timeout_and_comes_back(tmp
     assert result.stop_reason == "end_turn"
     assert "".join(texts) == "One.Two."
     assert user_texts(api.turn_requests[-1].body)[:3] == ["user: First", "assistant: One.", "user: Second"]
+    assert agent.frames.problems == []
+
+
+def clis_of(agent_pid: int, session_id: str) -> list[int]:
+    """Every CLI the agent runs for a session (one, or none once released)."""
+    return [pid for pid in children(agent_pid)
+            if any(part.endswith(session_id.encode()) for part in argv_of(pid))]
+
+
+async def test_sessions_in_use_keep_their_clis_with_the_default_settings(tmp_path: Path) -> None:
+    """Five sessions, each prompted twice: every turn runs on the CLI its session/new started (a
+    restart would be a new PID and `--resume`), none is released between turns."""
+    with FakeAnthropicAPI([{"echo": True, "times": 2 * IN_USE}]) as api:
+        async with claude_agent(api, tmp_path, capable=True, extra=DEFAULTS) as agent:
+            pid = agent.process.pid
+            started: dict[str, list[int]] = {}
+            for _ in range(IN_USE):
+                session_id = (await agent.conn.new_session(cwd=str(tmp_path))).session_id
+                started[session_id] = clis_of(pid, session_id)
+            results = []
+            for turn in ("first", "second"):
+                for session_id in started:
+                    results.append(await agent.conn.prompt(session_id=session_id,
+                                                           prompt=text(f"{turn} {session_id}")))
+            after = {session_id: clis_of(pid, session_id) for session_id in started}
+            argvs = [argv_of(cli) for clis in after.values() for cli in clis]
+            texts = {session_id: "".join(agent_texts(agent, session_id)) for session_id in started}
+    assert all(len(clis) == 1 for clis in started.values()), started
+    assert after == started, "a session's CLI was restarted between its turns"
+    assert not any(part.startswith(b"--resume") for argv in argvs for part in argv)
+    assert [result.stop_reason for result in results] == ["end_turn"] * 2 * IN_USE
+    assert texts == {session_id: f"echo: first {session_id}echo: second {session_id}" for session_id in started}
+    assert agent.frames.problems == []
+
+
+async def test_sessions_idle_past_the_release_time_lose_their_clis_and_resume(tmp_path: Path) -> None:
+    """More sessions than the old bound, the release time shortened: once every session has been
+    idle that long no CLI is left, and each next prompt resumes its session's transcript."""
+    with FakeAnthropicAPI([{"echo": True, "times": 2 * IN_USE}]) as api:
+        async with claude_agent(api, tmp_path, capable=True,
+                                extra={**DEFAULTS, "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS": "3000"}) as agent:
+            pid = agent.process.pid
+            sessions = [(await agent.conn.new_session(cwd=str(tmp_path))).session_id for _ in range(IN_USE)]
+            for session_id in sessions:
+                await agent.conn.prompt(session_id=session_id, prompt=text(f"first {session_id}"))
+            await wait_ended(children(pid), within_s=60)
+            left = children(pid)
+            revived = []
+            for session_id in sessions:
+                result = await agent.conn.prompt(session_id=session_id, prompt=text(f"second {session_id}"))
+                assert result.stop_reason == "end_turn"
+                revived.append(argv_of(cli_of(pid, session_id)))
+            texts = {session_id: "".join(agent_texts(agent, session_id)) for session_id in sessions}
+    assert left == []
+    assert all(f"--resume={session_id}".encode() in argv for session_id, argv in zip(sessions, revived, strict=True))
+    assert texts == {session_id: f"echo: first {session_id}echo: second {session_id}" for session_id in sessions}
+    # each resumed CLI sent its session's first exchange again
+    histories = [user_texts(request.body)[:3] for request in api.turn_requests[IN_USE:]]
+    assert sorted(histories) == sorted([f"user: first {s}", f"assistant: echo: first {s}", f"user: second {s}"]
+                                       for s in sessions)
     assert agent.frames.problems == []

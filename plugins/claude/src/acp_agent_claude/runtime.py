@@ -73,7 +73,7 @@ STOP_GRACE_S = 5.0  # after stdin EOF, as the SDK waited, then SIGTERM, then (af
 EXIT_GRACE_S = 0.05  # at the agent's exit, a settled idle CLI: stdin EOF and SIGTERM, then SIGKILL
 SETTLED_S = 1.0  # a CLI whose last turn ended this long ago has written its transcript
 MAX_LIVE_VAR = "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS"
-DEFAULT_MAX_LIVE = 3  # each idle CLI holds about 150 MB
+DEFAULT_MAX_LIVE = 32  # a safety bound (about 150 MB per idle CLI); the idle release frees memory
 IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
 DEFAULT_IDLE_MS = 600_000
 PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
@@ -93,10 +93,15 @@ PERMISSION_OPTIONS = (
 )
 
 
-def max_live_clis(environ: Mapping[str, str]) -> int:
-    """How many sessions may keep a CLI running between turns (least recently used go first)."""
+def max_live_clis(environ: Mapping[str, str]) -> int | None:
+    """How many sessions may keep a CLI running between turns, beyond which the least recently
+    used idle one is released (None: no bound, when set to 0). Memory goes back through the idle
+    release (`idle_release_s`): the default is only a safety bound, far above the sessions one
+    user keeps in use, so that a session in use never pays a CLI restart."""
     raw = environ.get(MAX_LIVE_VAR, "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_LIVE
+    if raw.isdigit():
+        return int(raw) if int(raw) > 0 else None
+    return DEFAULT_MAX_LIVE
 
 
 def idle_release_s(environ: Mapping[str, str]) -> float | None:
@@ -399,7 +404,7 @@ class ClaudeRuntime(ProviderRuntime):
         session.mode = settings.initial_mode(configured_mode, auto, offered, session.resumed_mode)
         session.choose_mode = False
 
-    # -- idle CLIs: a bounded number live, least recently used released first -------------------
+    # -- idle CLIs: released after the idle time; beyond a safety bound, least recently used first -
 
     def _idle(self, session: ClaudeSession) -> bool:
         return (session.cli is not None and not session.dead and session.turn is None
@@ -407,6 +412,8 @@ class ClaudeRuntime(ProviderRuntime):
 
     def _make_room(self, keep: ClaudeSession) -> None:
         """Release the least recently used idle CLIs beyond `max_live` (busy ones stay)."""
+        if self.max_live is None:
+            return
         live = [s for s in self.sessions.values() if s is not keep and s.cli is not None and not s.dead]
         excess = len(live) + 1 - self.max_live
         for session in sorted((s for s in live if self._idle(s)), key=lambda s: s.last_used)[:max(excess, 0)]:
