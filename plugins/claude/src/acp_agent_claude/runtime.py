@@ -16,12 +16,14 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import aclosing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.from_thread
 import anyio.to_thread
 import attrs
 from attrs import define, field
@@ -152,18 +154,17 @@ class ClaudeSession:
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 
 
-def _stored_mode(session_id: str, directory: str) -> str | None:
-    """The last permission mode in the session's stored transcript (claude-agent-sdk finds it).
-
-    The SDK offers no public reader of a transcript's raw records, so this uses a private one; an
-    SDK without it only loses this nicety (the session starts in its default mode instead)."""
+def _transcript_path(session_id: str, directory: str) -> Path | None:
+    """The session's stored transcript, found as claude-agent-sdk finds it (the project directory,
+    then its git worktrees). The SDK offers no public locator, so this uses a private one; an SDK
+    without it falls back to its whole-file reader (and the session starts in its default mode)."""
     try:
-        from claude_agent_sdk._internal.sessions import _read_session_file
+        from claude_agent_sdk._internal.sessions import _resolve_session_file_path
     except ImportError:
-        log.info("claude-agent-sdk has no transcript reader: a reopened session starts in its default mode")
+        log.info("claude-agent-sdk has no transcript locator: the replay is read whole")
         return None
-    text = _read_session_file(session_id, directory)
-    return settings.transcript_mode(text) if text else None
+    path: Path | None = _resolve_session_file_path(session_id, directory)
+    return path
 
 
 @define(frozen=True)
@@ -337,10 +338,10 @@ class ClaudeRuntime(ProviderRuntime):
     # -- the CLI ----------------------------------------------------------------------------------
 
     async def _connect(self, session: ClaudeSession, *, resume: bool,
-                       started: ClaudeCLI | None = None) -> None:
+                       started: ClaudeCLI | None = None, mode_known: anyio.Event | None = None) -> None:
         """Start (or, `started`, adopt) and prepare a CLI for the session. On any failure the CLI
         is stopped in the background (`_retire`), so the error answers the client at once, within
-        its deadline."""
+        its deadline. `mode_known`: the stored mode is being read alongside; the settings wait."""
         cli: ClaudeCLI | None = started
         try:
             async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
@@ -352,6 +353,8 @@ class ClaudeRuntime(ProviderRuntime):
                     log.warning("claude CLI failed to start: %s", type(exc).__name__)
                     raise PhaseFailed(_start_failure("started")) from None
             session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
+            if mode_known is not None:
+                await mode_known.wait()
             if session.choose_mode:
                 self._choose_defaults(session)
             async with self.context.clock.phase(Phase.PREPARING, label="claude settings"):
@@ -520,7 +523,7 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
-        from claude_agent_sdk import get_session_info, get_session_messages
+        from claude_agent_sdk import get_session_info
 
         self._drop_spare("the first session is a loaded one")
         if await self._read(get_session_info, session_id, directory=cwd) is None:
@@ -528,14 +531,6 @@ class ClaudeRuntime(ProviderRuntime):
             if live is None or await self._stored(live):  # (a transcript elsewhere is not moved here)
                 raise SessionNotFound(session_id)
             return await self._reopen_unwritten(live, cwd, mcp_servers, channel)
-        if replay:
-            messages = await self._read(get_session_messages, session_id, directory=cwd)
-            # The transcript lines' fields the SDK keeps, under the transcript's own keys.
-            entries = [{"type": m.type, "uuid": m.uuid, "sessionId": m.session_id, "message": m.message}
-                       for m in messages]
-            recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
-            for event in history.replay(entries, session_id, cwd, recogniser):
-                await channel.emit(event)
         existing = self.sessions.pop(session_id, None)
         if existing is not None:
             self._kept_settings[session_id] = _Kept.of(existing)
@@ -546,18 +541,108 @@ class ClaudeRuntime(ProviderRuntime):
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
                                 add_dirs=additional_directories(channel), choose_mode=kept is None)
-        if kept is None:  # opened by another agent process: it goes on in its transcript's mode
-            session.resumed_mode = await self._read(_stored_mode, session_id, cwd)
         if kept is not None:
             session.mode, session.model, session.effort, session.fast = kept.mode, kept.model, kept.effort, kept.fast
         try:
-            await self._connect(session, resume=True)
+            await self._replay_and_resume(session, channel, replay=replay, read_mode=kept is None)
         except BaseException:
             self._forget_files(session)
             raise
         self.sessions[session_id] = session
         await self._announce(session, channel)
         return SessionStart(session_id, self._modes(session), self._config_options(session))
+
+    async def _replay_and_resume(self, session: ClaudeSession, channel: SessionChannel, *, replay: bool,
+                                 read_mode: bool) -> None:
+        """Replay the transcript while the CLI starts resuming it (its resume reads it too).
+
+        The transcript is read once, in a worker thread, and each batch of entries is sent on as it
+        comes, under a deadline on progress (`PhaseClock.paced`), so a long history is never cut
+        off; the stored permission mode comes from the same pass, and the CLI waits for it only
+        before its settings are applied. Either side failing stops the other."""
+        mode_known = anyio.Event()
+        failures: list[BaseException] = []
+        async with anyio.create_task_group() as tg:
+            async def resume() -> None:
+                try:
+                    await self._connect(session, resume=True, mode_known=mode_known)
+                except Exception as exc:
+                    failures.append(exc)
+                    tg.cancel_scope.cancel()
+
+            tg.start_soon(resume)
+            try:
+                if replay or read_mode:
+                    mode = await self._stream_transcript(session, channel if replay else None)
+                    session.resumed_mode = mode if read_mode else None
+            except Exception as exc:
+                failures.append(exc)
+                tg.cancel_scope.cancel()
+            mode_known.set()
+        if failures:
+            raise failures[0]
+
+    async def _stream_transcript(self, session: ClaudeSession, channel: SessionChannel | None) -> str | None:
+        """Send the transcript's replay to `channel` (None: only read the mode); its stored mode."""
+        path = await self._read(_transcript_path, session.session_id, session.cwd)
+        if path is None:  # an SDK without the private locator: its whole-file reader, as before
+            return await self._replay_all(session, channel)
+        reader = history.TranscriptReader()
+        replayer = history.Replayer(session.cwd, functools.partial(self.context.hooks.recognise_history, PROVIDER))
+        send, receive = anyio.create_memory_object_stream[list[dict[str, Any]]](4)
+
+        def read() -> None:
+            def deliver(batch: list[dict[str, Any]]) -> None:
+                anyio.from_thread.run(send.send, batch)  # (without a replay too: the read's progress)
+
+            with path.open("rb") as handle:
+                reader.read(handle, deliver)
+
+        async def produce() -> None:
+            async with send:
+                try:
+                    await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+                except OSError as exc:  # gone or unreadable: what was read is the replay (as the SDK's)
+                    log.warning("could not read the transcript of session %s: %s", session.session_id,
+                                type(exc).__name__)
+
+        failures: list[Exception] = []
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(produce)
+            try:
+                await self._replay_batches(receive, channel, replayer)
+            except Exception as exc:  # raised below, not as a task group's exception group
+                failures.append(exc)
+                tg.cancel_scope.cancel()
+        if failures:
+            raise failures[0]
+        return reader.mode
+
+    async def _replay_batches(self, receive: anyio.abc.ObjectReceiveStream[list[dict[str, Any]]],
+                              channel: SessionChannel | None, replayer: history.Replayer) -> None:
+        batches = self.context.clock.paced(Phase.READING, receive, label="claude transcript")
+        async with aclosing(batches):
+            async for batch in batches:
+                if channel is None:
+                    continue
+                for entry in batch:
+                    for event in replayer.feed(entry):
+                        await channel.emit(event)
+        if channel is not None:
+            for event in replayer.finish():
+                await channel.emit(event)
+
+    async def _replay_all(self, session: ClaudeSession, channel: SessionChannel | None) -> str | None:
+        from claude_agent_sdk import get_session_messages
+
+        if channel is not None:
+            messages = await self._read(get_session_messages, session.session_id, directory=session.cwd)
+            entries = [{"type": m.type, "uuid": m.uuid, "sessionId": m.session_id, "message": m.message}
+                       for m in messages]
+            recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
+            for event in history.replay(entries, session.session_id, session.cwd, recogniser):
+                await channel.emit(event)
+        return None
 
     async def _stored(self, session: ClaudeSession) -> bool:
         """Whether the CLI wrote this session's transcript (a CLI killed early never did)."""
