@@ -155,9 +155,12 @@ class PhaseClock:
     backend: str
 
     @asynccontextmanager
-    async def phase(self, phase: Phase, *, label: str = "", mutation: bool = False) -> AsyncIterator[None]:
-        """Run the block under the phase's budget; `mutation` when its request may change state."""
+    async def phase(self, phase: Phase, *, label: str = "", mutation: bool = False,
+                    scale: float = 1.0) -> AsyncIterator[None]:
+        """Run the block under the phase's budget; `mutation` when its request may change state;
+        `scale`: a budget that many times the phase's (one response whose size the history decides)."""
         budget = self.deadlines.budget_ms(phase)
+        budget = None if budget is None else min(MAX_MS, round(budget * max(scale, 1.0)))
         started = time.monotonic()
         log.debug("phase %s%s started", phase.value, f" ({label})" if label else "")
         outcome = "failed"
