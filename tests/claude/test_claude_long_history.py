@@ -184,3 +184,19 @@ async def test_a_long_history_loads_complete_and_in_order_with_its_mode(tmp_path
     assert sum(u["sessionUpdate"] == "tool_call" for u in updates) == 2_000
     assert loaded.modes is not None and loaded.modes.current_mode_id == "acceptEdits"
     assert agent.frames.problems == []
+
+
+def test_the_transcript_is_found_where_the_cli_writes_it_without_the_sdk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load's first update does not wait for claude-agent-sdk's import (over a second): the
+    transcript is found where the CLI writes it; anything else is left to the SDK's search."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
+    session_id = long_transcript.install(tmp_path / "config", work, 1)
+    path = long_transcript.project_dir(tmp_path / "config", work) / f"{session_id}.jsonl"
+    assert runtime_module._written_transcript(session_id, str(work)) == path
+    assert runtime_module._written_transcript(SESSION, str(work)) is None  # not written
+    assert runtime_module._written_transcript("../../etc/passwd", str(work)) is None  # not a session id
+    (path.parent / f"{SESSION}.jsonl").write_bytes(b"")
+    assert runtime_module._written_transcript(SESSION, str(work)) is None  # empty: the SDK decides

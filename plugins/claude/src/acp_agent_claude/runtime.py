@@ -11,9 +11,12 @@ import functools
 import json
 import logging
 import os
+import re
 import shutil
+import stat
 import tempfile
 import time
+import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
@@ -154,10 +157,36 @@ class ClaudeSession:
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 
 
+def _written_transcript(session_id: str, directory: str) -> Path | None:
+    """The transcript where the CLI writes it for `directory` (`<config>/projects/<directory with
+    every other character than a letter or digit a dash>/<id>.jsonl`), found without importing
+    claude-agent-sdk (over a second of CPU: the load's first update would wait for it). None
+    where only the SDK's fuller search can tell (no such file, a path long enough to be hashed,
+    a git worktree's transcript, an id that is not a UUID)."""
+    try:
+        uuid.UUID(session_id)
+    except ValueError:
+        return None
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")  # the SDK's and CLI's rule
+    name = re.sub(r"[^a-zA-Z0-9]", "-", unicodedata.normalize("NFC", os.path.realpath(directory)))
+    if len(name) > 200:
+        return None
+    path = Path(unicodedata.normalize("NFC", config), "projects", name, f"{session_id}.jsonl")
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return path if stat.S_ISREG(status.st_mode) and status.st_size > 0 else None
+
+
 def _transcript_path(session_id: str, directory: str) -> Path | None:
     """The session's stored transcript, found as claude-agent-sdk finds it (the project directory,
-    then its git worktrees). The SDK offers no public locator, so this uses a private one; an SDK
-    without it falls back to its whole-file reader (and the session starts in its default mode)."""
+    then its git worktrees): where the CLI writes it, else through the SDK. The SDK offers no public
+    locator, so this uses a private one; an SDK without it falls back to its whole-file reader
+    (and the session starts in its default mode)."""
+    written = _written_transcript(session_id, directory)
+    if written is not None:
+        return written
     try:
         from claude_agent_sdk._internal.sessions import _resolve_session_file_path
     except ImportError:
@@ -523,10 +552,8 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
-        from claude_agent_sdk import get_session_info
-
         self._drop_spare("the first session is a loaded one")
-        if await self._read(get_session_info, session_id, directory=cwd) is None:
+        if await self._read(_written_transcript, session_id, cwd) is None and not await self._listed(session_id, cwd):
             live = self.sessions.get(session_id)
             if live is None or await self._stored(live):  # (a transcript elsewhere is not moved here)
                 raise SessionNotFound(session_id)
@@ -643,6 +670,12 @@ class ClaudeRuntime(ProviderRuntime):
             for event in history.replay(entries, session.session_id, session.cwd, recogniser):
                 await channel.emit(event)
         return None
+
+    async def _listed(self, session_id: str, cwd: str) -> bool:
+        """Whether claude-agent-sdk finds the session's transcript for `cwd` (its worktrees too)."""
+        from claude_agent_sdk import get_session_info
+
+        return await self._read(get_session_info, session_id, directory=cwd) is not None
 
     async def _stored(self, session: ClaudeSession) -> bool:
         """Whether the CLI wrote this session's transcript (a CLI killed early never did)."""
