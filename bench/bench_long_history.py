@@ -7,8 +7,8 @@ installed (as in `bench_vs_reference.py`: `ACP_REFERENCE_DIR`, default /work/ref
 turn (a prompt, a shell call and its output, the answer) run by the real `codex app-server`
 against the fake Responses API, its rollout lines repeated to N turns with fresh ids, loaded by a
 fresh agent. Per run: request → response (load), request → first replayed update, the replayed
-user and agent message chunks per turn (the same at every size: complete), and the peak RSS of the agent's process tree (sampled every
-20 ms). Reports median [min–max]; asserts nothing.
+user and agent message chunks per turn (the same at every size: complete), and the peak RSS of
+the agent's process tree (sampled every 20 ms). Reports median [min–max]; asserts nothing.
 
     python bench/bench_long_history.py [--turns 100,1000,10000,50000] [--runs 3] [--only claude,codex,ref]
 """
