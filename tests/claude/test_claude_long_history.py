@@ -200,3 +200,19 @@ def test_the_transcript_is_found_where_the_cli_writes_it_without_the_sdk(
     assert runtime_module._written_transcript("../../etc/passwd", str(work)) is None  # not a session id
     (path.parent / f"{SESSION}.jsonl").write_bytes(b"")
     assert runtime_module._written_transcript(SESSION, str(work)) is None  # empty: the SDK decides
+
+
+async def test_a_resume_reads_only_the_mode_and_replays_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`session/resume` in a new agent: the same one pass finds the stored mode; no update is sent."""
+    channel, connected = Channel(), list[str | None]()
+
+    def write(handle: Any) -> None:
+        parent = long_transcript.write_turns(handle, 1, 500, None, SESSION, str(tmp_path))
+        long_transcript.write_turns(handle, 501, 1, parent, SESSION, str(tmp_path), mode="acceptEdits")
+
+    with fifo(tmp_path, write) as path:
+        async with runtime(monkeypatch, path, connected=connected) as claude:
+            session = ClaudeSession(SESSION, str(tmp_path), choose_mode=True)
+            await claude._replay_and_resume(session, channel, replay=False, read_mode=True)
+    assert channel.events == []
+    assert connected == ["started", "acceptEdits"]

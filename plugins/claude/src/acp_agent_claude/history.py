@@ -179,21 +179,21 @@ class TranscriptReader:
     holds is replayed (a rewound one too): nothing the user typed is left out.
     """
 
-    def __init__(self, chunk: int = 1 << 18) -> None:
-        self.chunk = chunk
+    def __init__(self, chunk: int = 1 << 18, *, entries: bool = True) -> None:
+        self.chunk, self.entries = chunk, entries  # entries=False: only the mode (a resume)
         self.mode: str | None = None
 
     def read(self, handle: BinaryIO, deliver: Callable[[list[dict[str, Any]]], None]) -> None:
-        """Read `handle` to its end, handing the entries of each chunk read to `deliver` (a chunk
-        is what the source has, up to `chunk` bytes: a slow source shows each step it makes); a
-        corrupt line is skipped."""
+        """Read `handle` to its end, handing the entries of each chunk read to `deliver`, none too
+        (a chunk is what the source has, up to `chunk` bytes: each is progress, so a slow source
+        shows each step it makes); a corrupt line is skipped."""
         rest, read = b"", getattr(handle, "read1", handle.read)  # read1: what is there, not a full chunk
         while chunk := read(self.chunk):
             lines = (rest + chunk).split(b"\n")
             rest = lines.pop()
-            batch = [entry for line in lines if (entry := self._entry(line)) is not None]
-            if batch:
-                deliver(batch)
+            if not self.entries:
+                lines = [line for line in lines if b'"permissionMode"' in line]
+            deliver([entry for line in lines if (entry := self._entry(line)) is not None])
         last = self._entry(rest) if rest.strip() else None
         if last is not None:
             deliver([last])

@@ -614,13 +614,13 @@ class ClaudeRuntime(ProviderRuntime):
         path = await self._read(_transcript_path, session.session_id, session.cwd)
         if path is None:  # an SDK without the private locator: its whole-file reader, as before
             return await self._replay_all(session, channel)
-        reader = history.TranscriptReader()
+        reader = history.TranscriptReader(entries=channel is not None)
         replayer = history.Replayer(session.cwd, functools.partial(self.context.hooks.recognise_history, PROVIDER))
         send, receive = anyio.create_memory_object_stream[list[dict[str, Any]]](4)
 
         def read() -> None:
             def deliver(batch: list[dict[str, Any]]) -> None:
-                anyio.from_thread.run(send.send, batch)  # (without a replay too: the read's progress)
+                anyio.from_thread.run(send.send, batch)
 
             with path.open("rb") as handle:
                 reader.read(handle, deliver)
