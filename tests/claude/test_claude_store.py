@@ -81,3 +81,20 @@ def test_what_is_no_regular_file_is_left_out(populated: dict[str, Path]) -> None
     real = store.list_sessions(str(populated["plain"]), limit=1)[0].session_id
     store.check_transcript(real, str(populated["plain"]))  # a regular one passes
     store.check_transcript(str(uuid.uuid4()), str(populated["plain"]))  # an absent one too
+
+
+def test_a_transcript_is_found_where_the_sdk_finds_it_without_its_private_locator(
+        populated: dict[str, Path]) -> None:
+    """The load's streamed replay finds transcripts past the plain key (a hashed long path, a git
+    worktree's) by the store's search, not through claude-agent-sdk's private resolver."""
+    from claude_agent_sdk import get_session_info
+
+    for name in ("deep", "worktree", "repo"):
+        directory = populated["projects"] / project_key_for_directory(populated[name])
+        for path in directory.glob("*.jsonl"):
+            session_id = path.stem
+            asked_from = populated["repo"] if name == "worktree" else populated[name]
+            assert get_session_info(session_id, directory=str(asked_from)) is not None
+            assert store.transcript_path(session_id, str(asked_from)) == str(path)
+    assert store.transcript_path(str(uuid.uuid4()), str(populated["repo"])) is None
+    assert store.transcript_path("../../etc/passwd", str(populated["repo"])) is None

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Final
+from typing import Final, TypeVar
 
 import anyio
 
@@ -20,6 +21,7 @@ from acp_agent.failures import Execution, FailureKind, FailureObservation
 from acp_agent.records import frozen
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 MAX_MS: Final = 2_147_483_647
 STARTUP_VAR: Final = "ACP_AGENT_STARTUP_TIMEOUT_MS"
@@ -153,9 +155,12 @@ class PhaseClock:
     backend: str
 
     @asynccontextmanager
-    async def phase(self, phase: Phase, *, label: str = "", mutation: bool = False) -> AsyncIterator[None]:
-        """Run the block under the phase's budget; `mutation` when its request may change state."""
+    async def phase(self, phase: Phase, *, label: str = "", mutation: bool = False,
+                    scale: float = 1.0) -> AsyncIterator[None]:
+        """Run the block under the phase's budget; `mutation` when its request may change state;
+        `scale`: a budget that many times the phase's (one response whose size the history decides)."""
         budget = self.deadlines.budget_ms(phase)
+        budget = None if budget is None else min(MAX_MS, round(budget * max(scale, 1.0)))
         started = time.monotonic()
         log.debug("phase %s%s started", phase.value, f" ({label})" if label else "")
         outcome = "failed"
@@ -172,3 +177,30 @@ class PhaseClock:
         finally:
             log.info("phase %s%s %s after %.0f ms", phase.value, f" ({label})" if label else "", outcome,
                      (time.monotonic() - started) * 1000)
+
+    async def paced(self, phase: Phase, items: AsyncIterator[_T], *, label: str = "") -> AsyncGenerator[_T, None]:
+        """`items`, each within the phase's budget of the one before: a deadline on progress.
+
+        For a read whose length the history decides (a long transcript, many pages): it may take
+        as long as it keeps going, and one that stalls overruns as a phase does. The consumer's
+        own time between items (sending them on) does not count. Iterate it in `aclosing`.
+        """
+        budget = self.deadlines.budget_ms(phase)
+        started, count, outcome = time.monotonic(), 0, "failed"
+        try:
+            while True:
+                with anyio.move_on_after(math.inf if budget is None else budget / 1000) as scope:
+                    try:
+                        item = await anext(items)
+                    except StopAsyncIteration:
+                        break
+                if scope.cancelled_caught:
+                    outcome = "deadline"
+                    assert budget is not None
+                    raise PhaseDeadlineExceeded(deadline_observation(phase, budget, self.backend))
+                count += 1
+                yield item
+            outcome = "ok"
+        finally:
+            log.info("phase %s%s %s after %.0f ms (%d steps)", phase.value, f" ({label})" if label else "",
+                     outcome, (time.monotonic() - started) * 1000, count)

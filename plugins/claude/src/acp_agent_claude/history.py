@@ -11,8 +11,9 @@ provider's answer is `recognise_entry`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, BinaryIO
 
 import attrs
 
@@ -69,16 +70,55 @@ def recognise(entries: Sequence[Mapping[str, Any]], session_id: str = "") -> lis
             if isinstance(event, HistoryFailure)]
 
 
-def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str | None = None,
+def replay(entries: Iterable[Mapping[str, Any]], session_id: str = "", cwd: str | None = None,
            recogniser: Recogniser = recognise_entry) -> list[Event]:
     """The transcript as replay events; only the latest unrecovered typed failure stays active."""
-    events: list[Event] = []
-    user_message_id: str | None = None
-    tools: dict[str, str] = {}
-    inputs: dict[str, Mapping[str, Any]] = {}
-    tasks = TaskPlan()  # the task tools replay as the plan they built, as they showed live
-    latest_failure: int | None = None
-    for entry in entries:
+    replayer = Replayer(cwd, recogniser)
+    events = [event for entry in entries for event in replayer.feed(entry)]
+    return events + replayer.finish()
+
+
+class Replayer:
+    """`replay`, one entry at a time, so `session/load` sends updates as the transcript is read.
+
+    What an entry yields is final, except after a typed failure: whether it stays active is known
+    only at a real model answer (it recovered) or the end, so from it on the events are held back
+    until then (a usage limit is usually the end of a transcript, so this is short).
+    """
+
+    def __init__(self, cwd: str | None = None, recogniser: Recogniser = recognise_entry) -> None:
+        self.cwd, self.recogniser = cwd, recogniser
+        self.user_message_id: str | None = None
+        self.tools: dict[str, str] = {}
+        self.inputs: dict[str, Mapping[str, Any]] = {}  # only the task tools' (their plan needs them)
+        self.tasks = TaskPlan()  # the task tools replay as the plan they built, as they showed live
+        self.held: list[Event] = []  # from the latest typed failure on, until it is settled
+
+    def feed(self, entry: Mapping[str, Any]) -> list[Event]:
+        """The replay events of one transcript entry (none while a failure is held back)."""
+        holding = self.held
+        events = self._events(entry)
+        if self.held and self.held is holding:  # the same failure is still unsettled
+            self.held.extend(events)
+            return []
+        return events
+
+    def finish(self) -> list[Event]:
+        """The end of the transcript: a held failure is the latest, and stays active."""
+        held, self.held = self.held, []
+        if held:
+            failure = held[0]
+            assert isinstance(failure, HistoryFailure)
+            held[0] = attrs.evolve(failure, active=True)
+        return held
+
+    def _settle(self) -> list[Event]:
+        """A real model answer: the held failure recovered and is replayed inactive."""
+        held, self.held = self.held, []
+        return held
+
+    def _events(self, entry: Mapping[str, Any]) -> list[Event]:
+        events: list[Event] = []
         kind, uuid = entry.get("type"), str(entry.get("uuid") or "")
         message = entry.get("message") or {}
         blocks = _blocks(message)
@@ -87,31 +127,30 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
             for block in blocks:
                 if block.get("type") == "tool_result":
                     tool_id = str(block.get("tool_use_id", ""))
-                    if tools.get(tool_id) in TASK_TOOLS:
-                        plan = tasks.apply(tools[tool_id], inputs.get(tool_id, {}), block.get("content"), None,
-                                           bool(block.get("is_error")))
+                    if self.tools.get(tool_id) in TASK_TOOLS:
+                        plan = self.tasks.apply(self.tools[tool_id], self.inputs.get(tool_id, {}),
+                                                block.get("content"), None, bool(block.get("is_error")))
                         events.extend([plan] if plan is not None else [])
                         continue
                     events.append(content.tool_result(tool_id, block.get("content"), bool(block.get("is_error")),
-                                                      tools.get(tool_id)))
+                                                      self.tools.get(tool_id)))
             if text_blocks:
-                user_message_id = uuid or user_message_id
+                self.user_message_id = uuid or self.user_message_id
                 events.extend(user_text(str(b["text"])) for b in text_blocks)
-            continue
+            return events
         if kind != "assistant":
-            continue
-        recognised = recogniser(entry, user_message_id)
+            return events
+        recognised = self.recogniser(entry, self.user_message_id)
         if recognised is not None:
-            events.append(attrs.evolve(recognised, active=False))
-            if recognised.typed:
-                latest_failure = len(events) - 1
-            continue
+            failure = attrs.evolve(recognised, active=False)
+            if recognised.typed:  # the latest so far: held until it is settled
+                settled, self.held = self._settle(), [failure]
+                return settled
+            return [failure]
         text = _text(blocks)
         if message.get("model") == classify.SYNTHETIC_MODEL:
-            if text:
-                events.append(agent_text(text))
-            continue
-        latest_failure = None  # a real model answer: the quota recovered
+            return [agent_text(text)] if text else []
+        events.extend(self._settle())  # a real model answer: the quota recovered
         for block in blocks:
             block_type = block.get("type")
             if block_type == "text" and block.get("text"):
@@ -120,14 +159,57 @@ def replay(entries: Sequence[Mapping[str, Any]], session_id: str = "", cwd: str 
                 events.append(thought_text(str(block["thinking"])))
             elif block_type == "tool_use":
                 tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
-                tools[tool_id] = name
+                self.tools[tool_id] = name
                 raw_input = block.get("input")
                 tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
-                inputs[tool_id] = tool_input
-                if name not in TASK_TOOLS:
-                    events.append(content.tool_call(tool_id, name, tool_input, cwd))
-    if latest_failure is not None:
-        failure = events[latest_failure]
-        assert isinstance(failure, HistoryFailure)
-        events[latest_failure] = attrs.evolve(failure, active=True)
-    return events
+                if name in TASK_TOOLS:
+                    self.inputs[tool_id] = tool_input
+                else:
+                    events.append(content.tool_call(tool_id, name, tool_input, self.cwd))
+        return events
+
+
+class TranscriptReader:
+    """One pass over a stored transcript (JSONL): its visible entries in batches, as they are read,
+    and the stored permission mode (its last user record's) from the same pass.
+
+    Visible entries are the SDK's (`get_session_messages`): user and assistant records that are
+    not meta, sidechain or team records, in file order. Unlike the SDK's reader it keeps nothing
+    it has handed on, so memory stays flat however long the history, and every branch the file
+    holds is replayed (a rewound one too): nothing the user typed is left out.
+    """
+
+    def __init__(self, chunk: int = 1 << 18, *, entries: bool = True) -> None:
+        self.chunk, self.entries = chunk, entries  # entries=False: only the mode (a resume)
+        self.mode: str | None = None
+
+    def read(self, handle: BinaryIO, deliver: Callable[[list[dict[str, Any]]], None]) -> None:
+        """Read `handle` to its end, handing the entries of each chunk read to `deliver`, none too
+        (a chunk is what the source has, up to `chunk` bytes: each is progress, so a slow source
+        shows each step it makes); a corrupt line is skipped."""
+        rest, read = b"", getattr(handle, "read1", handle.read)  # read1: what is there, not a full chunk
+        while chunk := read(self.chunk):
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            if not self.entries:
+                lines = [line for line in lines if b'"permissionMode"' in line]
+            deliver([entry for line in lines if (entry := self._entry(line)) is not None])
+        last = self._entry(rest) if rest.strip() else None
+        if last is not None:
+            deliver([last])
+
+    def _entry(self, line: bytes) -> dict[str, Any] | None:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(record, dict) or record.get("type") not in ("user", "assistant"):
+            return None
+        if record["type"] == "user" and isinstance(record.get("permissionMode"), str):
+            self.mode = record["permissionMode"]
+        if not isinstance(record.get("uuid"), str) or not isinstance(record.get("message"), Mapping):
+            return None
+        if record.get("isMeta") or record.get("isSidechain") or record.get("teamName"):
+            return None
+        return {"type": record["type"], "uuid": record["uuid"], "sessionId": record.get("sessionId", ""),
+                "message": record["message"]}

@@ -11,17 +11,22 @@ import functools
 import json
 import logging
 import os
+import re
 import shutil
+import stat
 import tempfile
 import time
+import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import aclosing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.from_thread
 import anyio.to_thread
 import attrs
 from attrs import define, field
@@ -160,18 +165,36 @@ class ClaudeSession:
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 
 
-def _stored_mode(session_id: str, directory: str) -> str | None:
-    """The last permission mode in the session's stored transcript (claude-agent-sdk finds it).
-
-    The SDK offers no public reader of a transcript's raw records, so this uses a private one; an
-    SDK without it only loses this nicety (the session starts in its default mode instead)."""
+def _written_transcript(session_id: str, directory: str) -> Path | None:
+    """The transcript where the CLI writes it for `directory` (`<config>/projects/<directory with
+    every other character than a letter or digit a dash>/<id>.jsonl`), found without importing
+    claude-agent-sdk (over a second of CPU: the load's first update would wait for it). None
+    where only the SDK's fuller search can tell (no such file, a path long enough to be hashed,
+    a git worktree's transcript, an id that is not a UUID)."""
     try:
-        from claude_agent_sdk._internal.sessions import _read_session_file
-    except ImportError:
-        log.info("claude-agent-sdk has no transcript reader: a reopened session starts in its default mode")
+        uuid.UUID(session_id)
+    except ValueError:
         return None
-    text = _read_session_file(session_id, directory)
-    return settings.transcript_mode(text) if text else None
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")  # the SDK's and CLI's rule
+    name = re.sub(r"[^a-zA-Z0-9]", "-", unicodedata.normalize("NFC", os.path.realpath(directory)))
+    if len(name) > 200:
+        return None
+    path = Path(unicodedata.normalize("NFC", config), "projects", name, f"{session_id}.jsonl")
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return path if stat.S_ISREG(status.st_mode) and status.st_size > 0 else None
+
+
+def _transcript_path(session_id: str, directory: str) -> Path | None:
+    """The session's stored transcript, found as claude-agent-sdk finds it (the project directory,
+    then its git worktrees): where the CLI writes it, else by the store's search."""
+    written = _written_transcript(session_id, directory)
+    if written is not None:
+        return written
+    found = store.transcript_path(session_id, directory)
+    return Path(found) if found is not None else None
 
 
 @define(frozen=True)
@@ -345,13 +368,13 @@ class ClaudeRuntime(ProviderRuntime):
     # -- the CLI ----------------------------------------------------------------------------------
 
     async def _connect(self, session: ClaudeSession, *, resume: bool,
-                       started: ClaudeCLI | None = None) -> None:
+                       started: ClaudeCLI | None = None, mode_known: anyio.Event | None = None) -> None:
         """Start (or, `started`, adopt) and prepare a CLI for the session. On any failure the CLI
         is killed before the error answers: it holds no turn (nor any transcript but the one an
         earlier CLI wrote), and a kill takes milliseconds, so the error still answers within its
         deadline and nothing of the failed attempt outlives it (an orderly stop in the background
         kept a CLI that ignores the end of its input running for seconds, and the agent's exit
-        waited for it)."""
+        waited for it). `mode_known`: the stored mode is being read alongside; the settings wait."""
         cli: ClaudeCLI | None = started
         try:
             async with self.context.clock.phase(Phase.INITIALIZING, label="claude"):
@@ -363,6 +386,8 @@ class ClaudeRuntime(ProviderRuntime):
                     log.warning("claude CLI failed to start: %s", type(exc).__name__)
                     raise PhaseFailed(_start_failure("started")) from None
             session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
+            if mode_known is not None:
+                await mode_known.wait()
             if session.choose_mode:
                 self._choose_defaults(session, await self._read(
                     settings.configured, self.context.environ, session.cwd, label="claude settings files"))
@@ -548,23 +573,13 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
-        from claude_agent_sdk import get_session_info, get_session_messages
-
         self._drop_spare("the first session is a loaded one")
         await self._check_transcript(session_id, cwd)
-        if await self._read(get_session_info, session_id, directory=cwd) is None:
+        if await self._read(_written_transcript, session_id, cwd) is None and not await self._listed(session_id, cwd):
             live = self.sessions.get(session_id)
             if live is None or await self._stored(live):  # (a transcript elsewhere is not moved here)
                 raise SessionNotFound(session_id)
             return await self._reopen_unwritten(live, cwd, mcp_servers, channel)
-        if replay:
-            messages = await self._read(get_session_messages, session_id, directory=cwd)
-            # The transcript lines' fields the SDK keeps, under the transcript's own keys.
-            entries = [{"type": m.type, "uuid": m.uuid, "sessionId": m.session_id, "message": m.message}
-                       for m in messages]
-            recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
-            for event in history.replay(entries, session_id, cwd, recogniser):
-                await channel.emit(event)
         existing = self.sessions.pop(session_id, None)
         if existing is not None:
             self._kept_settings[session_id] = _Kept.of(existing)
@@ -575,18 +590,114 @@ class ClaudeRuntime(ProviderRuntime):
         session = ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                                 mcp_servers=content.mcp_servers(mcp_servers),
                                 add_dirs=additional_directories(channel), choose_mode=kept is None)
-        if kept is None:  # opened by another agent process: it goes on in its transcript's mode
-            session.resumed_mode = await self._read(_stored_mode, session_id, cwd)
         if kept is not None:
             session.mode, session.model, session.effort, session.fast = kept.mode, kept.model, kept.effort, kept.fast
         try:
-            await self._connect(session, resume=True)
+            await self._replay_and_resume(session, channel, replay=replay, read_mode=kept is None)
         except BaseException:
             self._forget_files(session)
             raise
         self.sessions[session_id] = session
         await self._announce(session, channel)
         return SessionStart(session_id, self._modes(session), self._config_options(session))
+
+    async def _replay_and_resume(self, session: ClaudeSession, channel: SessionChannel, *, replay: bool,
+                                 read_mode: bool) -> None:
+        """Replay the transcript while the CLI starts resuming it (its resume reads it too).
+
+        The transcript is read once, in a worker thread, and each batch of entries is sent on as it
+        comes, under a deadline on progress (`PhaseClock.paced`), so a long history is never cut
+        off; the stored permission mode comes from the same pass, and the CLI waits for it only
+        before its settings are applied. Either side failing stops the other."""
+        mode_known = anyio.Event()
+        failures: list[BaseException] = []
+        async with anyio.create_task_group() as tg:
+            async def resume() -> None:
+                try:
+                    await self._connect(session, resume=True, mode_known=mode_known)
+                except Exception as exc:
+                    failures.append(exc)
+                    tg.cancel_scope.cancel()
+
+            tg.start_soon(resume)
+            try:
+                if replay or read_mode:
+                    mode = await self._stream_transcript(session, channel if replay else None)
+                    session.resumed_mode = mode if read_mode else None
+            except Exception as exc:
+                failures.append(exc)
+                tg.cancel_scope.cancel()
+            mode_known.set()
+        if failures:
+            raise failures[0]
+
+    async def _stream_transcript(self, session: ClaudeSession, channel: SessionChannel | None) -> str | None:
+        """Send the transcript's replay to `channel` (None: only read the mode); its stored mode."""
+        path = await self._read(_transcript_path, session.session_id, session.cwd)
+        if path is None:  # none found by the store's search: the SDK's whole-file reader decides
+            return await self._replay_all(session, channel)
+        reader = history.TranscriptReader(entries=channel is not None)
+        replayer = history.Replayer(session.cwd, functools.partial(self.context.hooks.recognise_history, PROVIDER))
+        send, receive = anyio.create_memory_object_stream[list[dict[str, Any]]](4)
+
+        def read() -> None:
+            def deliver(batch: list[dict[str, Any]]) -> None:
+                anyio.from_thread.run(send.send, batch)
+
+            with path.open("rb") as handle:
+                reader.read(handle, deliver)
+
+        async def produce() -> None:
+            async with send:
+                try:
+                    await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+                except OSError as exc:  # gone or unreadable: what was read is the replay (as the SDK's)
+                    log.warning("could not read the transcript of session %s: %s", session.session_id,
+                                type(exc).__name__)
+
+        failures: list[Exception] = []
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(produce)
+            try:
+                await self._replay_batches(receive, channel, replayer)
+            except Exception as exc:  # raised below, not as a task group's exception group
+                failures.append(exc)
+                tg.cancel_scope.cancel()
+        if failures:
+            raise failures[0]
+        return reader.mode
+
+    async def _replay_batches(self, receive: anyio.abc.ObjectReceiveStream[list[dict[str, Any]]],
+                              channel: SessionChannel | None, replayer: history.Replayer) -> None:
+        batches = self.context.clock.paced(Phase.READING, receive, label="claude transcript")
+        async with aclosing(batches):
+            async for batch in batches:
+                if channel is None:
+                    continue
+                for entry in batch:
+                    for event in replayer.feed(entry):
+                        await channel.emit(event)
+        if channel is not None:
+            for event in replayer.finish():
+                await channel.emit(event)
+
+    async def _replay_all(self, session: ClaudeSession, channel: SessionChannel | None) -> str | None:
+        from claude_agent_sdk import get_session_messages
+
+        if channel is not None:
+            messages = await self._read(get_session_messages, session.session_id, directory=session.cwd)
+            entries = [{"type": m.type, "uuid": m.uuid, "sessionId": m.session_id, "message": m.message}
+                       for m in messages]
+            recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
+            for event in history.replay(entries, session.session_id, session.cwd, recogniser):
+                await channel.emit(event)
+        return None
+
+    async def _listed(self, session_id: str, cwd: str) -> bool:
+        """Whether claude-agent-sdk finds the session's transcript for `cwd` (its worktrees too)."""
+        from claude_agent_sdk import get_session_info
+
+        return await self._read(get_session_info, session_id, directory=cwd) is not None
 
     async def _stored(self, session: ClaudeSession) -> bool:
         """Whether the CLI wrote this session's transcript (a CLI killed early never did)."""

@@ -100,6 +100,22 @@ def check_transcript(session_id: str, directory: str | None) -> None:
         return
 
 
+def transcript_path(session_id: str, directory: str) -> str | None:
+    """The regular file holding `session_id`'s transcript, searched where the SDK searches (the
+    project's store directory, then its git worktrees'); None when there is none."""
+    name = f"{session_id}.jsonl"
+    if not TRANSCRIPT.match(name):
+        return None
+    for store, _ in project_dirs(directory):
+        path = os.path.join(store, name)
+        try:
+            regular_file_stat(path)
+        except OSError:  # absent, or not a regular file (UnsafeFile)
+            continue
+        return path
+    return None
+
+
 def list_sessions(directory: str | None, *, limit: int, offset: int = 0) -> list[SDKSessionInfo]:
     """The stored sessions of `directory` (None: of every project), newest first, as
     claude-agent-sdk's `list_sessions` answers, without opening anything but regular files."""

@@ -460,12 +460,13 @@ Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
 
 
 def history_events(turns: Sequence[Any], redact: Callable[[str], str],
-                   recogniser: Recogniser = recognise_turn) -> list[Event]:
+                   recogniser: Recogniser = recognise_turn, *, last: bool = True) -> list[Event]:
     """Stored turns (`itemsView: full`) as the replay of `session/load`.
 
     Each turn is offered to `recogniser` (the runtime passes the core's history hook): a failed
     turn's error is replayed as a typed record in place of text; legacy clients see the (redacted)
-    error text as agent text. Only the last turn's failure stays active.
+    error text as agent text. Only the last turn's failure stays active (`last`: these turns end
+    the thread; a page that others follow has none active).
     """
     events: list[Event] = []
     for index, turn in enumerate(turns):
@@ -496,5 +497,5 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
                     events.append(call)
         failure = recogniser(turn, user_message_id)
         if failure is not None:
-            events.append(attrs.evolve(redact_legacy(failure, redact), active=index == len(turns) - 1))
+            events.append(attrs.evolve(redact_legacy(failure, redact), active=last and index == len(turns) - 1))
     return events

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Final
 
 import anyio
@@ -97,6 +99,9 @@ UNSUBSCRIBE_TIMEOUT_S: Final = 5.0
 STOP_TIMEOUT_S: Final = 8.0
 LIST_PAGE: Final = 50
 TURNS_PAGE: Final = 100
+RESUME_BYTES: Final = 8 << 20
+"""A rollout this large may take the whole read budget to resume (a 3,000-turn rollout of 20 MB took
+20 s on a loaded 2-core machine); a larger one gets a budget as many times longer."""
 
 MODES: Final = (
     SessionMode("read-only", "Read-only", "Codex reads files; it asks before editing files or running commands."),
@@ -268,6 +273,15 @@ def _value_of(choices: settings.Choices, name: str) -> str:
 
 
 # --- the runtime ----------------------------------------------------------------------------------
+
+
+def rollout_size(home: str, thread_id: str) -> int:
+    """The size of the thread's rollout (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-<id>.jsonl`),
+    0 when it is not there (codex may keep it elsewhere: the budget is then the phase's own)."""
+    for path in Path(home, "sessions").glob(f"*/*/*/rollout-*-{glob.escape(thread_id)}.jsonl"):
+        with contextlib.suppress(OSError):
+            return path.stat().st_size
+    return 0
 
 
 class CodexRuntime(ProviderRuntime):
@@ -605,8 +619,8 @@ class CodexRuntime(ProviderRuntime):
             raise PhaseFailed(rpc_error_observation(exc.code, exc.message, phase.value)) from None
         return result if isinstance(result, Mapping) else {}
 
-    async def _turns(self, server: AppServer, session_id: str) -> list[Any]:
-        turns: list[Any] = []
+    async def _pages(self, server: AppServer, session_id: str) -> AsyncIterator[tuple[list[Any], bool]]:
+        """The thread's stored turns, a page at a time, and whether the page is the last."""
         cursor: str | None = None
         while True:
             params: dict[str, Any] = {"threadId": session_id, "itemsView": "full", "sortDirection": "asc",
@@ -619,19 +633,22 @@ class CodexRuntime(ProviderRuntime):
                 raise PhaseFailed(transport_lost(Phase.READING.value, submitted=False)) from None
             except RpcError as exc:
                 raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
-            turns.extend(page.get("data") or [])
             cursor = page.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
-                return turns
+            last = not isinstance(cursor, str) or not cursor
+            yield list(page.get("data") or []), last
+            if last:
+                return
 
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
         server = await self._ready()
         config = mcp_config(mcp_servers)
         previous = self._threads.get(session_id)
+        size = await anyio.to_thread.run_sync(rollout_size, codex_home(self.context.environ), session_id)
         self._opening += 1
         try:
-            async with self.clock.phase(Phase.READING, label="thread/resume"):
+            # thread/resume reads the whole rollout before it answers: its budget grows with it
+            async with self.clock.phase(Phase.READING, label="thread/resume", scale=size / RESUME_BYTES):
                 try:
                     result = await self._resume(server, session_id, cwd, config, Phase.READING,
                                                 self._kept_modes.get(session_id, DEFAULT_MODE),
@@ -644,7 +661,6 @@ class CodexRuntime(ProviderRuntime):
                     log.info("thread %s has no rollout yet; reopening it as it is", session_id)
                     await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
                     return self._setup(server, previous)
-                turns = await self._turns(server, session_id) if replay else []
                 await self._models(server)
         finally:
             self._opening -= 1
@@ -653,10 +669,9 @@ class CodexRuntime(ProviderRuntime):
         kept_mode = self._kept_modes.get(session_id)
         if kept_mode is not None:  # sent with its next turn too (a config.toml policy sent none above)
             thread.mode, thread.mode_dirty, thread.mode_explicit = kept_mode, True, True
+        if replay:
+            await self._replay(server, session_id, channel)
         self._threads[session_id] = thread
-        recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
-        for event in items.history_events(turns, self.context.redact, recogniser):
-            await channel.emit(event)
         named = result.get("thread")
         info = session_info(named) if isinstance(named, Mapping) else None
         if info is not None and isinstance(named, Mapping) and _text(named.get("name")):
@@ -665,6 +680,20 @@ class CodexRuntime(ProviderRuntime):
             await channel.emit(SessionTitle(named["name"], updated))
         await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, thread)
+
+    async def _replay(self, server: AppServer, session_id: str, channel: SessionChannel) -> None:
+        """Send the stored turns on page by page, as they come: each page within the read budget
+        of the one before (a deadline on progress: a long thread is never cut off)."""
+        recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
+        pages = self.clock.paced(Phase.READING, self._pages(server, session_id), label="thread/turns/list")
+        self._opening += 1
+        try:
+            async with aclosing(pages):
+                async for turns, last in pages:
+                    for event in items.history_events(turns, self.context.redact, recogniser, last=last):
+                        await channel.emit(event)
+        finally:
+            self._opening -= 1
 
     async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                            channel: SessionChannel) -> SessionStart:
