@@ -20,11 +20,9 @@ import contextlib
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +30,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from _agent import AcpClient, executable, median, tree_rss_mb  # noqa: E402
-from bench_vs_reference import INITIALIZE, claude_fixture, codex_binary, reference  # noqa: E402
+from bench_vs_reference import INITIALIZE, claude_fixture, codex_binary, codex_fixture, reference  # noqa: E402
 
 from tests.claude import long_transcript  # noqa: E402
-from tests.codex.e2e_support import FAKE_KEY, write_codex_home  # noqa: E402
-from tests.fakes.responses_api import FakeResponsesAPI  # noqa: E402
 
 Row = dict[str, float]
 
@@ -170,7 +166,7 @@ def main() -> None:
                         results.setdefault((name, turns), []).append(load(argv, env, cwd, session))
                         print(f"{name} {turns}: {results[(name, turns)][-1]}", file=sys.stderr)
         if "codex" in only and codex_binary():
-            env, cwd = stack.enter_context(codex_fixture_with_shell())
+            env, cwd = stack.enter_context(codex_fixture(SHELL_TURN))
             rollout, base = codex_turn(env, cwd)
             for turns in sizes:
                 thread = codex_store(rollout, base, turns)
@@ -187,19 +183,8 @@ def main() -> None:
               f"| {'/'.join(chunks)} | {cell([r['rss'] for r in rows], 1, 0)} |")
 
 
-@contextlib.contextmanager
-def codex_fixture_with_shell() -> Iterator[tuple[dict[str, str], str]]:
-    """bench_vs_reference's Codex fixture, the fake model's one turn a shell call and the answer."""
-    script = [{"shell": ["bash", "-lc", "ls"], "reply": "Listing."}, {"reply": "There are two files."}]
-    with tempfile.TemporaryDirectory() as directory, FakeResponsesAPI(script) as api:
-        home = write_codex_home(api, Path(directory))
-        work = Path(directory) / "work"
-        work.mkdir()
-        env = {**os.environ, "CODEX_HOME": str(home), "FAKE_OPENAI_API_KEY": FAKE_KEY, "RUST_LOG": "warn",
-               "OPENAI_API_KEY": "sk-bench-0000"}
-        for name in ("CODEX_API_KEY", "ACP_AGENT_CODEX_BIN"):
-            env.pop(name, None)
-        yield env, str(work)
+SHELL_TURN = [{"shell": ["bash", "-lc", "ls"], "reply": "Listing."}, {"reply": "There are two files."}]
+"""The fake model's one turn: a shell call, then the answer."""
 
 
 if __name__ == "__main__":

@@ -347,8 +347,9 @@ def cli_as_agent(env: dict[str, str], cwd: str) -> Row:
 
 
 @contextlib.contextmanager
-def codex_fixture() -> Iterator[tuple[dict[str, str], str]]:
-    with tempfile.TemporaryDirectory() as directory, FakeResponsesAPI([{"reply": ANSWER}]) as api:
+def codex_fixture(script: list[dict[str, Any]] | None = None) -> Iterator[tuple[dict[str, str], str]]:
+    """A CODEX_HOME on the fake Responses API (one answer, unless `script` says what the model does)."""
+    with tempfile.TemporaryDirectory() as directory, FakeResponsesAPI(script or [{"reply": ANSWER}]) as api:
         home = write_codex_home(api, Path(directory))
         work = Path(directory) / "work"
         work.mkdir()

@@ -8,7 +8,7 @@ produce an update that is not ACP.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from acp import schema
@@ -59,3 +59,18 @@ def acp_problems(steps: Iterable[Any]) -> list[str]:
         except ValueError as exc:
             problems.append(f"{type(update).__name__}: {exc}")
     return problems
+
+
+def problems_of(label: str, base: Any, run: Callable[[Any], list[Any]]) -> list[str]:
+    """Each mutation of `base` run through `run`: what raised or is not ACP (one row per field)."""
+    found, seen = [], set()
+    for where, changed in mutations(base):
+        if shape(where) in seen:
+            continue
+        seen.add(shape(where))
+        try:
+            problems = acp_problems(run(changed))
+        except Exception as exc:
+            problems = [f"raised {type(exc).__name__}: {exc}"]
+        found.extend(f"{label} {'.'.join(map(str, where))}: {problem}" for problem in problems)
+    return found

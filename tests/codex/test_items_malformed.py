@@ -8,13 +8,12 @@ the requests the runtime asks the client about.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from acp_agent_codex import items
 from acp_agent_codex.translate import TurnTranslator
 from tests.codex.fixture_lines import FIXTURES, notifications
-from tests.malformed import acp_problems, mutations, shape
+from tests.malformed import problems_of
 
 MCP = {"type": "mcpToolCall", "id": "i1", "server": "s", "tool": "t", "arguments": {"a": 1}, "status": "completed",
        "result": {"content": [{"type": "text", "text": "r"}]}, "error": {"message": "m"}}
@@ -32,21 +31,6 @@ STORED_TURN = {"id": "t", "status": "failed", "error": {"message": "x"}, "items"
                                                    {"type": "image", "url": "data:image/png;base64,AA"}]},
     {"type": "agentMessage", "text": "a"}, {"type": "reasoning", "summary": ["s"]},
     {"type": "contextCompaction", "id": "c"}, *ITEMS]}
-
-
-def problems_of(label: str, base: Any, run: Callable[[Any], list[Any]]) -> list[str]:
-    """Each mutation of `base` run through `run`: what raised or is not ACP (one row per field)."""
-    found, seen = [], set()
-    for where, changed in mutations(base):
-        if shape(where) in seen:
-            continue
-        seen.add(shape(where))
-        try:
-            problems = acp_problems(run(changed))
-        except Exception as exc:
-            problems = [f"raised {type(exc).__name__}: {exc}"]
-        found.extend(f"{label} {'.'.join(map(str, where))}: {problem}" for problem in problems)
-    return found
 
 
 def test_captured_notifications_with_a_wrong_typed_field() -> None:

@@ -9,12 +9,11 @@ session's history and the requests the runtime asks the client about.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from acp_agent_muse import items
 from acp_agent_muse.translate import TurnTranslator
-from tests.malformed import acp_problems, mutations, shape
+from tests.malformed import problems_of
 from tests.muse import frames as f
 
 TOOL = f.item("tool-1", "toolCall", tool="read_file", args=json.dumps({"path": "notes.md"}), visibleOutput="o",
@@ -37,21 +36,6 @@ FACTS = [
     f.model_retry_scheduled(),
     ("turn/unqueued", {"turnId": f.TURN}),
 ]
-
-
-def problems_of(label: str, base: Any, run: Callable[[Any], list[Any]]) -> list[str]:
-    """Each mutation of `base` run through `run`: what raised or is not ACP (one row per field)."""
-    found, seen = [], set()
-    for where, changed in mutations(base):
-        if shape(where) in seen:
-            continue
-        seen.add(shape(where))
-        try:
-            problems = acp_problems(run(changed))
-        except Exception as exc:
-            problems = [f"raised {type(exc).__name__}: {exc}"]
-        found.extend(f"{label} {'.'.join(map(str, where))}: {problem}" for problem in problems)
-    return found
 
 
 def test_items_of_every_kind_with_a_wrong_typed_field() -> None:
