@@ -183,3 +183,36 @@ async def test_a_prompt_cancelled_with_a_full_queue_interrupts_its_turn(
         assert answered == ["turn-1"]
         assert runtime._threads[session_id].active is None
     assert outcome == []
+
+
+class FailingTurn(HeldTurn):
+    """A turn whose first text chunk fails in the agent (an emit that raises)."""
+
+    async def emit(self, event: Any) -> None:
+        from acp_agent.acp import AgentMessageChunk
+
+        if isinstance(event, AgentMessageChunk):
+            raise RuntimeError("the agent failed while presenting the turn")
+        await super().emit(event)
+
+
+async def test_a_prompt_that_fails_in_the_agent_interrupts_its_turn(tmp_path: Path) -> None:
+    """An error in the agent mid-turn (not a cancel, not a deadline) still stops app-server's
+    turn: left running, it would meet the session's next turn/start (issue 25, item 3)."""
+    turn, outcome = FailingTurn(), []
+    async with codex(tmp_path, {"turn/start": {"after": [STARTED, *deltas(20)]}}) as runtime:
+        answered: list[str] = []
+        original = runtime._interrupt_turn
+
+        async def interrupt(server: Any, thread_id: str, turn_id: str) -> None:
+            await original(server, thread_id, turn_id)
+            answered.append(turn_id)
+
+        runtime._interrupt_turn = interrupt  # type: ignore[method-assign]
+        start = await runtime.new_session(str(tmp_path), [], turn)
+        turn.session_id = start.session_id
+        with anyio.fail_after(30), pytest.raises(RuntimeError, match="presenting the turn"):
+            outcome.append(await runtime.prompt(start.session_id, [TextContent("go")], turn))
+        assert answered == ["turn-1"]
+        assert runtime._threads[start.session_id].active is None
+    assert outcome == []

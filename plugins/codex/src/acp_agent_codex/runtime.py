@@ -844,10 +844,13 @@ class CodexRuntime(ProviderRuntime):
             if command is None and end.stop_reason == "end_turn":
                 await self._title_after_first_turn(server, thread, prompt, turn)
             return end
-        except (anyio.get_cancelled_exc_class(), PhaseDeadlineExceeded):
-            # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown):
-            # app-server may still run it, and the next turn/start would meet it. Stop it, once
-            # the queue is closed: a reader waiting for room could not read the interrupt's answer.
+        except TurnFailed:
+            raise  # app-server ended the turn (or never started it): nothing to stop
+        except BaseException:
+            # The prompt ended before its turn did (the cancel grace ran out, a deadline, shutdown,
+            # an error in the agent): app-server may still run it, and the next turn/start would
+            # meet it. Stop it, once the queue is closed: a reader waiting for room could not read
+            # the interrupt's answer.
             with anyio.CancelScope(shield=True):
                 if active.codex_turn_id is None:
                     thread.orphaned = True
