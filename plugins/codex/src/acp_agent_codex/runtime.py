@@ -53,7 +53,7 @@ from acp_agent.executables import executable_problem
 from acp_agent.failure_hooks import bound
 from acp_agent.failures import FailureObservation
 from acp_agent.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
-from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.phases import Phase, PhaseFailed
 from acp_agent.provider import (
     ProviderRuntime,
     RuntimeContext,
