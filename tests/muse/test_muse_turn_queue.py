@@ -35,7 +35,7 @@ from tests.muse.e2e_support import host_pids, muse_env, process_gone
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 BOUND = 8
-DELTAS = 600  # ~100 KB of notifications: more than the queue and the pipe hold together
+DELTAS = 3000  # ~500 KB of notifications: far more than the queue, the pipe (64 KB) and a read (64 KB) hold
 EXPECTED = [f"w{i} " + "." * 100 for i in range(DELTAS)]
 
 
