@@ -565,7 +565,11 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def _check_transcript(self, session_id: str, directory: str) -> None:
         """A stored transcript that is not a regular file (a FIFO, a link to a device) is no
-        session: the SDK's reader would block on it or read without end."""
+        session: the SDK's reader would block on it or read without end. A regular file where the
+        CLI writes it ends the check at once (the store's fuller search imports claude-agent-sdk,
+        which the load's first update would wait for)."""
+        if await self._read(_written_transcript, session_id, directory, label="claude store") is not None:
+            return
         try:
             await self._read(store.check_transcript, session_id, directory, label="claude store")
         except UnsafeFile:
