@@ -10,10 +10,7 @@ from that file. No time is asserted.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +18,12 @@ import pytest
 
 from tests.claude import long_transcript
 from tests.claude.e2e_support import claude_env
-from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules, reaped
+from tests.e2e.harness import CAPABLE_META, agent_under_importtime, imported_modules, send_frame
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
 
 DEADLINE_S = 60.0
-
-
-def send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
-    assert process.stdin is not None
-    process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-    process.stdin.flush()
 
 
 @pytest.mark.parametrize("meta", [None, CAPABLE_META], ids=["plain client", "negotiates the extension"])
@@ -47,18 +38,13 @@ def test_a_loads_first_update_comes_before_the_sdk_is_imported(tmp_path: Path, m
         env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "ACP_AGENT_"))}
         env.update(claude_env(api, tmp_path))
         session_id = long_transcript.install(Path(env["CLAUDE_CONFIG_DIR"]), work, 50)
-        with open(stderr_path, "wb") as stderr:
-            process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", "claude"],
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                       cwd=tmp_path)
-        with reaped(process, DEADLINE_S):
-            assert process.stdout is not None and process.stdin is not None
-            frames = PipeFrames(process.stdout.fileno(), DEADLINE_S)
-            send(process, {"id": 1, "method": "initialize",
-                           "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
+        with agent_under_importtime("claude", env, tmp_path, stderr_path, DEADLINE_S) as (process, frames):
+            assert process.stdin is not None
+            send_frame(process, {"id": 1, "method": "initialize",
+                                 "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
             assert frames.answer(1)["result"]["agentInfo"]["name"]
-            send(process, {"id": 2, "method": "session/load",
-                           "params": {"sessionId": session_id, "cwd": str(work), "mcpServers": []}})
+            send_frame(process, {"id": 2, "method": "session/load",
+                                 "params": {"sessionId": session_id, "cwd": str(work), "mcpServers": []}})
             while True:
                 frame = frames.next()
                 assert frame.get("id") != 2, f"the load answered before any update: {frame}"

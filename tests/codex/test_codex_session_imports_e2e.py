@@ -8,17 +8,14 @@ with the real `codex app-server` against the fake Responses API; the modules imp
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.codex.e2e_support import codex_env, workspace, write_codex_home
-from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules, reaped
+from tests.e2e.harness import CAPABLE_META, agent_under_importtime, imported_modules, send_frame
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -27,12 +24,6 @@ DEADLINE_S = 60.0
 NOT_FOR_A_SESSION = ("shutil", "bz2", "lzma", "anyio.streams.text")
 """Loaded only to look a bare program name up on PATH, to write a launcher (Claude) or by a
 library a session does not use."""
-
-
-def send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
-    assert process.stdin is not None
-    process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-    process.stdin.flush()
 
 
 @pytest.mark.parametrize("meta", [None, CAPABLE_META], ids=["plain client", "negotiates the extension"])
@@ -47,18 +38,13 @@ def test_a_first_codex_session_is_ready_without_launcher_or_turn_only_modules(
         # A key in the environment, as a user who exports it has it: without one the keyring's
         # backends load once `initialize` is answered (in a thread), and they import shutil.
         env.update(codex_env(write_codex_home(api, tmp_path)), HOME=str(tmp_path), OPENAI_API_KEY="sk-test-000000")
-        with open(stderr_path, "wb") as stderr:
-            process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", "codex"],
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                       cwd=tmp_path)
-        with reaped(process, DEADLINE_S):
-            assert process.stdout is not None and process.stdin is not None
-            frames = PipeFrames(process.stdout.fileno(), DEADLINE_S)
-            send(process, {"id": 1, "method": "initialize",
-                           "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
+        with agent_under_importtime("codex", env, tmp_path, stderr_path, DEADLINE_S) as (process, frames):
+            assert process.stdin is not None
+            send_frame(process, {"id": 1, "method": "initialize",
+                                 "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
             assert frames.answer(1)["result"]["agentInfo"]["name"] == "acp-agent-codex"
-            send(process, {"id": 2, "method": "session/new",
-                           "params": {"cwd": workspace(tmp_path), "mcpServers": []}})
+            send_frame(process, {"id": 2, "method": "session/new",
+                                 "params": {"cwd": workspace(tmp_path), "mcpServers": []}})
             assert frames.answer(2)["result"]["sessionId"]
             modules = imported_modules(stderr_path.read_bytes())  # what was loaded by the time it was ready
             process.stdin.close()

@@ -264,6 +264,28 @@ def reaped(process: subprocess.Popen[bytes], deadline_s: float = 60.0) -> Iterat
             process.wait(timeout=deadline_s)
 
 
+@contextmanager
+def agent_under_importtime(provider: str, env: Mapping[str, str], cwd: Path, stderr_path: Path,
+                           deadline_s: float = 60.0) -> Iterator[tuple[subprocess.Popen[bytes], PipeFrames]]:
+    """The real console script serving `provider` under `python -X importtime`, its stderr (the
+    import report, see `imported_modules`) written to `stderr_path`; killed and reaped if the
+    block leaves it running."""
+    with open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", provider],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env),
+                                   cwd=cwd)
+    with reaped(process, deadline_s):
+        assert process.stdout is not None and process.stdin is not None
+        yield process, PipeFrames(process.stdout.fileno(), deadline_s)
+
+
+def send_frame(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    """Write one JSON-RPC message (`jsonrpc` added) to the agent's stdin."""
+    assert process.stdin is not None
+    process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+    process.stdin.flush()
+
+
 def imported_modules(importtime: bytes) -> list[str]:
     """The modules `python -X importtime` reported in `importtime` (its stderr), in import order."""
     return [line.split("|")[-1].strip() for line in importtime.decode().splitlines()
