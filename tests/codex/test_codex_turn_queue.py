@@ -80,6 +80,19 @@ def count_routed(runtime: CodexRuntime, total: int) -> tuple[list[int], anyio.Ev
     return routed, done
 
 
+def answered_interrupts(runtime: CodexRuntime) -> list[str]:
+    """The turn ids whose `turn/interrupt` app-server answered, as they are answered."""
+    answered: list[str] = []
+    original = runtime._interrupt_turn
+
+    async def interrupt(server: Any, thread_id: str, turn_id: str) -> None:
+        await original(server, thread_id, turn_id)
+        answered.append(turn_id)
+
+    runtime._interrupt_turn = interrupt  # type: ignore[method-assign]
+    return answered
+
+
 async def start_prompt(runtime: CodexRuntime, tmp_path: Path, turn: HeldTurn,
                        group: anyio.abc.TaskGroup, outcome: list[Any]) -> str:
     start = await runtime.new_session(str(tmp_path), [], turn)
@@ -166,14 +179,7 @@ async def test_a_prompt_cancelled_with_a_full_queue_interrupts_its_turn(
     turn, outcome = HeldTurn(), []
     async with codex(tmp_path, {"turn/start": {"after": [STARTED, *deltas()]}}) as runtime:
         _, all_routed = count_routed(runtime, DELTAS)
-        answered: list[str] = []
-        original = runtime._interrupt_turn
-
-        async def interrupt(server: Any, thread_id: str, turn_id: str) -> None:
-            await original(server, thread_id, turn_id)
-            answered.append(turn_id)
-
-        runtime._interrupt_turn = interrupt  # type: ignore[method-assign]
+        answered = answered_interrupts(runtime)
         async with anyio.create_task_group() as group:
             session_id = await start_prompt(runtime, tmp_path, turn, group, outcome)
             with anyio.fail_after(30):
@@ -201,14 +207,7 @@ async def test_a_prompt_that_fails_in_the_agent_interrupts_its_turn(tmp_path: Pa
     turn: left running, it would meet the session's next turn/start (issue 25, item 3)."""
     turn, outcome = FailingTurn(), []
     async with codex(tmp_path, {"turn/start": {"after": [STARTED, *deltas(20)]}}) as runtime:
-        answered: list[str] = []
-        original = runtime._interrupt_turn
-
-        async def interrupt(server: Any, thread_id: str, turn_id: str) -> None:
-            await original(server, thread_id, turn_id)
-            answered.append(turn_id)
-
-        runtime._interrupt_turn = interrupt  # type: ignore[method-assign]
+        answered = answered_interrupts(runtime)
         start = await runtime.new_session(str(tmp_path), [], turn)
         turn.session_id = start.session_id
         with anyio.fail_after(30), pytest.raises(RuntimeError, match="presenting the turn"):

@@ -175,11 +175,10 @@ def _written_transcript(session_id: str, directory: str) -> Path | None:
         uuid.UUID(session_id)
     except ValueError:
         return None
-    config = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")  # the SDK's and CLI's rule
     name = re.sub(r"[^a-zA-Z0-9]", "-", unicodedata.normalize("NFC", os.path.realpath(directory)))
-    if len(name) > 200:
+    if len(name) > store.LONG_KEY:
         return None
-    path = Path(unicodedata.normalize("NFC", config), "projects", name, f"{session_id}.jsonl")
+    path = Path(store.projects_dir(), name, f"{session_id}.jsonl")
     try:
         status = path.stat()
     except OSError:
