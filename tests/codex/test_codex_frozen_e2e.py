@@ -164,3 +164,78 @@ async def test_sigterm_during_a_turn_answers_the_prompt_and_exits(tmp_path: Path
     else:
         assert answer["error"]["code"] == -32603
         assert answer["error"]["data"]["failure"]["kind"] == "workerShutdown"
+
+
+CLOSE_DEADLINE_S = 4.5
+"""Above the 2 s grace (generous for a loaded machine), below the 5 s thread/unsubscribe wait of before."""
+
+
+def replayed_texts(agent: CodexAgent, session_id: str, kind: str) -> list[str]:
+    return [u["content"]["text"] for u in agent.frames.updates(session_id) if u["sessionUpdate"] == kind]
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_a_session_that_never_ran_a_turn_goes_on_after_a_replacement(tmp_path: Path, capable: bool) -> None:
+    """Sessions A and B on one agent, B never prompted; A's turn freezes app-server and A is
+    cancelled, so app-server is replaced. app-server keeps no rollout of a thread before its
+    first turn (`thread/resume` says "not found"): B's first prompt still runs (on a new thread
+    under B's session id), so does a session C loaded before its first prompt, and B's turn is
+    replayed by a later `session/load` of B in the same agent."""
+    with FakeResponsesAPI([HELD, {"echo": True}, {"echo": True}]) as api, frozen_later() as frozen:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            cwd = workspace(tmp_path)
+            a, b, c = [await agent.conn.new_session(cwd=cwd) for _ in range(3)]
+            outcome: list[Any] = []
+            answered = anyio.Event()
+            async with anyio.create_task_group() as group:
+                async def run() -> None:
+                    outcome.append(await prompt_outcome(agent, a.session_id, "alpha-first"))
+                    answered.set()
+
+                group.start_soon(run)
+                await wait_for_turn_requests(api, 1)
+                pid = freeze_app_server(agent, frozen)
+                await agent.conn.cancel(session_id=a.session_id)
+                with anyio.fail_after(ANSWER_DEADLINE_S):
+                    await answered.wait()
+            await wait_ended([pid], within_s=GONE_DEADLINE_S)
+            first = await own_answer(agent, b.session_id, "bravo-first", timeout_s=60)
+            assert first == "echo: bravo-first"  # an AIR client's failure is answered end_turn
+            with anyio.fail_after(30):
+                await agent.conn.load_session(cwd=cwd, session_id=c.session_id)
+            third = await own_answer(agent, c.session_id, "charlie-first", timeout_s=60)
+            with anyio.fail_after(30):
+                await agent.conn.close_session(session_id=b.session_id)
+                before = len(replayed_texts(agent, b.session_id, "user_message_chunk"))
+                await agent.conn.load_session(cwd=cwd, session_id=b.session_id)
+            replayed = replayed_texts(agent, b.session_id, "user_message_chunk")[before:]
+    assert outcome[0].stop_reason == "cancelled", outcome
+    assert third == "echo: charlie-first"
+    assert replayed == ["bravo-first"]
+    assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_a_close_of_an_idle_session_replaces_a_frozen_app_server(tmp_path: Path, capable: bool) -> None:
+    """`session/close` of a session with no running turn while app-server is frozen: answered
+    within the 2 s grace (not after the whole `thread/unsubscribe` wait), the frozen process is
+    killed, and another session's next prompt runs on a new app-server."""
+    with FakeResponsesAPI([{"echo": True}, {"echo": True}]) as api, frozen_later() as frozen:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            cwd = workspace(tmp_path)
+            idle = await agent.conn.new_session(cwd=cwd)
+            other = await agent.conn.new_session(cwd=cwd)
+            assert await own_answer(agent, other.session_id, "alpha-zero") == "echo: alpha-zero"
+            pid = freeze_app_server(agent, frozen)
+            started = anyio.current_time()
+            with anyio.fail_after(20):
+                await agent.conn.close_session(session_id=idle.session_id)
+            took = anyio.current_time() - started
+            await wait_ended([pid], within_s=GONE_DEADLINE_S)
+            second = await own_answer(agent, other.session_id, "bravo-second", timeout_s=60)
+            assert app_server_pid(agent.process.pid) != pid
+    assert took < CLOSE_DEADLINE_S, took
+    assert second == "echo: bravo-second"
+    assert agent.frames.problems == []

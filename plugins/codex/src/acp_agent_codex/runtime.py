@@ -176,6 +176,15 @@ class ThreadState:
     """A prompt ended before app-server acknowledged its turn: interrupt that turn when it shows up."""
     titled: bool = True
     """The thread has a name, or its title is being (or was) generated: generate none (again)."""
+    ran: bool = True
+    """A turn was submitted: app-server has a rollout to resume. One that never ran a turn has
+    none, and is started afresh on a new app-server."""
+    codex_id: str = ""
+    """The app-server thread (`thread_id` is the ACP session id): another one once the session was
+    started afresh on a new app-server."""
+
+    def __attrs_post_init__(self) -> None:
+        self.codex_id = self.codex_id or self.thread_id
 
 
 # --- pure helpers ---------------------------------------------------------------------------------
@@ -306,6 +315,10 @@ class CodexRuntime(ProviderRuntime):
         """What the user chose per session, kept after it is closed so a resume runs with it again."""
         self._kept_modes: dict[str, str] = {}
         """The mode the user chose for a session, for its resume or load in this process."""
+        self._codex_ids: dict[str, str] = {}
+        """The app-server thread of a session started afresh (`_start_afresh`), kept after it is
+        closed so a load in this process finds its turns; `_session_ids` is its inverse."""
+        self._session_ids: dict[str, str] = {}
         self._renew = False
         """The environment changed (new credentials): the next app-server start-up point replaces
         the running one, once no turn runs; threads resume on the new one at their next prompt."""
@@ -462,7 +475,7 @@ class CodexRuntime(ProviderRuntime):
                 # Into a running prompt if there is one, else kept for the next session.
                 await self._router.notice(notice, lambda event: notice)
             return
-        thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
+        thread = self._thread_of(thread_id)
         if thread is None:
             if method == "warning" and self._opening:
                 notice = notice_for(method, params)
@@ -501,7 +514,7 @@ class CodexRuntime(ProviderRuntime):
             if turn_id is not None and server is not None:
                 thread.orphaned = False
                 log.info("interrupting turn %s of thread %s: its prompt already ended", turn_id, thread.thread_id)
-                self._tg.start_soon(self._interrupt_turn, server, thread.thread_id, turn_id)
+                self._tg.start_soon(self._interrupt_turn, server, thread.codex_id, turn_id)
             return
         if method == "error":
             result = classify_error(params)
@@ -518,6 +531,17 @@ class CodexRuntime(ProviderRuntime):
             log.debug("dropped %s outside a prompt of thread %s", method, thread.thread_id)
 
     # -- sessions -----------------------------------------------------------------------------------
+
+    def _thread_of(self, codex_id: Any) -> ThreadState | None:
+        """The session of an app-server thread (the `threadId` of a notification or a request)."""
+        if not isinstance(codex_id, str):
+            return None
+        return self._threads.get(self._session_ids.get(codex_id, codex_id))
+
+    def _codex_id(self, session_id: str) -> str:
+        """The app-server thread of a session, open or closed."""
+        thread = self._threads.get(session_id)
+        return thread.codex_id if thread is not None else self._codex_ids.get(session_id, session_id)
 
     def _thread(self, session_id: str) -> ThreadState:
         thread = self._threads.get(session_id)
@@ -565,12 +589,24 @@ class CodexRuntime(ProviderRuntime):
     async def new_session(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         server = await self._ready()
         config = mcp_config(mcp_servers)
+        roots = additional_directories(channel)
+        result = await self._start_thread(server, cwd, config, roots, DEFAULT_MODE)
+        thread_id = result["thread"]["id"]
+        thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
+                             self._choices(server, thread_id, result), roots=roots, titled=not self._titles,
+                             ran=False)
+        self._threads[thread_id] = thread
+        await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
+        return self._setup(server, thread)
+
+    async def _start_thread(self, server: AppServer, cwd: str, config: Mapping[str, Any],
+                            roots: Sequence[str], mode: str) -> Any:
+        """`thread/start` under the preparing phase; its result once app-server announced the thread."""
         params: dict[str, Any] = {"cwd": cwd}
         if self._default_policy:
-            params.update(policy_params(DEFAULT_MODE))
+            params.update(policy_params(mode))
         if config:
-            params["config"] = config
-        roots = additional_directories(channel)
+            params["config"] = dict(config)
         if roots:
             params["runtimeWorkspaceRoots"] = [cwd, *roots]
         self._opening += 1
@@ -585,11 +621,22 @@ class CodexRuntime(ProviderRuntime):
                 await self._models(server)
         finally:
             self._opening -= 1
-        thread = ThreadState(thread_id, cwd, config, server.generation, mode_of(result),
-                             self._choices(server, thread_id, result), roots=roots, titled=not self._titles)
-        self._threads[thread_id] = thread
-        await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
-        return self._setup(server, thread)
+        return result
+
+    async def _start_afresh(self, server: AppServer, thread: ThreadState) -> None:
+        """A session whose thread never ran a turn, on a new app-server: app-server keeps no
+        rollout before a thread's first turn (`thread/resume` finds none), so a new thread with the
+        session's cwd, roots, MCP servers and mode takes its place under the same session id (its
+        settings go with its next turn). Nothing is lost: it had no history."""
+        result = await self._start_thread(server, thread.cwd, thread.mcp_config, thread.roots, thread.mode)
+        codex_id = result["thread"]["id"]
+        log.info("session %s had no turn yet: started afresh as thread %s", thread.thread_id, codex_id)
+        self._session_ids.pop(thread.codex_id, None)
+        thread.codex_id = self._codex_ids[thread.thread_id] = codex_id
+        self._session_ids[codex_id] = thread.thread_id
+        thread.generation = server.generation
+        thread.mode_dirty = thread.mode_explicit
+        thread.choices.dirty = set(thread.choices.explicit)
 
     async def _prepare_call(self, server: AppServer, method: str, params: Any) -> Any:
         """A request made while preparing a session: failures become phase failures (nothing submitted)."""
@@ -644,33 +691,42 @@ class CodexRuntime(ProviderRuntime):
         server = await self._ready()
         config = mcp_config(mcp_servers)
         previous = self._threads.get(session_id)
-        size = await anyio.to_thread.run_sync(rollout_size, codex_home(self.context.environ), session_id)
+        codex_id = self._codex_id(session_id)
+        size = await anyio.to_thread.run_sync(rollout_size, codex_home(self.context.environ), codex_id)
+        reopened: ThreadState | None = None
         self._opening += 1
         try:
             # thread/resume reads the whole rollout before it answers: its budget grows with it
             async with self.clock.phase(Phase.READING, label="thread/resume", scale=size / RESUME_BYTES):
                 try:
-                    result = await self._resume(server, session_id, cwd, config, Phase.READING,
+                    result = await self._resume(server, codex_id, cwd, config, Phase.READING,
                                                 self._kept_modes.get(session_id, DEFAULT_MODE),
                                                 roots=additional_directories(channel))
                 except SessionNotFound:
-                    if previous is None or previous.generation != server.generation:
-                        raise
-                    # A thread this app-server holds that never ran a turn has no rollout to resume: it
-                    # is reopened as it is (the cwd and MCP servers it was started with stay its own).
-                    log.info("thread %s has no rollout yet; reopening it as it is", session_id)
-                    await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
-                    return self._setup(server, previous)
-                await self._models(server)
+                    if previous is None or (previous.ran and previous.generation != server.generation):
+                        raise SessionNotFound(session_id) from None
+                    reopened = previous
+                else:
+                    await self._models(server)
         finally:
             self._opening -= 1
+        if reopened is not None:
+            # A thread that never ran a turn has no rollout to resume: it is reopened as it is (the
+            # cwd and MCP servers it was started with stay its own), started afresh if its
+            # app-server was replaced.
+            log.info("thread %s has no rollout yet; reopening it as it is", codex_id)
+            if reopened.generation != server.generation:
+                await self._start_afresh(server, reopened)
+            await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
+            return self._setup(server, reopened)
         thread = ThreadState(session_id, cwd, config, server.generation, mode_of(result),
-                             self._choices(server, session_id, result), roots=additional_directories(channel))
+                             self._choices(server, session_id, result), roots=additional_directories(channel),
+                             codex_id=codex_id)
         kept_mode = self._kept_modes.get(session_id)
         if kept_mode is not None:  # sent with its next turn too (a config.toml policy sent none above)
             thread.mode, thread.mode_dirty, thread.mode_explicit = kept_mode, True, True
         if replay:
-            await self._replay(server, session_id, channel)
+            await self._replay(server, codex_id, channel)
         self._threads[session_id] = thread
         named = result.get("thread")
         info = session_info(named) if isinstance(named, Mapping) else None
@@ -705,7 +761,7 @@ class CodexRuntime(ProviderRuntime):
         mode = source.mode if source is not None else DEFAULT_MODE
         config = mcp_config(mcp_servers)
         roots = additional_directories(channel)
-        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
+        params: dict[str, Any] = {"threadId": self._codex_id(session_id), "cwd": cwd, "excludeTurns": True,
                                   "runtimeWorkspaceRoots": [cwd, *roots]}
         if self._default_policy:
             params.update(policy_params(mode))
@@ -721,7 +777,7 @@ class CodexRuntime(ProviderRuntime):
                 except RpcError as exc:
                     if not any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
                         raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.FORKING.value)) from None
-                    if source is None or source.generation != server.generation:
+                    if source is None or (source.ran and source.generation != server.generation):
                         raise SessionNotFound(session_id) from None
                     result = None
                 if result is not None:
@@ -759,7 +815,7 @@ class CodexRuntime(ProviderRuntime):
         server = await self._ready()
         async with self.clock.phase(Phase.PREPARING, label="thread/archive"):
             try:
-                await server.call("thread/archive", {"threadId": session_id})
+                await server.call("thread/archive", {"threadId": self._codex_id(session_id)})
             except ConnectionClosed:
                 raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False)) from None
             except RpcError as exc:
@@ -768,6 +824,7 @@ class CodexRuntime(ProviderRuntime):
                 raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
         self._kept.pop(session_id, None)
         self._kept_modes.pop(session_id, None)
+        self._session_ids.pop(self._codex_ids.pop(session_id, ""), None)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         server = await self._ready()
@@ -793,11 +850,14 @@ class CodexRuntime(ProviderRuntime):
         server = self._server
         if thread is None or server is None or not server.alive or server.generation != thread.generation:
             return
-        with anyio.move_on_after(UNSUBSCRIBE_TIMEOUT_S):
+        # As for a cancel: an app-server that does not answer within the grace is frozen (replaced).
+        with anyio.move_on_after(RESPONSIVE_S) as waited:
             try:
-                await server.call("thread/unsubscribe", {"threadId": session_id})
+                await server.call("thread/unsubscribe", {"threadId": thread.codex_id})
             except (RpcError, ConnectionClosed) as exc:
                 log.info("thread/unsubscribe failed: %s", type(exc).__name__)
+        if waited.cancelled_caught:
+            self._replace(server, f"thread/unsubscribe unanswered for {RESPONSIVE_S:g} s")
 
     async def renew_environment(self, environ: Mapping[str, str]) -> bool:
         """app-server keeps the environment it started with: a new one (with `environ`) takes
@@ -825,9 +885,14 @@ class CodexRuntime(ProviderRuntime):
         thread = self._thread(session_id)
         server = await self._ready()
         if thread.generation != server.generation:
-            async with self.clock.phase(Phase.PREPARING, label="thread/resume"):
-                await self._resume(server, thread.thread_id, thread.cwd, thread.mcp_config, Phase.PREPARING,
-                                   thread.mode, thread.roots)
+            try:
+                async with self.clock.phase(Phase.PREPARING, label="thread/resume"):
+                    await self._resume(server, thread.codex_id, thread.cwd, thread.mcp_config, Phase.PREPARING,
+                                       thread.mode, thread.roots)
+            except SessionNotFound:
+                if thread.ran:
+                    raise SessionNotFound(session_id) from None
+                await self._start_afresh(server, thread)  # no rollout to resume: nothing to lose
             thread.generation = server.generation
             thread.mode_dirty = thread.mode_explicit
             thread.choices.dirty = set(thread.choices.explicit)
@@ -855,13 +920,13 @@ class CodexRuntime(ProviderRuntime):
                 if active.codex_turn_id is None:
                     thread.orphaned = True
                 await self._end_turn(thread, active)
-                await self._interrupt_or_replace(server, thread.thread_id, active.codex_turn_id)
+                await self._interrupt_or_replace(server, thread.codex_id, active.codex_turn_id)
             raise
         finally:
             await self._end_turn(thread, active)
 
     def _turn_params(self, thread: ThreadState, prompt: Sequence[ContentBlock]) -> dict[str, Any]:
-        params: dict[str, Any] = {"threadId": thread.thread_id, "input": items.prompt_input(prompt)}
+        params: dict[str, Any] = {"threadId": thread.codex_id, "input": items.prompt_input(prompt)}
         if thread.mode_dirty:
             sandbox_policy, approval, _ = _POLICIES[thread.mode]
             params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval,
@@ -875,7 +940,7 @@ class CodexRuntime(ProviderRuntime):
         if command is None:
             method, params = "turn/start", self._turn_params(thread, prompt)
         else:
-            method, params = commands.request(command, thread.thread_id)
+            method, params = commands.request(command, thread.codex_id)
         try:
             async with self.clock.phase(Phase.SUBMITTING, label=method):
                 result = await server.call(method, params)
@@ -887,6 +952,7 @@ class CodexRuntime(ProviderRuntime):
             raise TurnFailed(observation) from None
         except RpcError as exc:
             raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
+        thread.ran = True
         if command is None:  # a command's request carries no settings: the next turn/start does
             thread.mode_dirty = False
             thread.choices.dirty.clear()
@@ -962,7 +1028,7 @@ class CodexRuntime(ProviderRuntime):
         thread.titled = True
         await turn.emit(SessionTitle(text))  # the core makes it one short line
         model = titles.model(server.models or [], thread.choices.model)
-        self._tg.start_soon(self._generate_title, server, thread.thread_id, thread.cwd, text, model)
+        self._tg.start_soon(self._generate_title, server, thread.codex_id, thread.cwd, text, model)
 
     async def _generate_title(self, server: AppServer, thread_id: str, cwd: str, text: str,
                               model: str | None) -> None:
@@ -980,7 +1046,7 @@ class CodexRuntime(ProviderRuntime):
                 await server.call("turn/start", titles.turn_params(side_id, text, model))
                 await collector.done.wait()
                 title = titles.title_of(collector.answer)
-                if title is not None and thread_id in self._threads and server.alive:
+                if title is not None and self._thread_of(thread_id) is not None and server.alive:
                     await server.call("thread/name/set", {"threadId": thread_id, "name": title})
         except (RpcError, ConnectionClosed, KeyError, TypeError) as exc:
             log.info("no title for thread %s: %s", thread_id, type(exc).__name__)
@@ -994,7 +1060,7 @@ class CodexRuntime(ProviderRuntime):
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
         if active.codex_turn_id is not None:
-            await self._interrupt_turn(server, thread.thread_id, active.codex_turn_id)
+            await self._interrupt_turn(server, thread.codex_id, active.codex_turn_id)
 
     async def _interrupt_turn(self, server: AppServer, thread_id: str, turn_id: str) -> None:
         if not server.alive:
@@ -1018,7 +1084,7 @@ class CodexRuntime(ProviderRuntime):
             turn_id = active.codex_turn_id
             if turn_id is None or thread.active is not active or server.generation != active.generation:
                 return False
-            params = {"threadId": thread.thread_id, "expectedTurnId": turn_id,
+            params = {"threadId": thread.codex_id, "expectedTurnId": turn_id,
                       "input": items.prompt_input(prompt)}
             try:
                 await server.call("turn/steer", params)
@@ -1041,7 +1107,7 @@ class CodexRuntime(ProviderRuntime):
         if command.name == "mcp":
             async with self.clock.phase(Phase.READING, label="mcpServerStatus/list"):
                 try:
-                    result = await server.call("mcpServerStatus/list", {"threadId": thread.thread_id,
+                    result = await server.call("mcpServerStatus/list", {"threadId": thread.codex_id,
                                                                         "detail": "toolsAndAuthOnly"})
                 except ConnectionClosed:
                     raise TurnFailed(transport_lost(Phase.READING.value, submitted=False)) from None
@@ -1064,7 +1130,7 @@ class CodexRuntime(ProviderRuntime):
         server = self._server
         if server is None or server.generation != active.generation:
             return
-        await self._interrupt_or_replace(server, thread.thread_id, active.codex_turn_id)
+        await self._interrupt_or_replace(server, thread.codex_id, active.codex_turn_id)
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """An approval request (or a question): asked through the client; no answer (or a cancelled
@@ -1072,7 +1138,7 @@ class CodexRuntime(ProviderRuntime):
         if method in items.QUESTION_REQUESTS:
             return await self._on_question(server, method, params)
         thread_id = params.get("threadId")
-        thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
+        thread = self._thread_of(thread_id)
         active = thread.active if thread is not None else None
         if active is None or active.generation != server.generation:
             return {"decision": "decline"}
@@ -1102,7 +1168,7 @@ class CodexRuntime(ProviderRuntime):
         elicitation belongs to its server's running tool call; codex's own approval of an MCP tool
         call is a permission request on that call (as codex-acp asks it)."""
         thread_id = params.get("threadId")
-        thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
+        thread = self._thread_of(thread_id)
         active = thread.active if thread is not None else None
         if active is not None and (active.generation != server.generation or not await self._caught_up(active)):
             active = None
