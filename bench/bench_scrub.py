@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import time
 
-from acp_agent.redaction import Redactor
-from acp_agent.scrub import FrameScrubber
+from acp_agent.failures.redaction import Redactor
+from acp_agent.failures.scrub import FrameScrubber
 
 FRAMES = 10_000
 SECRETS = ("sk-ant-bench-0123456789abcdef", "ghp_bench0123456789abcdef", "postgres://u:pw-bench-42@db/app",

@@ -29,7 +29,7 @@ def measure(provider: str, runs: int) -> None:
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 15
-    from acp_agent.plugins import discover
+    from acp_agent.backends.plugins import discover
 
     for provider in discover().names():
         measure(provider, runs)

@@ -6,11 +6,11 @@ takes before an agent does any work of its own. It does only what serving one se
 cannot do without, each step as early and as cheaply as the design allows:
 
 - the backend is spawned on the first line and its handshake written at once (as
-  `acp_agent.prestart` does), so it boots while Python imports: `codex app-server` and its
+  `acp_agent.startup.prestart` does), so it boots while Python imports: `codex app-server` and its
   `initialize`, or the Claude CLI (the argv acp-agent runs) and its `initialize` control request;
 - `initialize` is answered once what it needs at the least is imported (`anyio, attrs, cattrs,
   pluggy, json`; no types built, no plugins discovered), before asyncio is loaded (as
-  `acp_agent.early` does);
+  `acp_agent.startup.early` does);
 - then asyncio and anyio's loop. `session/new` waits for the handshake's answer (Codex: then
   `thread/start`); a prompt is the backend's turn, and every text delta becomes one
   `agent_message_chunk` (the frames of one read written with one write; the Claude CLI's output,

@@ -15,7 +15,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True, scope="session")
 def _own_state_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Agents this run starts hold their sessions (`acp_agent.holds`) under a state directory of
+    """Agents this run starts hold their sessions (`acp_agent.sessions.holds`) under a state directory of
     the run's own, never the user's, so runs side by side never see each other's holds."""
     saved = os.environ.get("XDG_STATE_HOME")
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))

@@ -13,8 +13,8 @@ from typing import Any
 
 from acp import schema
 
-from acp_agent.acp import make_acp_converter
-from acp_agent.events import TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.backends.events import TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.wire.acp import make_acp_converter
 
 WRONG: tuple[Any, ...] = (5, -3, True, None, "x", [1], {"a": 1}, [{"a": 1}])
 """Values of every JSON type, and numbers a count or an id must not be."""

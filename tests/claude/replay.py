@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import acp_agent_claude
-from acp_agent.events import Event, TurnEnd
-from acp_agent.failure_hooks import FailureHooks, bound
-from acp_agent.failures import FailureObservation
-from acp_agent.plugins import make_plugin_manager
+from acp_agent.backends.events import Event, TurnEnd
+from acp_agent.backends.plugins import make_plugin_manager
+from acp_agent.failures.hooks import FailureHooks, bound
+from acp_agent.failures.protocol import FailureObservation
 from acp_agent_claude import history
 from acp_agent_claude.fold import TurnFold
 

@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from acp_agent.acp import AgentMessageChunk, Plan, ToolCall
-from acp_agent.events import Notice, RetryProgress, TerminalStarted, TurnEnd, is_model_answer
-from acp_agent.failures import Category, FailureKind, FailureObservation
+from acp_agent.backends.events import Notice, RetryProgress, TerminalStarted, TurnEnd, is_model_answer
+from acp_agent.failures.protocol import Category, FailureKind, FailureObservation
 from acp_agent.testing import ClassificationContract, ProviderWireContract, RedactionContract, TitleContract
+from acp_agent.wire.acp import AgentMessageChunk, Plan, ToolCall
 from acp_agent_claude import classify
 from acp_agent_claude.fold import TurnFold
 from tests.claude.replay import fold_steps, fold_turns, messages, new_fold, raw_lines
@@ -136,7 +136,7 @@ def test_retries_then_recovery_in_real_output() -> None:
 
 
 def test_a_successful_turn_confirms_authentication() -> None:
-    from acp_agent.events import AuthConfirmed
+    from acp_agent.backends.events import AuthConfirmed
 
     [(events, _)] = fold_turns("auth_401_then_ok")
     assert events[-1] == AuthConfirmed()
@@ -274,7 +274,7 @@ class TestRedaction(RedactionContract):
 
 
 def test_mcp_servers_from_acp() -> None:
-    from acp_agent.acp import parse_mcp_servers
+    from acp_agent.wire.acp import parse_mcp_servers
     from acp_agent_claude.content import mcp_servers
 
     # (a malformed entry never gets here: the core answers -32602 for it, tests/e2e/test_params_e2e.py)

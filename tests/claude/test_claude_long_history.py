@@ -21,11 +21,11 @@ import anyio
 import pytest
 
 import acp_agent_claude.runtime as runtime_module
-from acp_agent.acp import AgentMessageChunk, ToolCall, UserMessageChunk
-from acp_agent.events import Event
-from acp_agent.phases import Deadlines, PhaseClock, PhaseDeadlineExceeded
-from acp_agent.provider import RuntimeContext
-from acp_agent.redaction import Redactor
+from acp_agent.backends.contract import RuntimeContext
+from acp_agent.backends.events import Event
+from acp_agent.backends.phases import Deadlines, PhaseClock, PhaseDeadlineExceeded
+from acp_agent.failures.redaction import Redactor
+from acp_agent.wire.acp import AgentMessageChunk, ToolCall, UserMessageChunk
 from acp_agent_claude.runtime import ClaudeRuntime, ClaudeSession
 from tests.claude import long_transcript
 from tests.claude.e2e_support import claude_agent

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from acp_agent.acp import ToolCall, ToolCallUpdate, agent_text
-from acp_agent.events import TerminalExited, TerminalStarted, TurnEnd
+from acp_agent.backends.events import TerminalExited, TerminalStarted, TurnEnd
+from acp_agent.wire.acp import ToolCall, ToolCallUpdate, agent_text
 from acp_agent_claude import classify, content
 from acp_agent_claude.fold import TurnFold
 from tests.claude.replay import FIXTURES, new_fold, raw_lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_agent.acp import ImageContent, TextContent
+from acp_agent.wire.acp import ImageContent, TextContent
 from acp_agent_claude import commands, settings
 
 MODELS = [

@@ -14,7 +14,7 @@ import pytest
 from claude_agent_sdk import list_sessions as sdk_list_sessions
 from claude_agent_sdk import project_key_for_directory
 
-from acp_agent.files import UnsafeFile
+from acp_agent.backends.files import UnsafeFile
 from acp_agent_claude import store
 
 pytestmark = pytest.mark.timeout(60)

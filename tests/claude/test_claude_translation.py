@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_agent.acp import Plan, PlanEntry, TextContent, ToolCall, ToolCallUpdate, ToolContent, UsageUpdate
-from acp_agent.events import Compaction, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.backends.events import Compaction, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.wire.acp import Plan, PlanEntry, TextContent, ToolCall, ToolCallUpdate, ToolContent, UsageUpdate
 from acp_agent_claude.content import ContextWindow
 from acp_agent_claude.tasks import TaskPlan
 from tests.claude.replay import fold_turns, messages, new_fold
@@ -130,7 +130,7 @@ def test_automatic_compaction_is_the_same_event() -> None:
 
 
 def test_a_subagents_calls_are_marked_and_may_outlive_the_turn() -> None:
-    from acp_agent.events import TurnEnd
+    from acp_agent.backends.events import TurnEnd
 
     fold = new_fold()
     fold.feed({"type": "assistant", "message": {"id": "m1", "content": [

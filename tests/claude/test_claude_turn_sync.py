@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from acp_agent.plugins import discover
-from acp_agent.rpc import RpcError
+from acp_agent.backends.plugins import discover
 from acp_agent.testing.client import run_in_process
 from acp_agent.testing.conformance import answer_text, kit_environ, running
+from acp_agent.wire.rpc import RpcError
 from acp_agent_claude.fold import TurnFold
 from tests.claude.e2e_support import claude_env
 from tests.claude.test_claude_backend_lines_e2e import RESULT, assistant, standin

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from acp_agent.acp import AgentMessageChunk, UserMessageChunk
-from acp_agent.events import HistoryFailure
+from acp_agent.backends.events import HistoryFailure
 from acp_agent.testing import HistoryContract
+from acp_agent.wire.acp import AgentMessageChunk, UserMessageChunk
 from acp_agent_claude import history
 from tests.claude.replay import FIXTURES, replay_history
 
@@ -84,7 +84,7 @@ def test_login_messages_are_not_replayed_as_records() -> None:
 def test_task_tools_replay_as_the_plan_they_built() -> None:
     """A stored session's TaskCreate/TaskUpdate calls replay as plans (from the results' text,
     which is all the transcript keeps), not as tool calls."""
-    from acp_agent.acp import Plan, PlanEntry, ToolCall
+    from acp_agent.wire.acp import Plan, PlanEntry, ToolCall
 
     events = replay_history(transcript("transcript_task_plan"))
     assert [e for e in events if isinstance(e, Plan)] == [

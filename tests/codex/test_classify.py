@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from acp_agent.events import Notice, RetryProgress
-from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.backends.events import Notice, RetryProgress
+from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.testing import ClassificationContract, ProviderWireContract, RedactionContract, TitleContract
 from acp_agent_codex import classify
 from acp_agent_codex.translate import fold_turn

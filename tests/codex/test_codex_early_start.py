@@ -63,9 +63,9 @@ async def test_app_server_started_early_dies_with_a_killed_agent(tmp_path: Path)
 async def test_the_provider_hands_the_core_the_codex_runtime_itself(tmp_path: Path) -> None:
     """No wrapper stands between the agent and the runtime (a forwarding wrapper once dropped fork,
     delete and steer): what `open_runtime` yields is the `CodexRuntime`, app-server started early."""
-    from acp_agent.phases import Deadlines, PhaseClock
-    from acp_agent.provider import RuntimeContext
-    from acp_agent.redaction import Redactor
+    from acp_agent.backends.contract import RuntimeContext
+    from acp_agent.backends.phases import Deadlines, PhaseClock
+    from acp_agent.failures.redaction import Redactor
     from acp_agent_codex import open_runtime
     from acp_agent_codex.runtime import CodexRuntime
 
@@ -82,7 +82,7 @@ async def test_the_provider_hands_the_core_the_codex_runtime_itself(tmp_path: Pa
 @pytest.mark.parametrize("capable", [pytest.param(True, id="capable"), pytest.param(False, id="legacy")])
 async def test_the_command_line_starts_app_server_and_the_first_session_adopts_it(
         tmp_path: Path, capable: bool) -> None:
-    """`--provider codex` spawns app-server before the agent's imports (`acp_agent.prestart`); the
+    """`--provider codex` spawns app-server before the agent's imports (`acp_agent.startup.prestart`); the
     first session is served by that very process, which stops with the agent."""
     with FakeResponsesAPI([{"reply": "Hello from the fake model"}]) as api:
         home = write_codex_home(api, tmp_path)

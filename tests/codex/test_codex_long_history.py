@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.acp import UserMessageChunk
-from acp_agent.events import Event, HistoryFailure
-from acp_agent.phases import Deadlines, Phase, PhaseClock, PhaseDeadlineExceeded
-from acp_agent.provider import RuntimeContext
-from acp_agent.redaction import Redactor
+from acp_agent.backends.contract import RuntimeContext
+from acp_agent.backends.events import Event, HistoryFailure
+from acp_agent.backends.phases import Deadlines, Phase, PhaseClock, PhaseDeadlineExceeded
+from acp_agent.failures.redaction import Redactor
+from acp_agent.wire.acp import UserMessageChunk
 from acp_agent_codex.runtime import CodexRuntime, rollout_size
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]

@@ -22,12 +22,12 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.acp import TextContent
-from acp_agent.events import TurnEnd
-from acp_agent.failures import FailureObservation
-from acp_agent.phases import Deadlines, PhaseClock
-from acp_agent.provider import RuntimeContext, TurnFailed
-from acp_agent.redaction import Redactor
+from acp_agent.backends.contract import RuntimeContext, TurnFailed
+from acp_agent.backends.events import TurnEnd
+from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.failures.protocol import FailureObservation
+from acp_agent.failures.redaction import Redactor
+from acp_agent.wire.acp import TextContent
 from acp_agent_codex import runtime as codex_runtime
 from acp_agent_codex.runtime import CodexRuntime, open_codex_runtime
 from tests.codex.e2e_support import stand_in_env
@@ -195,7 +195,7 @@ class FailingTurn(HeldTurn):
     """A turn whose first text chunk fails in the agent (an emit that raises)."""
 
     async def emit(self, event: Any) -> None:
-        from acp_agent.acp import AgentMessageChunk
+        from acp_agent.wire.acp import AgentMessageChunk
 
         if isinstance(event, AgentMessageChunk):
             raise RuntimeError("the agent failed while presenting the turn")

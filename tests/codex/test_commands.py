@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_agent.acp import ImageContent, TextContent
+from acp_agent.wire.acp import ImageContent, TextContent
 from acp_agent_codex import commands
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_agent.acp import ImageContent, TextContent
+from acp_agent.wire.acp import ImageContent, TextContent
 from acp_agent_codex import titles
 
 

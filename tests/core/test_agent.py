@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.phases import Deadlines
-from acp_agent.rpc import RpcError
+from acp_agent.backends.phases import Deadlines
 from acp_agent.testing import run_in_process
+from acp_agent.wire.rpc import RpcError
 from acp_agent_scripted import make_spec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]

@@ -14,12 +14,12 @@ import attrs
 import pytest
 from keyring.backend import KeyringBackend
 
-from acp_agent import auth
-from acp_agent.auth import KeyringStore, KeyringUnavailable, resolve_credentials, stored_file_present
-from acp_agent.provider import CredentialSpec
-from acp_agent.rpc import RpcError
+from acp_agent.backends.contract import CredentialSpec
+from acp_agent.failures import auth_status as auth
+from acp_agent.failures.auth_status import KeyringStore, KeyringUnavailable, resolve_credentials, stored_file_present
 from acp_agent.testing import run_in_process
 from acp_agent.testing.client import default_settings
+from acp_agent.wire.rpc import RpcError
 from acp_agent_scripted import make_spec
 
 CWD = tempfile.gettempdir()

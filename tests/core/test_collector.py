@@ -1,4 +1,4 @@
-"""The garbage collector while the agent starts (`acp_agent.collector`, issue 11)."""
+"""The garbage collector while the agent starts (`acp_agent.startup.collector`, issue 11)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from acp_agent.collector import defer_collection
+from acp_agent.startup.collector import defer_collection
 from tests.e2e.harness import run_command_script
 
 pytestmark = pytest.mark.timeout(60)
@@ -56,7 +56,8 @@ def test_the_command_serves_with_the_collector_running_and_start_up_frozen() -> 
               " 'frozen': gc.get_freeze_count()}), file=sys.stderr, flush=True))\n"
               "import json\n"
               "sys.argv = ['acp-agent', '--provider', 'scripted']\n"
-              "from acp_agent import cli, collector\n"
+              "from acp_agent import cli\n"
+              "from acp_agent.startup import collector\n"
               "defer = collector.defer_collection\n"
               "def deferred():\n"
               "    settle = defer()\n"

@@ -8,7 +8,7 @@ import inspect
 import re
 from pathlib import Path
 
-from acp_agent import hookspecs
+from acp_agent.backends import hookspecs
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

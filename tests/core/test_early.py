@@ -1,4 +1,4 @@
-"""`initialize` answered before the event loop starts (`acp_agent.early`, issue 11 target 6)."""
+"""`initialize` answered before the event loop starts (`acp_agent.startup.early`, issue 11 target 6)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent import early as early_module
 from acp_agent.agent import Agent
-from acp_agent.early import answer_waiting_initialize
-from acp_agent.rpc import response_frame
+from acp_agent.startup import early as early_module
+from acp_agent.startup.early import answer_waiting_initialize
 from acp_agent.testing.client import default_settings
+from acp_agent.wire.rpc import response_frame
 from acp_agent_scripted import make_spec
 from tests.e2e.harness import CAPABLE_META
 

@@ -1,4 +1,4 @@
-"""`acp_agent.entry_points` agrees with `importlib.metadata.entry_points(group=...)`: the same
+"""`acp_agent.startup.entry_points` agrees with `importlib.metadata.entry_points(group=...)`: the same
 entry points, in the same order, from the same distributions; anything unusual goes to it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent import entry_points
+from acp_agent.startup import entry_points
 
 
 def reference(group: str) -> list[tuple[str, str, tuple[str, str]]]:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from acp_agent import hookimpl
-from acp_agent.events import HistoryFailure
-from acp_agent.failure_hooks import FailureHooks
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.plugins import discover, make_plugin_manager
+from acp_agent.backends.events import HistoryFailure
+from acp_agent.backends.plugins import discover, make_plugin_manager
+from acp_agent.failures.hooks import FailureHooks
+from acp_agent.failures.protocol import FailureKind, FailureObservation
 from tests.e2e.harness import agent_executable
 
 pytestmark = pytest.mark.timeout(60)
@@ -96,7 +96,7 @@ def test_an_observation_with_its_own_title_keeps_it() -> None:
 def test_a_raising_or_wrongly_typed_hook_is_logged_and_skipped_and_the_built_in_answer_stands(
         caplog: pytest.LogCaptureFixture) -> None:
     facade = hooks(BuiltIn(), Raising())
-    with caplog.at_level(logging.WARNING, logger="acp_agent.failure_hooks"):
+    with caplog.at_level(logging.WARNING, logger="acp_agent.failures.hooks"):
         observation = facade.classify_failure("vendor", {"text": "x"})
         replayed = facade.recognise_history("vendor", {"uuid": "m1"}, "u1")
     assert observation == FailureObservation(FailureKind.RATE_LIMITED, "rate_limit",
@@ -133,7 +133,7 @@ def test_the_corp_rules_plugin_reaches_the_codex_and_muse_turns() -> None:
     """The installed hook-only plugin classifies its gateway's refusal in every provider's turn."""
     from acp_agent_corp_rules import NATIVE_KIND, TITLE
 
-    from acp_agent.failure_hooks import bound
+    from acp_agent.failures.hooks import bound
     from acp_agent_codex.translate import TurnTranslator as CodexTranslator
     from acp_agent_codex.translate import fold_turn as codex_turn
     from acp_agent_muse.translate import TurnTranslator as MuseTranslator
@@ -199,7 +199,7 @@ def test_a_history_hook_reaches_codex_and_muse_replay_and_legacy_text_is_redacte
 
     import acp_agent_codex
     import acp_agent_muse
-    from acp_agent.acp import agent_text
+    from acp_agent.wire.acp import agent_text
     from acp_agent_codex import items as codex_items
     from acp_agent_muse import items as muse_items
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from acp_agent.failures import (
+from acp_agent.failures.protocol import (
     POLICY,
     Action,
     Category,
@@ -21,7 +21,7 @@ from acp_agent.failures import (
     negotiated,
     split_title,
 )
-from acp_agent.redaction import Redactor
+from acp_agent.failures.redaction import Redactor
 
 LEGACY_AIR_SHAPES: list[Any] = [
     {},

@@ -1,4 +1,4 @@
-"""`acp_agent.files`: a file an untrusted project or store holds is read only when it is a regular
+"""`acp_agent.backends.files`: a file an untrusted project or store holds is read only when it is a regular
 file within the bound; a FIFO, a device or a link to one is refused at once, never waited on."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.files import UnsafeFile, read_regular_file, regular_file_stat
+from acp_agent.backends.files import UnsafeFile, read_regular_file, regular_file_stat
 
 pytestmark = pytest.mark.timeout(10)  # a blocking open would hang: the timeout fails it
 

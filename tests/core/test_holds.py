@@ -1,4 +1,4 @@
-"""`acp_agent.holds`: one agent process at a time holds a session, and a dead holder holds nothing."""
+"""`acp_agent.sessions.holds`: one agent process at a time holds a session, and a dead holder holds nothing."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.holds import HeldElsewhere, SessionHolds, state_directory
+from acp_agent.sessions.holds import HeldElsewhere, SessionHolds, state_directory
 
 HOLDER = """
 import sys
 from pathlib import Path
-from acp_agent.holds import SessionHolds
+from acp_agent.sessions.holds import SessionHolds
 SessionHolds("claude", Path(sys.argv[1])).acquire(sys.argv[2])
 print("held", flush=True)
 sys.stdin.read()
@@ -87,8 +87,8 @@ def test_a_lock_file_is_not_trusted(tmp_path: Path, kind: str) -> None:
 
 @pytest.mark.anyio
 async def test_an_agent_refuses_a_session_another_process_holds_and_releases_its_own(tmp_path: Path) -> None:
-    from acp_agent.rpc import RpcError
     from acp_agent.testing import run_in_process
+    from acp_agent.wire.rpc import RpcError
     from acp_agent_scripted import make_spec
 
     elsewhere = SessionHolds("scripted", tmp_path)  # another descriptor: as another process

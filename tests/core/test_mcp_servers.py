@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_agent.acp import EnvVariable, HttpHeader, McpServerHttp, McpServerSse, McpServerStdio, parse_mcp_servers
-from acp_agent.rpc import RpcError
 from acp_agent.testing import run_in_process
-from acp_agent.wire import FieldProblem
+from acp_agent.wire.acp import EnvVariable, HttpHeader, McpServerHttp, McpServerSse, McpServerStdio, parse_mcp_servers
+from acp_agent.wire.convert import FieldProblem
+from acp_agent.wire.rpc import RpcError
 from acp_agent_scripted import ScriptedRuntime, make_spec
 
 pytestmark = [pytest.mark.timeout(30)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from acp_agent.phases import DeadlineConfigError, Deadlines, Phase, PhaseClock, PhaseDeadlineExceeded
+from acp_agent.backends.phases import DeadlineConfigError, Deadlines, Phase, PhaseClock, PhaseDeadlineExceeded
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5", "", "2147483648", " "])

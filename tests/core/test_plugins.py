@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from acp_agent import hookimpl
-from acp_agent.plugins import discover
+from acp_agent.backends.plugins import discover
 from acp_agent_scripted import make_spec
 
 
@@ -95,11 +95,11 @@ def test_registering_the_providers_loads_no_runtime_transcript_or_digest_module(
     import subprocess
 
     code = ("import sys, acp_agent_claude, acp_agent_codex, acp_agent_muse; "
-            "from acp_agent.plugins import discover; "
+            "from acp_agent.backends.plugins import discover; "
             "shipped = [(acp_agent_claude, 'claude'), (acp_agent_codex, 'codex'), (acp_agent_muse, 'muse')]; "
             "registry = discover(load_entry_points=False, plugins=shipped); "
             "assert registry.names() == ['claude', 'codex', 'muse'], registry.names(); "
-            "late = ('acp_agent.events', 'acp_agent.acp_session', 'acp_agent_claude.locate', "
+            "late = ('acp_agent.backends.events', 'acp_agent.wire.acp_session', 'acp_agent_claude.locate', "
             "'acp_agent_claude.prestart', 'acp_agent_claude.runtime', 'acp_agent_codex.runtime', "
             "'acp_agent_codex.appserver', 'hashlib', 'getpass'); "
             "loaded = sorted(name for name in late if name in sys.modules); "

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from acp_agent import acp
-from acp_agent.events import Compaction, SessionTitle, TerminalExited, TerminalOutput, TerminalStarted
-from acp_agent.presentation import ClientFeatures, Presenter
-from acp_agent.wire import make_converter
+from acp_agent.backends.events import Compaction, SessionTitle, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.sessions.presentation import ClientFeatures, Presenter
+from acp_agent.wire import acp
+from acp_agent.wire.convert import make_converter
 
 CALL = acp.ToolCall(tool_call_id="c1", title="ls", kind="execute", status="in_progress")
 LEGACY_OUT = acp.ToolCallUpdate("c1", content=[acp.ToolContent(acp.TextContent("a\n"))])

@@ -1,4 +1,4 @@
-"""`acp_agent.prestart`: a provider's backend started by the command line before the agent's
+"""`acp_agent.startup.prestart`: a provider's backend started by the command line before the agent's
 imports, claimed only with the same argv and environment, stopped when nobody claims it; and
 `process.adopt_child`, which owns such a process from the event loop like `open_child`."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent import pdeath
-from acp_agent.prestart import Prestarted, Spawned
-from acp_agent.process import adopt_child
+from acp_agent.backends import pdeath
+from acp_agent.backends.process import adopt_child
+from acp_agent.startup.prestart import Prestarted, Spawned
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -176,7 +176,7 @@ class RecordingProcess:
 def test_an_unclaimed_backend_is_terminated_without_waiting_for_it_to_see_its_input_end() -> None:
     """Nobody used it: waiting for it to read the end of its input first would cost what is left
     of its boot (a Claude CLI the agent leaves right after `initialize`) before the agent exits."""
-    from acp_agent import prestart as module
+    from acp_agent.startup import prestart as module
 
     process = RecordingProcess()
     module._stop(process)  # type: ignore[arg-type]

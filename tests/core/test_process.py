@@ -11,7 +11,7 @@ import anyio
 import anyio.abc
 import pytest
 
-from acp_agent.process import STDERR_LINE_BYTES, drain_stderr, open_child, parent_death_available, write_launcher
+from acp_agent.backends.process import STDERR_LINE_BYTES, drain_stderr, open_child, parent_death_available, write_launcher
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -68,7 +68,7 @@ async def test_stderr_reaches_the_debug_log_a_whole_line_at_a_time(caplog: pytes
     (its size logged), and blank lines are skipped."""
     long_line = b"x" * (STDERR_LINE_BYTES + 10)
     pieces = [b"half of a li", b"ne\n\n", long_line + b"\n", b"caf\xc3", b"\xa9 last words"]
-    caplog.set_level("DEBUG", logger="acp_agent.process")
+    caplog.set_level("DEBUG", logger="acp_agent.backends.process")
     await drain_stderr(Pieces(pieces), "tool")
     assert [record.getMessage() for record in caplog.records] == [
         "tool stderr: half of a line",
@@ -109,7 +109,7 @@ async def test_a_missing_program_still_fails_to_start_as_such(tmp_path: Path) ->
 
 
 def test_where_setpriv_is_missing_the_command_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_agent import process
+    from acp_agent.backends import process
 
     monkeypatch.setattr(process, "_setpriv", lambda: None)
     assert process.parent_death_argv(["true", "x"]) == ["true", "x"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_agent.acp import (
+from acp_agent.wire.acp import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,
@@ -11,7 +11,7 @@ from acp_agent.acp import (
     TextContent,
     TextResourceContents,
 )
-from acp_agent.prompt import TextStyle, prompt_parts
+from acp_agent.wire.prompt import TextStyle, prompt_parts
 
 IMAGE = ImageContent(data="aGk=", mime_type="image/png")
 AUDIO = AudioContent(data="AAAA", mime_type="audio/wav")

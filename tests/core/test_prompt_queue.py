@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.rpc import REQUEST_CANCELLED, RpcError
 from acp_agent.testing.client import InProcessClient, run_in_process
+from acp_agent.wire.rpc import REQUEST_CANCELLED, RpcError
 from acp_agent_scripted import make_spec
 from tests.core.test_turn_cancel import scripted_runtime
 

@@ -1,4 +1,4 @@
-"""Questions as ACP elicitation forms, and answers read back (pure parts of acp_agent.questions)."""
+"""Questions as ACP elicitation forms, and answers read back (pure parts of acp_agent.sessions.questions)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from acp import schema
 from pydantic import TypeAdapter
 
-from acp_agent.questions import Answer, Choice, Question, QuestionField, _elicitation_answer, ask, form_schema
+from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField, _elicitation_answer, ask, form_schema
 
 COLOR = QuestionField("color", "Which color?", "Color", (Choice("Blue", "cool"), Choice("Red")))
 TAGS = QuestionField("tags", "Which tags?", "", (Choice("a"), Choice("b")), multiple=True)

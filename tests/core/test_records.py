@@ -1,4 +1,4 @@
-"""`acp_agent.records.frozen` keeps `attrs.frozen`'s semantics while sharing eq, hash and repr."""
+"""`acp_agent.wire.records.frozen` keeps `attrs.frozen`'s semantics while sharing eq, hash and repr."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import attrs
 import pytest
 from attrs import field
 
-from acp_agent import acp
-from acp_agent.records import frozen
+from acp_agent.wire import acp
+from acp_agent.wire.records import frozen
 
 
 @frozen

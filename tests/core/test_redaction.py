@@ -7,8 +7,8 @@ import string
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from acp_agent.failures import FailureKind, FailureObservation, baseline_error_data, baseline_error_message
-from acp_agent.redaction import MASK, MAX_LENGTH, Redactor, redact, secret_env_values
+from acp_agent.failures.protocol import FailureKind, FailureObservation, baseline_error_data, baseline_error_message
+from acp_agent.failures.redaction import MASK, MAX_LENGTH, Redactor, redact, secret_env_values
 
 secret_text = st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=8, max_size=40)
 noise = st.text(max_size=200)

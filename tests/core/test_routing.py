@@ -10,9 +10,9 @@ import anyio.lowlevel
 import pytest
 from attrs import define, field
 
-from acp_agent.events import Event, Notice
-from acp_agent.routing import SessionRouter
-from acp_agent.turnqueue import TurnQueue
+from acp_agent.backends.events import Event, Notice
+from acp_agent.sessions.queue import TurnQueue
+from acp_agent.sessions.routing import SessionRouter
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.rpc import Connection, LineReader, Methods, Reply, RpcError
 from acp_agent.testing.client import MemoryByteStream
+from acp_agent.wire.rpc import Connection, LineReader, Methods, Reply, RpcError
 from tests.streams import Pipe, held_pauses
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
@@ -258,7 +258,7 @@ async def test_outgoing_request_has_a_deadline_and_correlates_answers() -> None:
 
 
 async def test_answers_to_requests_written_before_the_connection_are_kept_until_awaited() -> None:
-    """A greeting written at spawn (`acp_agent.prestart`): its answers may be read before anyone
+    """A greeting written at spawn (`acp_agent.startup.prestart`): its answers may be read before anyone
     awaits them; they are kept by id, and the connection's own requests take the next ids."""
     peer = Peer(methods())
     first = peer.connection.written_request("initialize")
@@ -454,7 +454,7 @@ async def test_requests_still_running_when_the_grace_ends_are_answered_cancelled
     by_id = {line.get("id"): line for line in out.lines if "method" not in line}
     assert by_id["f"]["error"]["code"] == -32800
     assert by_id["a"] == {"jsonrpc": "2.0", "id": "a", "result": "no answer"}
-    from acp_agent.rpc import ConnectionClosed
+    from acp_agent.wire.rpc import ConnectionClosed
 
     assert asked == [ConnectionClosed]
 

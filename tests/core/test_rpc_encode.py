@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_agent.rpc import _encode
+from acp_agent.wire.rpc import _encode
 
 ODD = st.sampled_from(["\ud800", "a\udfff", "\x00", "\ufeff", "é", "日本", "\u2028", "w1 ", ""])
 scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from acp_agent.rpc import Connection, Methods, RpcError
 from acp_agent.testing.client import MemoryByteStream
+from acp_agent.wire.rpc import Connection, Methods, RpcError
 
 pytestmark = pytest.mark.timeout(300)
 

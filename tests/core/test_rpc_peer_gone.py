@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.rpc import Connection, Methods
 from acp_agent.testing.client import MemoryByteStream
+from acp_agent.wire.rpc import Connection, Methods
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 

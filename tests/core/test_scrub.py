@@ -11,8 +11,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from acp_agent.redaction import MASK, Redactor
-from acp_agent.scrub import FrameScrubber, ScrubbingSendStream
+from acp_agent.failures.redaction import MASK, Redactor
+from acp_agent.failures.scrub import FrameScrubber, ScrubbingSendStream
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -217,7 +217,7 @@ MCP_CASES = [
 
 @pytest.mark.parametrize(("where", "name", "value", "held"), MCP_CASES, ids=[case[1] for case in MCP_CASES])
 def test_which_mcp_values_are_held_as_secrets(where: str, name: str, value: str, held: bool) -> None:
-    from acp_agent.redaction import mcp_secret_values
+    from acp_agent.failures.redaction import mcp_secret_values
 
     server: dict[str, Any] = ({"name": "s", "command": "/bin/true", "env": [{"name": name, "value": value}]}
                               if where == "env" else
@@ -227,7 +227,7 @@ def test_which_mcp_values_are_held_as_secrets(where: str, name: str, value: str,
 
 
 def test_malformed_mcp_entries_are_skipped_not_fatal() -> None:
-    from acp_agent.redaction import mcp_secret_values
+    from acp_agent.failures.redaction import mcp_secret_values
 
     servers = ["junk", 3, None, {"env": "x"}, {"env": [1, {"name": "A"}, {"value": 5}]},
                {"env": {"K_TOKEN": "zz-token-1"}}, {"headers": [{"value": "no-name-9x"}]}]

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_agent import acp
-from acp_agent.redaction import MASK, Redactor
-from acp_agent.scrub import FrameScrubber, StreamScrubber
+from acp_agent.failures.redaction import MASK, Redactor
+from acp_agent.failures.scrub import FrameScrubber, StreamScrubber
 from acp_agent.testing.conformance import play
+from acp_agent.wire import acp
 
 pytestmark = pytest.mark.timeout(60)
 

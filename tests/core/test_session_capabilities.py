@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from attrs import evolve
 
-from acp_agent.rpc import RpcError
 from acp_agent.testing import run_in_process
+from acp_agent.wire.rpc import RpcError
 from acp_agent_scripted import ScriptedRuntime, make_spec
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.anyio]

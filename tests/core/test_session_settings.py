@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from acp_agent.rpc import RpcError
 from acp_agent.testing import run_in_process
+from acp_agent.wire.rpc import RpcError
 from acp_agent_scripted import ScriptedRuntime, make_spec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]

@@ -12,10 +12,10 @@ import anyio
 import attrs
 import pytest
 
-from acp_agent.backend_host import BackendHost
-from acp_agent.phases import Deadlines, PhaseClock
-from acp_agent.provider import ProviderRuntime, ProviderSpec, RuntimeContext
-from acp_agent.redaction import Redactor
+from acp_agent.backends.contract import ProviderRuntime, ProviderSpec, RuntimeContext
+from acp_agent.backends.home import BackendHost
+from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.failures.redaction import Redactor
 from acp_agent.testing import run_in_process
 from acp_agent_scripted import make_spec
 from tests.core.test_auth import MemoryKeyring

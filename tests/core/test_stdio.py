@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from acp_agent import stdio
-from acp_agent.stdio import READ_AHEAD_BYTES, FdReceiveStream
+from acp_agent.wire import stdio
+from acp_agent.wire.stdio import READ_AHEAD_BYTES, FdReceiveStream
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 

@@ -12,12 +12,12 @@ from typing import Any
 import attrs
 import pytest
 
-from acp_agent import acp
-from acp_agent.provider import TerminalLogin
-from acp_agent.rpc import RpcError
+from acp_agent.backends.contract import TerminalLogin
 from acp_agent.terminal_auth import agent_command, auth_methods, is_remote, vendor_logins
 from acp_agent.testing import run_in_process
-from acp_agent.wire import UNSET
+from acp_agent.wire import acp
+from acp_agent.wire.convert import UNSET
+from acp_agent.wire.rpc import RpcError
 from acp_agent_scripted import make_spec
 from tests.core.test_auth import MemoryKeyring
 from tests.fakes.vendor_cli import write_executable

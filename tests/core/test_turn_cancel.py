@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 from acp_agent import agent as agent_module
-from acp_agent.phases import Deadlines
-from acp_agent.rpc import REQUEST_CANCELLED, RpcError
+from acp_agent.backends.phases import Deadlines
 from acp_agent.testing import InProcessClient, run_in_process
+from acp_agent.wire.rpc import REQUEST_CANCELLED, RpcError
 from acp_agent_scripted import ScriptedRuntime, make_spec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]

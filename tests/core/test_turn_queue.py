@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from acp_agent.turnqueue import TurnQueue
+from acp_agent.sessions.queue import TurnQueue
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 

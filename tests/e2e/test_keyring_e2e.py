@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.auth import KEYRING_DEADLINE_S
+from acp_agent.failures.auth_status import KEYRING_DEADLINE_S
 from tests.e2e.raw import raw_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]

@@ -24,16 +24,16 @@ import acp_agent_claude
 from tests.e2e.harness import PipeFrames, agent_executable, imported_modules, reaped
 
 SESSION_TIME = (
-    "acp_agent.acp_session",  # the ~56 session wire classes
-    "acp_agent.events",
-    "acp_agent.turn",
-    "acp_agent.presentation",
-    "acp_agent.questions",
-    "acp_agent.admission",
-    "acp_agent.routing",
-    "acp_agent.turnqueue",
-    "acp_agent.prompt",
-    "acp_agent.process",
+    "acp_agent.wire.acp_session",  # the ~56 session wire classes
+    "acp_agent.backends.events",
+    "acp_agent.sessions.session",
+    "acp_agent.sessions.presentation",
+    "acp_agent.sessions.questions",
+    "acp_agent.sessions.admission",
+    "acp_agent.sessions.routing",
+    "acp_agent.sessions.queue",
+    "acp_agent.wire.prompt",
+    "acp_agent.backends.process",
     "acp_agent_claude.runtime",
     "keyring",  # only when a client negotiates auth status (its answer needs the keyring), or
     # once `initialize` is answered (in a worker thread) when no key is in the environment
@@ -41,7 +41,7 @@ SESSION_TIME = (
 """Modules a Claude session needs and `initialize` must not load."""
 
 NEVER_AT_START = ("importlib.metadata",)
-"""Entry points are read by `acp_agent.entry_points` (importlib.metadata only for unusual layouts)."""
+"""Entry points are read by `acp_agent.startup.entry_points` (importlib.metadata only for unusual layouts)."""
 
 DEADLINE_S = 60.0
 
@@ -112,7 +112,7 @@ def test_initialize_imports_nothing_only_sessions_need(tmp_path: Path) -> None:
         assert importlib.util.find_spec(name) is not None, name
     modules = imported_before_initialize(tmp_path)
     # The output was read: the agent, its wire types and the mandated libraries are there.
-    for needed in ("acp_agent.agent", "acp_agent.acp", "acp_agent.plugins", "anyio", "cattrs", "pluggy"):
+    for needed in ("acp_agent.agent", "acp_agent.wire.acp", "acp_agent.backends.plugins", "anyio", "cattrs", "pluggy"):
         assert needed in modules, needed
     loaded = sorted(set(SESSION_TIME + NEVER_AT_START) & set(modules))
     assert loaded == [], f"imported before the initialize answer: {loaded}"

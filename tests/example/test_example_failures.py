@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.plugins import discover
-from acp_agent.provider import ProviderSpec
-from acp_agent.rpc import RpcError
+from acp_agent.backends.contract import ProviderSpec
+from acp_agent.backends.plugins import discover
 from acp_agent.testing import kit_environ, run_in_process
+from acp_agent.wire.rpc import RpcError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

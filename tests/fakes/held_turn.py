@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import anyio
 from attrs import define, field
 
-from acp_agent.acp import AgentMessageChunk, PermissionOption, TextContent, ToolCallUpdate
-from acp_agent.events import Event
-from acp_agent.failures import FailureObservation
+from acp_agent.backends.events import Event
+from acp_agent.failures.protocol import FailureObservation
+from acp_agent.wire.acp import AgentMessageChunk, PermissionOption, TextContent, ToolCallUpdate
 
 
 @define(eq=False)

@@ -7,9 +7,15 @@ from typing import Any, ClassVar
 import muse_code_msp
 import pytest
 
-from acp_agent.events import RetryProgress, TurnEnd
-from acp_agent.failures import FailureKind, FailureObservation, baseline_error_code, baseline_error_data, baseline_error_message
-from acp_agent.redaction import Redactor
+from acp_agent.backends.events import RetryProgress, TurnEnd
+from acp_agent.failures.protocol import (
+    FailureKind,
+    FailureObservation,
+    baseline_error_code,
+    baseline_error_data,
+    baseline_error_message,
+)
+from acp_agent.failures.redaction import Redactor
 from acp_agent.testing import ClassificationContract, HistoryContract, ProviderWireContract, RedactionContract, TitleContract
 from acp_agent_muse import classify, items
 from acp_agent_muse.translate import fold_turn
@@ -137,7 +143,7 @@ class TestHistory(HistoryContract):
     ]
 
     def recognise(self, transcript: Any) -> list[tuple[str, str | None]]:
-        from acp_agent.events import HistoryFailure
+        from acp_agent.backends.events import HistoryFailure
 
         return [(event.message_id, event.user_message_id) for event in items.history_events(transcript, str)
                 if isinstance(event, HistoryFailure)]

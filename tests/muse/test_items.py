@@ -8,7 +8,20 @@ from typing import Any
 
 import pytest
 
-from acp_agent.acp import (
+from acp_agent.backends.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    Compaction,
+    HistoryFailure,
+    RetryProgress,
+    SessionTitle,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TurnEnd,
+)
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.wire.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ImageContent,
@@ -25,19 +38,6 @@ from acp_agent.acp import (
     UserMessageChunk,
     parse_mcp_servers,
 )
-from acp_agent.events import (
-    AttemptBoundary,
-    AuthConfirmed,
-    Compaction,
-    HistoryFailure,
-    RetryProgress,
-    SessionTitle,
-    TerminalExited,
-    TerminalOutput,
-    TerminalStarted,
-    TurnEnd,
-)
-from acp_agent.failures import FailureKind, FailureObservation
 from acp_agent_muse import items
 from acp_agent_muse.ids import UuidV7Minter, is_uuid7
 from acp_agent_muse.translate import TurnTranslator, fold_turn
@@ -194,7 +194,7 @@ def test_approval_tool_call_and_decision() -> None:
 
 
 def test_prompt_blocks_become_turn_input_parts() -> None:
-    from acp_agent.acp import EmbeddedResource, TextResourceContents
+    from acp_agent.wire.acp import EmbeddedResource, TextResourceContents
 
     assert items.prompt_input([
         TextContent("Look at"), ResourceLink(uri="file:///w/a.py", name="a.py"),
@@ -313,7 +313,7 @@ def test_a_completed_compaction_reports_the_compacted_size_against_the_known_win
 
 
 def test_user_input_questions_and_answers() -> None:
-    from acp_agent.questions import Answer, Choice, Question, QuestionField
+    from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField
     params = {"userInputId": "t/q1", "questions": [
         {"header": "Pick", "id": "q1", "question": "Which file?", "options": [{"label": "a.py"}],
          "selection": {"mode": "single"}},

@@ -22,12 +22,12 @@ import anyio.lowlevel
 import pytest
 from attrs import define, field
 
-from acp_agent.acp import PermissionOption, TextContent, ToolCallUpdate
-from acp_agent.events import Event, Notice, SessionFailure, TurnEnd
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.phases import Deadlines, PhaseClock
-from acp_agent.provider import RuntimeContext
-from acp_agent.redaction import Redactor
+from acp_agent.backends.contract import RuntimeContext
+from acp_agent.backends.events import Event, Notice, SessionFailure, TurnEnd
+from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.failures.redaction import Redactor
+from acp_agent.wire.acp import PermissionOption, TextContent, ToolCallUpdate
 from acp_agent_muse.runtime import open_muse_runtime
 from tests.muse.e2e_support import host_pids, muse_env
 

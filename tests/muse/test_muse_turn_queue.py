@@ -21,12 +21,12 @@ import anyio
 import anyio.abc
 import pytest
 
-from acp_agent.acp import TextContent
-from acp_agent.events import TurnEnd
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.phases import Deadlines, PhaseClock
-from acp_agent.provider import RuntimeContext, TurnFailed
-from acp_agent.redaction import Redactor
+from acp_agent.backends.contract import RuntimeContext, TurnFailed
+from acp_agent.backends.events import TurnEnd
+from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.failures.redaction import Redactor
+from acp_agent.wire.acp import TextContent
 from acp_agent_muse import runtime as muse_runtime
 from acp_agent_muse.runtime import MuseRuntime, open_muse_runtime
 from tests.fakes.held_turn import HeldTurn, first_of

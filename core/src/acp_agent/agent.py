@@ -1,9 +1,9 @@
 """The provider-neutral ACP agent: routes ACP methods to the provider runtime.
 
 It owns the runtime and the sessions; running a prompt (a turn's start, the provider's turn,
-its cancellation, its end) lives in `acp_agent.turn_runner`, what a turn does with the neutral
+its cancellation, its end) lives in `acp_agent.sessions.prompt_runner`, what a turn does with the neutral
 events the provider emits (ACP updates, failure records, baseline errors, auth status) in
-`acp_agent.turn`, and sign-in in `acp_agent.signin`. It never imports a vendor SDK and knows no
+`acp_agent.sessions.session`, and sign-in in `acp_agent.signin`. It never imports a vendor SDK and knows no
 vendor's event shapes.
 """
 
@@ -21,26 +21,7 @@ import anyio.abc
 import cattrs
 from attrs import define, field
 
-from acp_agent import acp
-from acp_agent.acp import Methods as M
-from acp_agent.auth import (
-    CredentialState,
-    KeyringStore,
-    auth_status_negotiated,
-    with_keyring_credential,
-)
-from acp_agent.backend_host import BackendHost, RuntimeHost
-from acp_agent.failure_hooks import FailureHooks
-from acp_agent.failures import (
-    FailureKind,
-    FailureObservation,
-    IncidentRegistry,
-    advertised_meta,
-    negotiated,
-)
-from acp_agent.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.prestart import Prestarted
-from acp_agent.provider import (
+from acp_agent.backends.contract import (
     NotSupported,
     ProviderRuntime,
     ProviderSpec,
@@ -49,8 +30,31 @@ from acp_agent.provider import (
     SessionStart,
     TurnFailed,
 )
-from acp_agent.redaction import Redactor, mcp_secret_values
-from acp_agent.rpc import (
+from acp_agent.backends.home import BackendHost, RuntimeHost
+from acp_agent.backends.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.failures.auth_status import (
+    CredentialState,
+    KeyringStore,
+    auth_status_negotiated,
+    with_keyring_credential,
+)
+from acp_agent.failures.hooks import FailureHooks
+from acp_agent.failures.protocol import (
+    FailureKind,
+    FailureObservation,
+    IncidentRegistry,
+    advertised_meta,
+    negotiated,
+)
+from acp_agent.failures.redaction import Redactor, mcp_secret_values
+from acp_agent.failures.scrub import ScrubbingSendStream
+from acp_agent.sessions.prompt_runner import InputWatch, TurnRunner
+from acp_agent.signin import SignIn
+from acp_agent.startup.prestart import Prestarted
+from acp_agent.wire import acp
+from acp_agent.wire.acp import Methods as M
+from acp_agent.wire.convert import UNSET, Unset, clip, describe_error
+from acp_agent.wire.rpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     Connection,
@@ -58,15 +62,11 @@ from acp_agent.rpc import (
     Reply,
     RpcError,
 )
-from acp_agent.scrub import ScrubbingSendStream
-from acp_agent.signin import SignIn
-from acp_agent.turn_runner import InputWatch, TurnRunner
-from acp_agent.wire import UNSET, Unset, clip, describe_error
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
-    from acp_agent.holds import SessionHolds
-    from acp_agent.routing import SessionRouter
-    from acp_agent.turn import PERMISSION_TIMEOUT_S, Outbox, PendingSession, Session, Turn
+    from acp_agent.sessions.holds import SessionHolds
+    from acp_agent.sessions.routing import SessionRouter
+    from acp_agent.sessions.session import PERMISSION_TIMEOUT_S, Outbox, PendingSession, Session, Turn
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class Agent:
     def router(self) -> SessionRouter:
         """The one place the runtime's events go, to a running turn or a session (and its backlog)."""
         if self._router is None:
-            from acp_agent.routing import SessionRouter
+            from acp_agent.sessions.routing import SessionRouter
 
             self._router = SessionRouter()
         return self._router
@@ -150,7 +150,7 @@ class Agent:
         """The client as `initialize` negotiated it, for the sessions (built on first use, so
         `initialize` is answered without loading the session machinery)."""
         if self._outbox is None:
-            from acp_agent.turn import Outbox
+            from acp_agent.sessions.session import Outbox
 
             self._outbox = Outbox(self.converter, self.settings.redact, self.provider.name, self.credentials,
                                   self.provider.credentials.env_vars, connection=self.connection)
@@ -158,7 +158,7 @@ class Agent:
         return self._outbox
 
     def _negotiate(self, outbox: Outbox) -> None:
-        from acp_agent.presentation import ClientFeatures
+        from acp_agent.sessions.presentation import ClientFeatures
 
         capabilities = self.client_capabilities
         outbox.capable = self.capable
@@ -167,16 +167,16 @@ class Agent:
 
     @property
     def holds(self) -> SessionHolds:
-        """The sessions this agent process holds against other agent processes (`acp_agent.holds`)."""
+        """The sessions this agent process holds against other agent processes (`acp_agent.sessions.holds`)."""
         if self._holds is None:
-            from acp_agent.holds import SessionHolds, state_directory
+            from acp_agent.sessions.holds import SessionHolds, state_directory
 
             self._holds = SessionHolds(self.provider.name, state_directory(self.settings.environ))
         return self._holds
 
     def _hold(self, session_id: str) -> None:
         """Hold the session for this agent process, or say where it is open and what to do."""
-        from acp_agent.holds import HeldElsewhere
+        from acp_agent.sessions.holds import HeldElsewhere
 
         try:
             self.holds.acquire(session_id)
@@ -257,7 +257,7 @@ class Agent:
         """Open a `start_early` runtime as soon as `initialize` is answered (or a request needs it).
 
         Not before: building its context and importing its modules would delay the answer, and
-        the backend itself is already booting (`acp_agent.prestart`). Without the keyring:
+        the backend itself is already booting (`acp_agent.startup.prestart`). Without the keyring:
         loading its backends costs ~200 ms; a secret found there makes the first session reopen it.
         """
         await self._initialize_answered.wait()
@@ -383,11 +383,11 @@ class Agent:
         except SessionNotFound as exc:
             raise _session_not_found(str(exc)) from None
         except (PhaseDeadlineExceeded, PhaseFailed, TurnFailed) as exc:
-            from acp_agent.turn import baseline_error
+            from acp_agent.sessions.session import baseline_error
 
             raise baseline_error(exc.observation, self.settings.redact) from None
         except Exception:
-            from acp_agent.turn import baseline_error
+            from acp_agent.sessions.session import baseline_error
 
             log.exception("%s failed in provider %s", what, self.provider.name)
             raise baseline_error(FailureObservation(
@@ -406,7 +406,7 @@ class Agent:
         return self._initialized(request, await self.signin.auth_meta(wanted))
 
     def initialize_now(self, params: Any) -> Reply | None:
-        """`initialize` answered without the event loop (`acp_agent.early`): the same answer, or
+        """`initialize` answered without the event loop (`acp_agent.startup.early`): the same answer, or
         None when it needs the loop (a client that negotiated auth status: the keyring is asked).
         Raises RpcError as `initialize` does, before anything changes."""
         request = self._parse(params, acp.InitializeRequest)
@@ -487,7 +487,7 @@ class Agent:
         }
 
     def _new_session_state(self, session_id: str, cwd: str, credentials: dict[str, str] | None = None) -> Session:
-        from acp_agent.turn import Session
+        from acp_agent.sessions.session import Session
 
         return Session(self.outbox, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), self.router,
                        credentials=dict(credentials or {}))
@@ -551,7 +551,7 @@ class Agent:
     async def _create_session(self, what: str, cwd: str, meta: Any, directories: Any,
                               start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]]) -> Reply:
         """A session the provider creates (new or fork): its events wait until the response is written."""
-        from acp_agent.turn import PendingSession
+        from acp_agent.sessions.session import PendingSession
 
         self._check_cwd(cwd)
         pending = PendingSession(self.router, credentials=self._client_credentials(meta),
@@ -612,7 +612,7 @@ class Agent:
         session.additional_directories = directories
         self.sessions[session.session_id] = session
         self.router.expect(session.session_id)
-        from acp_agent.turn import LoadingSession
+        from acp_agent.sessions.session import LoadingSession
 
         channel = LoadingSession(session)
         try:
@@ -736,7 +736,7 @@ class Agent:
         queued = line.busy
         if not await line.enter():
             return self._dump(acp.PromptResponse(stop_reason="cancelled"))
-        from acp_agent.admission import ReleaseOnce
+        from acp_agent.sessions.admission import ReleaseOnce
 
         release = ReleaseOnce(line)
         try:
@@ -863,7 +863,7 @@ def _text(value: object) -> str | None:
 def __getattr__(name: str) -> Any:
     """`Session`, `Turn` and `PERMISSION_TIMEOUT_S`, as this module exported them, loaded on first use."""
     if name in ("PERMISSION_TIMEOUT_S", "Session", "Turn"):
-        from acp_agent import turn
+        from acp_agent.sessions import session as turn
 
         return getattr(turn, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

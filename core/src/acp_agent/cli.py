@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from types import SimpleNamespace
     from typing import NoReturn
 
-    from acp_agent.plugins import ProviderRegistry
-    from acp_agent.prestart import Prestarted
+    from acp_agent.backends.plugins import ProviderRegistry
+    from acp_agent.startup.prestart import Prestarted
 
 EDITOR_HINT = """\
 acp-agent speaks the Agent Client Protocol on stdin/stdout; an editor starts it, not a person.
@@ -185,10 +185,10 @@ def command() -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from acp_agent.collector import defer_collection
+    from acp_agent.startup.collector import defer_collection
 
     settle = defer_collection()  # until the imports are done (`_serve`)
-    from acp_agent.prestart import Prestarted
+    from acp_agent.startup.prestart import Prestarted
 
     arguments = sys.argv[1:] if argv is None else list(argv)
     prestarted = Prestarted()
@@ -256,7 +256,7 @@ def _plain_serving(arguments: Sequence[str], environ: Mapping[str, str]) -> Simp
 
 
 def _registry() -> ProviderRegistry:
-    from acp_agent.plugins import discover
+    from acp_agent.backends.plugins import discover
 
     return discover()
 
@@ -275,7 +275,7 @@ def _unknown_provider(name: str | None, registry: ProviderRegistry) -> int:
 
 
 def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted, settle: Callable[[], None]) -> int:
-    from acp_agent.redaction import Redactor
+    from acp_agent.failures.redaction import Redactor
 
     redactor = Redactor.from_environment()
     _setup_logging(args.log_file, args.log_level, redactor)
@@ -285,7 +285,7 @@ def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted, set
         return _unknown_provider(args.provider, registry)
     for name in registry.secret_env_vars:
         redactor.add(os.environ.get(name))
-    from acp_agent.phases import DeadlineConfigError, Deadlines
+    from acp_agent.backends.phases import DeadlineConfigError, Deadlines
 
     try:
         deadlines = Deadlines.from_environment(os.environ, loaded.spec.deadline_aliases)
@@ -302,8 +302,8 @@ def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted, set
     import anyio
 
     from acp_agent.agent import Agent, AgentSettings
-    from acp_agent.auth import KeyringStore
-    from acp_agent.phases import PhaseClock
+    from acp_agent.backends.phases import PhaseClock
+    from acp_agent.failures.auth_status import KeyringStore
     from acp_agent.terminal_auth import agent_command
 
     settings = AgentSettings(
@@ -318,8 +318,8 @@ def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted, set
         prestarted=prestarted,
     )
     agent = Agent(settings)
-    from acp_agent.early import answer_waiting_initialize
-    from acp_agent.rpc import DEFAULT_MAX_LINE_BYTES
+    from acp_agent.startup.early import answer_waiting_initialize
+    from acp_agent.wire.rpc import DEFAULT_MAX_LINE_BYTES
 
     preread = answer_waiting_initialize(agent, sys.stdin.fileno(), sys.stdout.fileno(),
                                         args.max_line_bytes or DEFAULT_MAX_LINE_BYTES)
@@ -331,7 +331,7 @@ async def _serve(agent: object, max_line_bytes: int | None, settle: Callable[[],
     import anyio
 
     from acp_agent.agent import Agent
-    from acp_agent.stdio import stdio_streams
+    from acp_agent.wire.stdio import stdio_streams
 
     assert isinstance(agent, Agent)
     receive, send = stdio_streams(preread=preread)
@@ -363,7 +363,7 @@ async def _serve(agent: object, max_line_bytes: int | None, settle: Callable[[],
 
 def _passthrough(spec: object, argv: list[str]) -> int:
     """Run the provider's own CLI in this terminal, with the environment its backend would get."""
-    from acp_agent.provider import ProviderSpec
+    from acp_agent.backends.contract import ProviderSpec
 
     assert isinstance(spec, ProviderSpec)
     find = spec.credentials.vendor_cli
@@ -373,7 +373,7 @@ def _passthrough(spec: object, argv: list[str]) -> int:
         print(f"acp-agent: cannot pass through to the {spec.title} CLI: {detail}", file=sys.stderr)
         return 2
     environ = _vendor_environ(spec)
-    from acp_agent.executables import find_program
+    from acp_agent.backends.executables import find_program
 
     resolved = find_program(program, environ)
     if resolved is None:
@@ -396,8 +396,8 @@ def _passthrough(spec: object, argv: list[str]) -> int:
 
 def _vendor_environ(spec: object) -> dict[str, str]:
     """This environment plus a keyring key, exactly as the agent hands it to the backend."""
-    from acp_agent.auth import KeyringStore, resolve_credentials, with_keyring_credential
-    from acp_agent.provider import ProviderSpec
+    from acp_agent.backends.contract import ProviderSpec
+    from acp_agent.failures.auth_status import KeyringStore, resolve_credentials, with_keyring_credential
 
     assert isinstance(spec, ProviderSpec)
     state = resolve_credentials(spec.name, spec.credentials, os.environ, KeyringStore())
@@ -474,7 +474,7 @@ def _providers() -> int:
 
 
 def _auth(action: str, provider: str | None, *, read_stdin: bool) -> int:
-    from acp_agent.auth import KeyringStore, KeyringUnavailable, resolve_credentials
+    from acp_agent.failures.auth_status import KeyringStore, KeyringUnavailable, resolve_credentials
 
     registry = _registry()
     loaded = registry.get(provider) if provider else None
@@ -520,7 +520,7 @@ def _auth(action: str, provider: str | None, *, read_stdin: bool) -> int:
 
 
 def _env_hint(spec: object) -> str:
-    from acp_agent.provider import ProviderSpec
+    from acp_agent.backends.contract import ProviderSpec
 
     assert isinstance(spec, ProviderSpec)
     variables = " or ".join(spec.credentials.env_vars) or "the provider variables"

@@ -13,8 +13,9 @@ from typing import Any
 
 import anyio
 
-from acp_agent import acp, terminal_auth
-from acp_agent.auth import (
+from acp_agent import terminal_auth
+from acp_agent.backends.contract import ProviderSpec
+from acp_agent.failures.auth_status import (
     CredentialState,
     KeyringStore,
     KeyringUnavailable,
@@ -24,10 +25,10 @@ from acp_agent.auth import (
     keyring_consulted,
     read_credentials,
 )
-from acp_agent.provider import ProviderSpec
-from acp_agent.redaction import Redactor
-from acp_agent.rpc import INVALID_PARAMS, RpcError
-from acp_agent.wire import UNSET, Unset, clip
+from acp_agent.failures.redaction import Redactor
+from acp_agent.wire import acp
+from acp_agent.wire.convert import UNSET, Unset, clip
+from acp_agent.wire.rpc import INVALID_PARAMS, RpcError
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ class SignIn:
         program = spec.vendor_cli(self.environ) if spec.vendor_cli and spec.logout_args else None
         if not program:
             return
-        from acp_agent.process import parent_death_argv  # not needed to answer `initialize`
+        from acp_agent.backends.process import parent_death_argv  # not needed to answer `initialize`
 
         command = (program, *spec.logout_args)
         try:

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import anyio
 
-from acp_agent import acp
-from acp_agent.provider import ProviderSpec, TerminalLogin
-from acp_agent.wire import UNSET, Unset
+from acp_agent.backends.contract import ProviderSpec, TerminalLogin
+from acp_agent.wire import acp
+from acp_agent.wire.convert import UNSET, Unset
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ async def vendor_status(program: str, args: Sequence[str], environ: Mapping[str,
 
     Bounded by `STATUS_BUDGET_S`; its output only reaches the debug log (it may name an account).
     """
-    from acp_agent.process import parent_death_argv  # not needed to offer the methods at `initialize`
+    from acp_agent.backends.process import parent_death_argv  # not needed to offer the methods at `initialize`
 
     command = (program, *args)
     try:

@@ -18,11 +18,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from attrs import define, field
 
 from acp_agent.agent import Agent, AgentSettings
-from acp_agent.auth import KeyringStore
-from acp_agent.phases import Deadlines, PhaseClock
-from acp_agent.provider import ProviderSpec
-from acp_agent.redaction import Redactor
-from acp_agent.rpc import Connection, Methods
+from acp_agent.backends.contract import ProviderSpec
+from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.failures.auth_status import KeyringStore
+from acp_agent.failures.redaction import Redactor
+from acp_agent.wire.rpc import Connection, Methods
 
 CAPABLE_META: Mapping[str, Any] = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}
 

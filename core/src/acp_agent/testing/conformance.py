@@ -21,9 +21,7 @@ import pytest
 from attrs import define, field
 
 from acp_agent.agent import CANCEL_GRACE_S
-from acp_agent.events import MODEL_ANSWER_UPDATES, Event, TurnEnd
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.provider import (
+from acp_agent.backends.contract import (
     ProviderRuntime,
     ProviderSpec,
     RuntimeContext,
@@ -32,8 +30,10 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
-from acp_agent.rpc import RpcError
+from acp_agent.backends.events import MODEL_ANSWER_UPDATES, Event, TurnEnd
+from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.testing.client import InProcessClient, run_in_process
+from acp_agent.wire.rpc import RpcError
 
 Step = Event | FailureObservation | TurnEnd
 
@@ -120,7 +120,7 @@ def played_spec(name: str, turns: list[list[Step]]) -> ProviderSpec:
 
 async def play(name: str, steps: list[Step], *, capable: bool, environ: dict[str, str] | None = None) -> Any:
     """Run one turn of steps through a real agent; returns (result or error, client)."""
-    from acp_agent.rpc import RpcError
+    from acp_agent.wire.rpc import RpcError
 
     async with run_in_process(played_spec(name, [steps]), environ=environ) as client:
         await client.initialize(capable=capable)
@@ -159,7 +159,7 @@ class ProviderWireContract:
 
     @pytest.mark.anyio
     async def test_legacy_client_gets_baseline_error_and_no_extension(self) -> None:
-        from acp_agent.rpc import RpcError
+        from acp_agent.wire.rpc import RpcError
 
         steps = self.fold(self.retry_then_fail_natives)
         result, client = await play(self.provider_name, steps, capable=False)
@@ -284,7 +284,7 @@ def answer_text(client: InProcessClient, session_id: str, since: int = 0) -> str
 
 _IMPORT_PROBE = """
 import json, sys, tempfile, anyio
-from acp_agent.plugins import discover
+from acp_agent.backends.plugins import discover
 from acp_agent.testing.client import run_in_process
 name, modules = sys.argv[1], json.loads(sys.argv[2])
 loaded = discover().get(name)
@@ -340,7 +340,7 @@ class RuntimeContract:
             assert seen, "no backend process was seen while the session ran"
 
     def _installed_spec(self) -> ProviderSpec:
-        from acp_agent.plugins import discover
+        from acp_agent.backends.plugins import discover
 
         loaded = discover().get(self.provider_name)
         assert loaded is not None, f"no provider {self.provider_name!r} is installed (an `acp_agent` entry point)"

@@ -1,7 +1,7 @@
 """Tools through which Claude Code asks the user something rather than for permission.
 
 AskUserQuestion and ExitPlanMode reach the agent as `can_use_tool` control requests. The first is
-a question (`acp_agent.questions`: an ACP elicitation, else permission requests whose options are
+a question (`acp_agent.sessions.questions`: an ACP elicitation, else permission requests whose options are
 the answers), answered to the CLI as the tool's `updatedInput` with `answers`, as
 claude-agent-acp's `elicitation.js` does. The second offers claude-agent-acp's choices for
 leaving plan mode (approve and switch to a mode, or keep planning). An MCP server's elicitation
@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from acp_agent.acp import PermissionOption
-from acp_agent.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+from acp_agent.wire.acp import PermissionOption
 
 ASK_TOOL: Final = "AskUserQuestion"
 EXIT_PLAN_TOOL: Final = "ExitPlanMode"

@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
-from acp_agent.events import Notice, RetryProgress
-from acp_agent.executables import program_unavailable
-from acp_agent.failures import Category, FailureKind, FailureObservation
+from acp_agent.backends.events import Notice, RetryProgress
+from acp_agent.backends.executables import program_unavailable
+from acp_agent.failures.protocol import Category, FailureKind, FailureObservation
 
 SYNTHETIC_MODEL = "<synthetic>"
 CONNECTION_LOST = "The connection to Claude was lost."

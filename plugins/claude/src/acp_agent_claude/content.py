@@ -1,6 +1,6 @@
 """Pure mapping of Claude Code content to ACP session updates: text, thinking, tools, plans, usage.
 
-Takes the claude-agent-sdk's content blocks and raw stream events; returns `acp_agent.acp` updates.
+Takes the claude-agent-sdk's content blocks and raw stream events; returns `acp_agent.wire.acp` updates.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from attrs import define
 
-from acp_agent.acp import (
+from acp_agent.wire.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
@@ -34,8 +34,8 @@ from acp_agent.acp import (
     agent_text,
     thought_text,
 )
-from acp_agent.prompt import TextStyle, prompt_parts
-from acp_agent.wire import UNSET
+from acp_agent.wire.convert import UNSET
+from acp_agent.wire.prompt import TextStyle, prompt_parts
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,7 @@ from typing import Any
 
 from attrs import define, field
 
-from acp_agent.acp import ToolCallUpdate, UsageUpdate, agent_text, thought_text
-from acp_agent.events import (
+from acp_agent.backends.events import (
     AuthConfirmed,
     Compaction,
     Event,
@@ -26,7 +25,8 @@ from acp_agent.events import (
     TerminalStarted,
     TurnEnd,
 )
-from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.wire.acp import ToolCallUpdate, UsageUpdate, agent_text, thought_text
 from acp_agent_claude import classify, content, subagents
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 

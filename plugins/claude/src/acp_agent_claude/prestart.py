@@ -2,7 +2,7 @@
 
 The Claude runtime starts one CLI per session, and the CLI takes about 300 ms to boot and answer
 its handshake. The first session is usually opened in the directory the agent was started in,
-with default settings: the command line (`acp_agent.prestart`) starts that CLI here, under a
+with default settings: the command line (`acp_agent.startup.prestart`) starts that CLI here, under a
 session id chosen in advance, while the agent imports and answers `initialize`. The runtime
 claims it (`RuntimeContext.prestarted.take`) and lets the first `session/new` adopt it when that session
 would start exactly this command with exactly this environment (same cwd, no MCP servers or
@@ -12,16 +12,16 @@ as for every CLI. Otherwise it is stopped and the session starts its own, as wit
 
 The command line loads this file alone, without the package, so it imports nothing but the
 standard library and the core's two modules the command line has loaded before its spawn
-(`acp_agent.prestart`, `acp_agent.pdeath`); `locate` and `transport` take the CLI's location, command line and environment
-from here, so the spare and a session's CLI are built by the same code.
+(`acp_agent.startup.prestart`, `acp_agent.backends.pdeath`); `locate` and `transport` take the CLI's
+location, command line and environment from here, so the spare and a session's CLI are built by the same code.
 """
 
 from __future__ import annotations
 
 import os
 
-from acp_agent.pdeath import find_program  # the core's: the command line has both loaded already
-from acp_agent.prestart import package_dir
+from acp_agent.backends.pdeath import find_program  # the core's: the command line has both loaded already
+from acp_agent.startup.prestart import package_dir
 
 TYPE_CHECKING = False  # json and typing load only when used: this runs before the spawn
 if TYPE_CHECKING:
@@ -139,6 +139,6 @@ def spare(environ: Mapping[str, str]) -> tuple[str, list[str], dict[str, str]] |
 
 
 def prestart(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]] | None:
-    """The `acp_agent.prestart` hook: the spare CLI for the first session."""
+    """The `acp_agent.startup.prestart` hook: the spare CLI for the first session."""
     wanted = spare(environ)
     return None if wanted is None else (wanted[1], wanted[2])

@@ -31,7 +31,23 @@ import anyio.to_thread
 import attrs
 from attrs import define, field
 
-from acp_agent.acp import (
+from acp_agent.backends.contract import (
+    ProviderRuntime,
+    RuntimeContext,
+    SessionChannel,
+    SessionListing,
+    SessionNotFound,
+    SessionStart,
+    TurnChannel,
+    TurnFailed,
+    additional_directories,
+)
+from acp_agent.backends.events import RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
+from acp_agent.backends.files import UnsafeFile
+from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.failures.hooks import bound
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.wire.acp import (
     AgentMessageChunk,
     AvailableCommand,
     AvailableCommandInput,
@@ -47,23 +63,7 @@ from acp_agent.acp import (
     TextContent,
     ToolCallUpdate,
 )
-from acp_agent.events import RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
-from acp_agent.failure_hooks import bound
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.files import UnsafeFile
-from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.provider import (
-    ProviderRuntime,
-    RuntimeContext,
-    SessionChannel,
-    SessionListing,
-    SessionNotFound,
-    SessionStart,
-    TurnChannel,
-    TurnFailed,
-    additional_directories,
-)
-from acp_agent.wire import UNSET
+from acp_agent.wire.convert import UNSET
 from acp_agent_claude import asking, classify, commands, content, history, settings, store, titles
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.prestart import SPARE_MODE, bypass_allowed, command, environment, spare

@@ -22,9 +22,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acp_agent.acp import ConfigOption, ConfigOptionValue
-from acp_agent.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
-from acp_agent.wire import UNSET
+from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
+from acp_agent.wire.acp import ConfigOption, ConfigOptionValue
+from acp_agent.wire.convert import UNSET
 
 MODEL = "model"
 EFFORT = "effort"

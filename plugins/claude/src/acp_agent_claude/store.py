@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from acp_agent.files import UnsafeFile, regular_file_stat
+from acp_agent.backends.files import UnsafeFile, regular_file_stat
 
 if TYPE_CHECKING:
     from claude_agent_sdk import SDKSessionInfo

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from acp_agent.acp import ContentBlock, TextContent
-from acp_agent.events import Event, SessionTitle
-from acp_agent.presentation import now_iso
+from acp_agent.backends.events import Event, SessionTitle
+from acp_agent.sessions.presentation import now_iso
+from acp_agent.wire.acp import ContentBlock, TextContent
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 
 log = logging.getLogger(__name__)

@@ -24,9 +24,9 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_agent.prestart import Spawned
-from acp_agent.process import adopted_process, drain_stderr, kill_process_group, parent_death_argv
-from acp_agent.rpc import LineReader
+from acp_agent.backends.process import adopted_process, drain_stderr, kill_process_group, parent_death_argv
+from acp_agent.startup.prestart import Spawned
+from acp_agent.wire.rpc import LineReader
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from acp_agent import hookimpl
-from acp_agent.provider import (
+from acp_agent.backends.contract import (
     BackendStatus,
     CredentialSpec,
     ProviderRuntime,
@@ -26,8 +26,8 @@ from acp_agent_codex.prestart import BIN_VAR as BIN_VAR
 from acp_agent_codex.prestart import find_codex as find_codex
 
 if TYPE_CHECKING:  # the transcript's types load with the runtime, not on every start
-    from acp_agent.events import HistoryFailure
-    from acp_agent.failures import FailureKind, FailureObservation
+    from acp_agent.backends.events import HistoryFailure
+    from acp_agent.failures.protocol import FailureKind, FailureObservation
 
 INSTALL_HINT = "install the `openai-codex-cli-bin` wheel or set ACP_AGENT_CODEX_BIN to a codex binary"
 

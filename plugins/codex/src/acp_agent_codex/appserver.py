@@ -1,7 +1,7 @@
 """One `codex app-server` process, its JSON-RPC connection and its handshake, without the runtime.
 
 Light on purpose (anyio, attrs and the core's process and rpc layers, all loaded by the agent
-already): the first app-server, adopted from the command line (`acp_agent.prestart`) or spawned,
+already): the first app-server, adopted from the command line (`acp_agent.startup.prestart`) or spawned,
 answers its `initialize` handshake and `model/list` as soon as the agent's event loop runs, while
 the runtime module (`acp_agent_codex.runtime`, ~20 ms of imports) is not loaded yet, so the first
 `session/new` only pays `thread/start`. Notifications app-server sends before the runtime hands
@@ -22,10 +22,10 @@ import anyio
 import anyio.abc
 from attrs import define, field
 
-from acp_agent.prestart import Spawned
-from acp_agent.process import ChildProcess, adopt_child, kill_process_group, open_child
-from acp_agent.provider import ProviderRuntime, RuntimeContext
-from acp_agent.rpc import Connection, ConnectionClosed, Methods, PendingRequest, RpcError
+from acp_agent.backends.contract import ProviderRuntime, RuntimeContext
+from acp_agent.backends.process import ChildProcess, adopt_child, kill_process_group, open_child
+from acp_agent.startup.prestart import Spawned
+from acp_agent.wire.rpc import Connection, ConnectionClosed, Methods, PendingRequest, RpcError
 from acp_agent_codex.prestart import (
     GREETING_REQUESTS,
     child_environment,

@@ -14,9 +14,9 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.events import Notice, RetryProgress
-from acp_agent.executables import program_unavailable
-from acp_agent.failures import POLICY, TITLE_LIMIT, FailureKind, FailureObservation, Source, split_title
+from acp_agent.backends.events import Notice, RetryProgress
+from acp_agent.backends.executables import program_unavailable
+from acp_agent.failures.protocol import POLICY, TITLE_LIMIT, FailureKind, FailureObservation, Source, split_title
 
 TRANSPORT_LOST_TITLE: Final = "The connection to Codex was lost."
 

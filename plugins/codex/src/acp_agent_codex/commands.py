@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from attrs import frozen
 
-from acp_agent.acp import AvailableCommand, AvailableCommandInput, ContentBlock, TextContent
+from acp_agent.wire.acp import AvailableCommand, AvailableCommandInput, ContentBlock, TextContent
 
 
 @frozen

@@ -16,7 +16,10 @@ from typing import Any, Final, Literal, TypeGuard
 
 import attrs
 
-from acp_agent.acp import (
+from acp_agent.backends.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
+from acp_agent.failures.hooks import redact_legacy
+from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+from acp_agent.wire.acp import (
     ContentBlock,
     ImageContent,
     PermissionOption,
@@ -37,10 +40,7 @@ from acp_agent.acp import (
     thought_text,
     user_text,
 )
-from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
-from acp_agent.failure_hooks import redact_legacy
-from acp_agent.prompt import TextStyle, prompt_parts
-from acp_agent.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+from acp_agent.wire.prompt import TextStyle, prompt_parts
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]

@@ -10,7 +10,7 @@ Notifications arrive on the reader task, in wire order. Those of a thread with a
 are queued to that prompt, which folds them through a `TurnTranslator` in order (the queue is
 bounded: while it is full the reader waits, so a client that stops reading stalls app-server
 rather than growing the agent's memory; no task that drains a queue ever waits for an app-server
-answer meanwhile, see `acp_agent.turnqueue`); those outside a
+answer meanwhile, see `acp_agent.sessions.queue`); those outside a
 prompt become session-scoped events (notices, `SessionFailure`s), delivered at once through the
 session's channel (kept from its creation or load). Process-wide
 notices sent at start-up (`configWarning`, `deprecationNotice`) go to the session whose creation
@@ -35,7 +35,26 @@ import anyio
 import anyio.abc
 from attrs import define, evolve, field
 
-from acp_agent.acp import (
+from acp_agent.backends.contract import (
+    ProviderRuntime,
+    RuntimeContext,
+    SessionChannel,
+    SessionListing,
+    SessionNotFound,
+    SessionStart,
+    TurnChannel,
+    TurnFailed,
+    additional_directories,
+)
+from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
+from acp_agent.backends.executables import executable_problem
+from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
+from acp_agent.backends.phases import Phase, PhaseFailed
+from acp_agent.failures.hooks import bound
+from acp_agent.failures.protocol import FailureObservation
+from acp_agent.sessions.questions import Answer, Question, UrlQuestion
+from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
+from acp_agent.wire.acp import (
     AvailableCommandsUpdate,
     ConfigOption,
     ContentBlock,
@@ -48,26 +67,7 @@ from acp_agent.acp import (
     ToolCallUpdate,
     agent_text,
 )
-from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
-from acp_agent.executables import executable_problem
-from acp_agent.failure_hooks import bound
-from acp_agent.failures import FailureObservation
-from acp_agent.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
-from acp_agent.phases import Phase, PhaseFailed
-from acp_agent.provider import (
-    ProviderRuntime,
-    RuntimeContext,
-    SessionChannel,
-    SessionListing,
-    SessionNotFound,
-    SessionStart,
-    TurnChannel,
-    TurnFailed,
-    additional_directories,
-)
-from acp_agent.questions import Answer, Question, UrlQuestion
-from acp_agent.rpc import ConnectionClosed, Methods, RpcError
-from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
+from acp_agent.wire.rpc import ConnectionClosed, Methods, RpcError
 from acp_agent_codex import codex_home, commands, find_codex, items, settings, titles
 from acp_agent_codex.appserver import (
     GLOBAL_NOTICES,

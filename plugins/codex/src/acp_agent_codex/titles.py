@@ -15,7 +15,7 @@ from typing import Any, Final
 import anyio
 from attrs import define, field
 
-from acp_agent.acp import ContentBlock, TextContent
+from acp_agent.wire.acp import ContentBlock, TextContent
 
 ENV: Final = "ACP_AGENT_CODEX_TITLES"
 TITLE_MODEL: Final = "gpt-5.6-luna"

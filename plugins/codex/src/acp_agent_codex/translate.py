@@ -13,8 +13,7 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from acp_agent.acp import ToolCallUpdate, agent_text, thought_text
-from acp_agent.events import (
+from acp_agent.backends.events import (
     AttemptBoundary,
     AuthConfirmed,
     Compaction,
@@ -25,7 +24,8 @@ from acp_agent.events import (
     TerminalStarted,
     TurnEnd,
 )
-from acp_agent.failures import FailureObservation
+from acp_agent.failures.protocol import FailureObservation
+from acp_agent.wire.acp import ToolCallUpdate, agent_text, thought_text
 from acp_agent_codex import items
 from acp_agent_codex.classify import classify_error, notice_for, observe_failure, turn_error_observation
 

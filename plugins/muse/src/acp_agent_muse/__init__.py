@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from acp_agent import hookimpl
-from acp_agent.provider import (
+from acp_agent.backends.contract import (
     BackendStatus,
     CredentialSpec,
     ProviderRuntime,
@@ -24,8 +24,8 @@ from acp_agent.provider import (
 )
 
 if TYPE_CHECKING:  # the transcript's types load with the runtime, not on every start
-    from acp_agent.events import HistoryFailure
-    from acp_agent.failures import FailureKind, FailureObservation
+    from acp_agent.backends.events import HistoryFailure
+    from acp_agent.failures.protocol import FailureKind, FailureObservation
 
 EXECUTABLE_VAR = "MUSE_CODE_EXECUTABLE"
 BINARY_NAME = "muse"
@@ -43,7 +43,7 @@ def find_muse(environ: Mapping[str, str]) -> str | None:
     explicit = environ.get(EXECUTABLE_VAR)
     if explicit:
         return explicit
-    from acp_agent.executables import find_program
+    from acp_agent.backends.executables import find_program
 
     return find_program(BINARY_NAME, environ)
 

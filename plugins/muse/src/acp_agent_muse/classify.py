@@ -14,9 +14,9 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.events import RetryProgress, TurnEnd
-from acp_agent.executables import program_unavailable
-from acp_agent.failures import FailureKind, FailureObservation, Source
+from acp_agent.backends.events import RetryProgress, TurnEnd
+from acp_agent.backends.executables import program_unavailable
+from acp_agent.failures.protocol import FailureKind, FailureObservation, Source
 
 HOST_TITLE: Final = "Muse Code"
 

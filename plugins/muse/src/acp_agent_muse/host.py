@@ -1,6 +1,6 @@
 """One `muse serve` process and the MSP connection to it (the core's JSON-RPC layer over its stdio).
 
-The process lives in its own task inside the runtime's task group: `acp_agent.process.open_child`
+The process lives in its own task inside the runtime's task group: `acp_agent.backends.process.open_child`
 owns it (close stdin → SIGTERM → SIGKILL, always reaped) and the connection's reader runs until
 the host's stdout ends. Every notification is handed, in wire order, to the runtime's router;
 the two server-initiated requests MSP defines (`approval/request`, `userInput/request`) are
@@ -23,8 +23,8 @@ import anyio
 import anyio.abc
 from attrs import define, field
 
-from acp_agent.process import ChildProcess, kill_process_group, open_child
-from acp_agent.rpc import Connection, Methods, RpcError
+from acp_agent.backends.process import ChildProcess, kill_process_group, open_child
+from acp_agent.wire.rpc import Connection, Methods, RpcError
 from acp_agent_muse.classify import is_retryable_error
 from acp_agent_muse.ids import mint
 

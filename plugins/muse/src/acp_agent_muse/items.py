@@ -17,7 +17,11 @@ from typing import Any, Final, Literal, TypeGuard
 
 import attrs
 
-from acp_agent.acp import (
+from acp_agent.backends.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
+from acp_agent.failures.hooks import redact_legacy
+from acp_agent.failures.protocol import FailureObservation
+from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField
+from acp_agent.wire.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
@@ -43,12 +47,8 @@ from acp_agent.acp import (
     thought_text,
     user_text,
 )
-from acp_agent.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
-from acp_agent.failure_hooks import redact_legacy
-from acp_agent.failures import FailureObservation
-from acp_agent.prompt import TextStyle, prompt_parts
-from acp_agent.questions import Answer, Choice, Question, QuestionField
-from acp_agent.wire import UNSET
+from acp_agent.wire.convert import UNSET
+from acp_agent.wire.prompt import TextStyle, prompt_parts
 from acp_agent_muse.classify import classify_terminal
 
 JsonObject = Mapping[str, Any]

@@ -12,7 +12,7 @@ becomes the new session's host.
 
 A prompt is `turn/start` (`submitting` until the acknowledgement), then the session's view
 notifications, in wire order, are folded by a `TurnTranslator` until `turn/completed`. They wait
-in a bounded queue (`acp_agent.turnqueue`): while it is full the host's reader waits, so a client that stops
+in a bounded queue (`acp_agent.sessions.queue`): while it is full the host's reader waits, so a client that stops
 reading stalls the host rather than growing the agent's memory; the prompt never waits for a host
 answer while it should drain that queue (cancels, approvals and questions run in their own tasks).
 Approvals become permission questions asked in their own tasks (the turn keeps streaming).
@@ -32,13 +32,7 @@ import anyio.abc
 import attrs
 from attrs import define, field
 
-from acp_agent.acp import ConfigOption, ConfigOptionValue, ContentBlock, McpServer, SessionMode, SessionModeState
-from acp_agent.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
-from acp_agent.executables import executable_problem
-from acp_agent.failure_hooks import bound
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.provider import (
+from acp_agent.backends.contract import (
     ProviderRuntime,
     RuntimeContext,
     SessionChannel,
@@ -49,8 +43,14 @@ from acp_agent.provider import (
     TurnFailed,
     additional_directories,
 )
-from acp_agent.rpc import ConnectionClosed, RpcError
-from acp_agent.turnqueue import DEFAULT_MAX_ITEMS, TurnQueue
+from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
+from acp_agent.backends.executables import executable_problem
+from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.failures.hooks import bound
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
+from acp_agent.wire.acp import ConfigOption, ConfigOptionValue, ContentBlock, McpServer, SessionMode, SessionModeState
+from acp_agent.wire.rpc import ConnectionClosed, RpcError
 from acp_agent_muse import find_muse, items
 from acp_agent_muse.classify import (
     HOST_TITLE,

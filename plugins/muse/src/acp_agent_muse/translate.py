@@ -13,8 +13,7 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from acp_agent.acp import UsageUpdate
-from acp_agent.events import (
+from acp_agent.backends.events import (
     AttemptBoundary,
     AuthConfirmed,
     Event,
@@ -24,7 +23,8 @@ from acp_agent.events import (
     TerminalStarted,
     TurnEnd,
 )
-from acp_agent.failures import FailureObservation
+from acp_agent.failures.protocol import FailureObservation
+from acp_agent.wire.acp import UsageUpdate
 from acp_agent_muse import items
 from acp_agent_muse.classify import classify_terminal, observe_failure, retry_progress
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from acp_agent import hookimpl
-from acp_agent.acp import agent_text
-from acp_agent.events import HistoryFailure
-from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.backends.events import HistoryFailure
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.wire.acp import agent_text
 
 MARKER = "CORP-GATEWAY-DENIED"
 NATIVE_KIND = "corpGatewayDenied"

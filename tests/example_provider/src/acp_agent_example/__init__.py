@@ -7,14 +7,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from acp_agent import hookimpl
-from acp_agent.executables import executable_problem
-from acp_agent.provider import (
+from acp_agent.backends.contract import (
     BackendStatus,
     ProviderRuntime,
     ProviderSpec,
     RuntimeCapabilities,
     RuntimeContext,
 )
+from acp_agent.backends.executables import executable_problem
 
 
 def check_backend() -> BackendStatus:

@@ -12,13 +12,7 @@ from typing import Any
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from acp_agent.acp import ContentBlock, TextContent, agent_text
-from acp_agent.events import TurnEnd
-from acp_agent.executables import executable_problem, program_unavailable
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.phases import Phase, PhaseFailed
-from acp_agent.process import ChildProcess, open_child
-from acp_agent.provider import (
+from acp_agent.backends.contract import (
     ProviderRuntime,
     RuntimeContext,
     SessionChannel,
@@ -27,6 +21,12 @@ from acp_agent.provider import (
     TurnChannel,
     TurnFailed,
 )
+from acp_agent.backends.events import TurnEnd
+from acp_agent.backends.executables import executable_problem, program_unavailable
+from acp_agent.backends.phases import Phase, PhaseFailed
+from acp_agent.backends.process import ChildProcess, open_child
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.wire.acp import ContentBlock, TextContent, agent_text
 
 MODEL_VAR = "EXAMPLE_MODEL_PYTHON"
 """The interpreter that runs the echo model (default: this one)."""

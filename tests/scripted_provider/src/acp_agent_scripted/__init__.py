@@ -18,7 +18,31 @@ import anyio.abc
 import anyio.to_thread
 
 from acp_agent import hookimpl
-from acp_agent.acp import (
+from acp_agent.backends.contract import (
+    ProviderRuntime,
+    ProviderSpec,
+    RuntimeCapabilities,
+    RuntimeContext,
+    SessionChannel,
+    SessionListing,
+    SessionNotFound,
+    SessionStart,
+    TurnChannel,
+    TurnFailed,
+)
+from acp_agent.backends.events import (
+    AttemptBoundary,
+    AuthConfirmed,
+    HistoryFailure,
+    Notice,
+    RetryProgress,
+    RuntimeReplaced,
+    SessionFailure,
+    TurnEnd,
+)
+from acp_agent.backends.phases import Phase
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.wire.acp import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ConfigOption,
@@ -33,30 +57,6 @@ from acp_agent.acp import (
     ToolCall,
     ToolCallUpdate,
     UserMessageChunk,
-)
-from acp_agent.events import (
-    AttemptBoundary,
-    AuthConfirmed,
-    HistoryFailure,
-    Notice,
-    RetryProgress,
-    RuntimeReplaced,
-    SessionFailure,
-    TurnEnd,
-)
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.phases import Phase
-from acp_agent.provider import (
-    ProviderRuntime,
-    ProviderSpec,
-    RuntimeCapabilities,
-    RuntimeContext,
-    SessionChannel,
-    SessionListing,
-    SessionNotFound,
-    SessionStart,
-    TurnChannel,
-    TurnFailed,
 )
 
 
@@ -214,7 +214,7 @@ class ScriptedRuntime(ProviderRuntime):
         return self._setup(forked)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
-        from acp_agent.acp import SessionInfo
+        from acp_agent.wire.acp import SessionInfo
 
         return SessionListing(
             [SessionInfo(session_id=sid, cwd=path) for sid, path in self.sessions.items()]
@@ -389,7 +389,7 @@ def load_script() -> dict[str, Any]:
 
 def make_spec(script: dict[str, Any] | None = None) -> ProviderSpec:
     """The scripted provider; in-process tests pass the script directly."""
-    from acp_agent.provider import CredentialSpec
+    from acp_agent.backends.contract import CredentialSpec
 
     script = script if script is not None else load_script()
 

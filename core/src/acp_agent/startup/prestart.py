@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import sys
 
-from acp_agent import pdeath
+from acp_agent.backends import pdeath
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

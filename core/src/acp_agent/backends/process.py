@@ -23,14 +23,14 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from acp_agent import pdeath
+from acp_agent.backends import pdeath
 
 # Re-exported: part of this module's API (the Claude runtime imports `runnable` from here).
-from acp_agent.pdeath import SETPRIV_CANDIDATES as SETPRIV_CANDIDATES  # noqa: PLC0414
-from acp_agent.pdeath import runnable as runnable  # noqa: PLC0414
-from acp_agent.prestart import Spawned
-from acp_agent.rpc import LineReader
-from acp_agent.stdio import FdReceiveStream, FdSendStream
+from acp_agent.backends.pdeath import SETPRIV_CANDIDATES as SETPRIV_CANDIDATES  # noqa: PLC0414
+from acp_agent.backends.pdeath import runnable as runnable  # noqa: PLC0414
+from acp_agent.startup.prestart import Spawned
+from acp_agent.wire.rpc import LineReader
+from acp_agent.wire.stdio import FdReceiveStream, FdSendStream
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ async def open_child(
 
 
 class _AdoptedProcess(anyio.abc.Process):
-    """A backend the command line spawned before the event loop (`acp_agent.prestart.Spawned`),
+    """A backend the command line spawned before the event loop (`acp_agent.startup.prestart.Spawned`),
     driven from it. Its exit is awaited on a pidfd (Linux), then reaped, which returns at once."""
 
     def __init__(self, spawned: Spawned) -> None:
@@ -229,7 +229,7 @@ class _AdoptedProcess(anyio.abc.Process):
 
 
 def adopted_process(spawned: Spawned) -> anyio.abc.Process:
-    """A child started before the event loop (`acp_agent.prestart`) as an anyio process, for a
+    """A child started before the event loop (`acp_agent.startup.prestart`) as an anyio process, for a
     provider that owns its backend's lifetime itself (stop, reap) rather than through `adopt_child`."""
     return _AdoptedProcess(spawned)
 
@@ -254,7 +254,7 @@ async def _owned(process: anyio.abc.Process, name: str, grace_s: float) -> Async
 @asynccontextmanager
 async def adopt_child(spawned: Spawned, *, name: str = "backend",
                       grace_s: float = 2.0) -> AsyncIterator[ChildProcess]:
-    """Own a child started before the event loop (`acp_agent.prestart`) exactly as `open_child` does."""
+    """Own a child started before the event loop (`acp_agent.startup.prestart`) exactly as `open_child` does."""
     log.debug("adopted %s (pid %d), started with the agent", name, spawned.pid)
     async with _owned(_AdoptedProcess(spawned), name, grace_s) as child:
         yield child

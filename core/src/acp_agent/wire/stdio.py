@@ -22,7 +22,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-if TYPE_CHECKING:  # asyncio is loaded by its loop: `initialize` may be answered before (`acp_agent.early`)
+if TYPE_CHECKING:  # asyncio is loaded by its loop: `initialize` may be answered before (`acp_agent.startup.early`)
     import asyncio
 
 
@@ -48,7 +48,7 @@ def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
 class _FdStream:
     """A file descriptor read or written through the event loop. Not `owned` (the process's own
     stdio): closing leaves it open and blocking again. `owned` (a child's pipe spawned before
-    the loop, `acp_agent.process`): closing closes it, and using it afterwards is
+    the loop, `acp_agent.backends.process`): closing closes it, and using it afterwards is
     `ClosedResourceError`. Reading either once it is closed is `ClosedResourceError`."""
 
     def __init__(self, fd: int, *, owned: bool = False) -> None:
@@ -90,7 +90,7 @@ class FdReceiveStream(_FdStream, anyio.abc.ByteReceiveStream):
         self._loop: asyncio.AbstractEventLoop | None = None
         """The asyncio loop the descriptor is registered with (None: not registered)."""
         self._buffer = bytearray(preread)
-        """Read, not yet received: `preread` (read before the loop ran, `acp_agent.early`) first."""
+        """Read, not yet received: `preread` (read before the loop ran, `acp_agent.startup.early`) first."""
         self._error: OSError | None = None
         """The error the loop's read raised, for the reader once it has taken the buffer."""
         self._eof = False

@@ -6,7 +6,7 @@ the answer no longer waits for the event loop's own start-up (importing asyncio 
 loop: 40-70 ms here), which then runs while the client reads it. Only a complete, well-formed
 `initialize` that needs nothing of the loop (no auth status to look up) is answered here, with the
 answer `Agent.initialize` gives, encoded and scrubbed as the connection does. Anything else, and
-everything read after the request, is received by the connection (`acp_agent.rpc`) before what
+everything read after the request, is received by the connection (`acp_agent.wire.rpc`) before what
 it reads itself, as if it had read it.
 """
 
@@ -17,10 +17,10 @@ import os
 import select
 import time
 
-from acp_agent.acp import Methods
-from acp_agent.rpc import RpcError, response_frame, waiting_request
-from acp_agent.scrub import FrameScrubber
-from acp_agent.stdio import pollable
+from acp_agent.failures.scrub import FrameScrubber
+from acp_agent.wire.acp import Methods
+from acp_agent.wire.rpc import RpcError, response_frame, waiting_request
+from acp_agent.wire.stdio import pollable
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: this runs before the agent's loop, on its start path
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_bytes: int) -> bytes:
     """Answer an `initialize` already waiting on `stdin` on `stdout`, each read and written
-    through the event loop later (`acp_agent.stdio.pollable`: a pipe, or a socket as Node's
+    through the event loop later (`acp_agent.wire.stdio.pollable`: a pipe, or a socket as Node's
     `child_process` gives; not a terminal on stdin). Returns what was read and not answered, for
     the connection to receive first."""
     try:

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.phases import PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.provider import NotSupported, ProviderRuntime, TurnFailed
+from acp_agent.backends.contract import NotSupported, ProviderRuntime, TurnFailed
+from acp_agent.backends.phases import PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.failures.protocol import FailureKind, FailureObservation
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, not with the agent
-    from acp_agent import acp
-    from acp_agent.admission import PromptLine
-    from acp_agent.turn import Session, Turn
+    from acp_agent.sessions.admission import PromptLine
+    from acp_agent.sessions.session import Session, Turn
+    from acp_agent.wire import acp
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class TurnRunner:
         """The session's prompt line: one turn at a time, the next waits its turn."""
         line = self._lines.get(session)
         if line is None:
-            from acp_agent.admission import PromptLine
+            from acp_agent.sessions.admission import PromptLine
 
             line = self._lines[session] = PromptLine()
         return line
@@ -110,7 +110,7 @@ class TurnRunner:
         watcher asks the provider to cancel instead; only `run_scope` (the cancel grace, shutdown)
         ends the provider's turn by force.
         """
-        from acp_agent.events import TurnEnd
+        from acp_agent.backends.events import TurnEnd
 
         stop_reason: acp.StopReason = "end_turn"
         with anyio.CancelScope(shield=True) as turn.run_scope:

@@ -17,11 +17,11 @@ import anyio.abc
 import anyio.to_thread
 from attrs import define, field
 
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.phases import PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.prestart import Prestarted
-from acp_agent.provider import ProviderRuntime, ProviderSpec, RuntimeContext
-from acp_agent.rpc import new_event
+from acp_agent.backends.contract import ProviderRuntime, ProviderSpec, RuntimeContext
+from acp_agent.backends.phases import PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.startup.prestart import Prestarted
+from acp_agent.wire.rpc import new_event
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class BackendHost:
     def __init__(self, provider: ProviderSpec, prestarted: Prestarted | None = None) -> None:
         self.provider = provider
         self.prestarted = prestarted if prestarted is not None else Prestarted()
-        """Backends the command line started (`acp_agent.prestart`), for the runtime to claim."""
+        """Backends the command line started (`acp_agent.startup.prestart`), for the runtime to claim."""
         self.current: RuntimeHost | None = None
         self.outdated = False
         """A sign-in happened while sessions were open: replace the backend once none is."""

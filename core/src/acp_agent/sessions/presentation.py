@@ -19,10 +19,10 @@ from typing import Any
 import attrs
 from attrs import define, field
 
-from acp_agent import acp
-from acp_agent.events import Compaction, Presented, SessionTitle, TerminalExited, TerminalOutput, TerminalStarted
-from acp_agent.records import frozen
-from acp_agent.wire import UNSET
+from acp_agent.backends.events import Compaction, Presented, SessionTitle, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.wire import acp
+from acp_agent.wire.convert import UNSET
+from acp_agent.wire.records import frozen
 
 COMPACTION_TITLE = "Compact conversation"
 MAX_TITLE_LENGTH = 256

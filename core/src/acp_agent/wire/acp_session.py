@@ -2,9 +2,9 @@
 and responses, and the client methods the agent calls during a turn.
 
 Building these attrs classes is most of what the wire layer costs at start-up, and answering
-`initialize` needs none of them, so they live apart from `acp_agent.acp` (which keeps the
+`initialize` needs none of them, so they live apart from `acp_agent.wire.acp` (which keeps the
 `initialize` and auth types) and are imported on first use: read them as `acp.ToolCall` or
-`from acp_agent.acp import ToolCall`, which loads this module the first time. Knows the shape of
+`from acp_agent.wire.acp import ToolCall`, which loads this module the first time. Knows the shape of
 ACP messages; knows nothing of providers or failures.
 """
 
@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from attrs import field
 
-from acp_agent.acp import Meta
-from acp_agent.records import frozen
-from acp_agent.wire import UNSET, FieldProblem, Unset
+from acp_agent.wire.acp import Meta
+from acp_agent.wire.convert import UNSET, FieldProblem, Unset
+from acp_agent.wire.records import frozen
 
 # --- content blocks ---------------------------------------------------------------------------
 

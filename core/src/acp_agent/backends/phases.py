@@ -17,8 +17,8 @@ from typing import Final, TypeVar
 
 import anyio
 
-from acp_agent.failures import Execution, FailureKind, FailureObservation
-from acp_agent.records import frozen
+from acp_agent.failures.protocol import Execution, FailureKind, FailureObservation
+from acp_agent.wire.records import frozen
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from acp_agent.events import HistoryFailure
-    from acp_agent.failures import FailureKind, FailureObservation
-    from acp_agent.provider import ProviderSpec
+    from acp_agent.backends.contract import ProviderSpec
+    from acp_agent.backends.events import HistoryFailure
+    from acp_agent.failures.protocol import FailureKind, FailureObservation
 
 PROJECT = "acp_agent"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -5,7 +5,7 @@ try/except and reported with its distribution and version, and duplicate provide
 rejected. `check_pending` runs once the manager is built: a hook name no spec knows (a typo such
 as `acp_agent_clasify_failure`) is reported like a broken plugin. Business code reads providers
 through `ProviderRegistry` and calls the failure hooks through `FailureHooks`, never `pm.hook`.
-The entry points are read by `acp_agent.entry_points`, which spares `initialize` the import of
+The entry points are read by `acp_agent.startup.entry_points`, which spares `initialize` the import of
 `importlib.metadata` on an ordinary installation.
 """
 
@@ -18,10 +18,11 @@ from typing import Any
 import pluggy
 from attrs import field
 
-from acp_agent import entry_points, hookspecs
-from acp_agent.failure_hooks import FailureHooks
-from acp_agent.provider import ProviderSpec
-from acp_agent.records import frozen
+from acp_agent.backends import hookspecs
+from acp_agent.backends.contract import ProviderSpec
+from acp_agent.failures.hooks import FailureHooks
+from acp_agent.startup import entry_points
+from acp_agent.wire.records import frozen
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = hookspecs.PROJECT

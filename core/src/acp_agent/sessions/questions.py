@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from attrs import field
 
-from acp_agent import acp
-from acp_agent.records import frozen
-from acp_agent.rpc import ConnectionClosed, RpcError
-from acp_agent.wire import UNSET
+from acp_agent.wire import acp
+from acp_agent.wire.convert import UNSET
+from acp_agent.wire.records import frozen
+from acp_agent.wire.rpc import ConnectionClosed, RpcError
 
 if TYPE_CHECKING:
-    from acp_agent.turn import Outbox, Turn
+    from acp_agent.sessions.session import Outbox, Turn
 
 log = logging.getLogger(__name__)
 

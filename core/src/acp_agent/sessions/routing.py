@@ -28,8 +28,8 @@ from typing import Any
 import anyio
 from attrs import define, field
 
-from .events import Event
-from .turnqueue import TurnQueue
+from acp_agent.backends.events import Event
+from acp_agent.sessions.queue import TurnQueue
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ import anyio
 import anyio.abc
 from attrs import define, field
 
-from acp_agent.records import frozen
-from acp_agent.wire import clip
+from acp_agent.wire.convert import clip
+from acp_agent.wire.records import frozen
 
 if TYPE_CHECKING:  # the streams load with the first request's answer, not on the way to `initialize`
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -378,7 +378,7 @@ class Connection:
 
     def written_request(self, method: str) -> PendingRequest:
         """The next id, for a request another writer already sent the peer (the greeting that
-        `acp_agent.prestart` wrote when it spawned the process): its answer is kept from now on,
+        `acp_agent.startup.prestart` wrote when it spawned the process): its answer is kept from now on,
         even if it arrives before anyone awaits it with `answer`."""
         return self._register(method)
 

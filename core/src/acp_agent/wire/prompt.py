@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from typing import Literal
 
-from acp_agent.acp import (
+from acp_agent.wire.acp import (
     AudioContent,
     ContentBlock,
     EmbeddedResource,
@@ -20,7 +20,7 @@ from acp_agent.acp import (
     TextContent,
     TextResourceContents,
 )
-from acp_agent.records import frozen
+from acp_agent.wire.records import frozen
 
 PromptPart = str | ImageContent | AudioContent
 """Text, or media passed through as the client sent it (a backend without media drops it)."""

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 import pluggy
 
-from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.failures.protocol import FailureKind, FailureObservation
 
 if TYPE_CHECKING:  # history is replayed in sessions; registering providers does not need it
-    from acp_agent.events import HistoryFailure
+    from acp_agent.backends.events import HistoryFailure
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class FailureHooks:
     @classmethod
     def installed(cls) -> FailureHooks:
         def build() -> pluggy.PluginManager:
-            from acp_agent.plugins import make_plugin_manager
+            from acp_agent.backends.plugins import make_plugin_manager
 
             return make_plugin_manager()[0]
 
@@ -68,7 +68,7 @@ class FailureHooks:
 
     def recognise_history(self, provider: str, entry: Mapping[str, Any],
                           user_message_id: str | None) -> HistoryFailure | None:
-        from acp_agent.events import HistoryFailure
+        from acp_agent.backends.events import HistoryFailure
 
         return self._first("acp_agent_recognise_history", HistoryFailure,
                            provider=provider, entry=entry, user_message_id=user_message_id)
@@ -106,7 +106,7 @@ def redact_legacy(failure: HistoryFailure, redact: Callable[[str], str]) -> Hist
 
     A history hook answers with the stored text as it is; the runtime that replays it redacts.
     """
-    from acp_agent.acp import AgentMessageChunk, TextContent, agent_text
+    from acp_agent.wire.acp import AgentMessageChunk, TextContent, agent_text
 
     updates = tuple(agent_text(redact(update.content.text))
                     if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent) else update

@@ -14,11 +14,18 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from attrs import field
 
-from acp_agent.prestart import Prestarted
-from acp_agent.records import frozen
+from acp_agent.startup.prestart import Prestarted
+from acp_agent.wire.records import frozen
 
 if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider or answer `initialize`
-    from acp_agent.acp import (
+    from acp_agent.backends.events import Event, TurnEnd
+    from acp_agent.backends.phases import PhaseClock
+    from acp_agent.failures.hooks import FailureHooks
+    from acp_agent.failures.protocol import FailureObservation
+    from acp_agent.failures.redaction import Redactor
+    from acp_agent.sessions.questions import Answer, Question, UrlQuestion
+    from acp_agent.sessions.routing import SessionRouter
+    from acp_agent.wire.acp import (
         ConfigOption,
         ContentBlock,
         McpServer,
@@ -27,13 +34,6 @@ if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider o
         SessionModeState,
         ToolCallUpdate,
     )
-    from acp_agent.events import Event, TurnEnd
-    from acp_agent.failure_hooks import FailureHooks
-    from acp_agent.failures import FailureObservation
-    from acp_agent.phases import PhaseClock
-    from acp_agent.questions import Answer, Question, UrlQuestion
-    from acp_agent.redaction import Redactor
-    from acp_agent.routing import SessionRouter
 
 
 class NotSupported(Exception):
@@ -125,13 +125,13 @@ class RuntimeCapabilities:
 
 
 def _installed_hooks() -> FailureHooks:
-    from acp_agent.failure_hooks import FailureHooks
+    from acp_agent.failures.hooks import FailureHooks
 
     return FailureHooks.installed()
 
 
 def _new_router() -> SessionRouter:
-    from acp_agent.routing import SessionRouter
+    from acp_agent.sessions.routing import SessionRouter
 
     return SessionRouter()
 
@@ -151,9 +151,9 @@ class RuntimeContext:
     hooks: FailureHooks = field(factory=_installed_hooks)
     router: SessionRouter = field(factory=_new_router)
     """Where a runtime sends what its backend reader reads, keyed by session id (the core's own,
-    shared with the sessions it opens): see `acp_agent.routing`."""
+    shared with the sessions it opens): see `acp_agent.sessions.routing`."""
     prestarted: Prestarted = field(factory=Prestarted)
-    """Backends the command line started before the agent's imports (`acp_agent.prestart`): a
+    """Backends the command line started before the agent's imports (`acp_agent.startup.prestart`): a
     runtime claims its own with `prestarted.take(name, argv, env)`."""
 
 
@@ -219,7 +219,7 @@ class TurnChannel(SessionChannel, Protocol):
         """Use the backend's own turn id for this turn's incident (only before anything was published)."""
 
     async def ask(self, question: Question | UrlQuestion) -> Answer:
-        """Ask the user a question (`acp_agent.questions`): an ACP elicitation for a client that
+        """Ask the user a question (`acp_agent.sessions.questions`): an ACP elicitation for a client that
         offers it, else permission requests whose options are the answers; `cancel` when the user
         dismissed it or the turn was cancelled."""
 
@@ -232,7 +232,7 @@ class ProviderRuntime(abc.ABC):
     """Drives one vendor backend for one agent process. Default methods say "not supported".
 
     What reaches it is already checked: MCP servers arrive as typed records (`acp.McpServer`), a
-    mode or option value is one the session offered; `acp_agent.prompt.prompt_parts` turns a prompt
+    mode or option value is one the session offered; `acp_agent.wire.prompt.prompt_parts` turns a prompt
     into text for a backend that takes text.
     """
 
@@ -303,7 +303,7 @@ class ProviderSpec:
     import the vendor SDK before it is called. With `start_early` the core opens the runtime as
     soon as `initialize` is answered (or a request needs it), before any session is asked for, so
     a backend shared by every session (one process per agent, usually already booting from the
-    command line: `acp_agent.prestart`) finishes its handshake off the request path; the core
+    command line: `acp_agent.startup.prestart`) finishes its handshake off the request path; the core
     reopens it if the environment a session would get has changed by the first session request.
     """
 

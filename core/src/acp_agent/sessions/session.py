@@ -19,10 +19,8 @@ import attrs
 import cattrs
 from attrs import define, field
 
-from acp_agent import acp
-from acp_agent.acp import Methods as M
-from acp_agent.auth import AuthObservation, CredentialState, auth_status_key, turn_status
-from acp_agent.events import (
+from acp_agent.backends.contract import SessionStart
+from acp_agent.backends.events import (
     AttemptBoundary,
     AuthConfirmed,
     Event,
@@ -34,7 +32,8 @@ from acp_agent.events import (
     SessionFailure,
     is_model_answer,
 )
-from acp_agent.failures import (
+from acp_agent.failures.auth_status import AuthObservation, CredentialState, auth_status_key, turn_status
+from acp_agent.failures.protocol import (
     FailureKind,
     FailureObservation,
     FailureRecord,
@@ -45,13 +44,14 @@ from acp_agent.failures import (
     baseline_error_message,
     split_title,
 )
-from acp_agent.presentation import ClientFeatures, Presenter
-from acp_agent.provider import SessionStart
-from acp_agent.questions import Answer, Question, UrlQuestion, ask
-from acp_agent.redaction import Redactor
-from acp_agent.routing import SessionRouter
-from acp_agent.rpc import Connection, ConnectionClosed, Reply, RpcError
-from acp_agent.scrub import StreamScrubber
+from acp_agent.failures.redaction import Redactor
+from acp_agent.failures.scrub import StreamScrubber
+from acp_agent.sessions.presentation import ClientFeatures, Presenter
+from acp_agent.sessions.questions import Answer, Question, UrlQuestion, ask
+from acp_agent.sessions.routing import SessionRouter
+from acp_agent.wire import acp
+from acp_agent.wire.acp import Methods as M
+from acp_agent.wire.rpc import Connection, ConnectionClosed, Reply, RpcError
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class Outbox:
     capable: bool = False
     auth_status: bool = False
     features: ClientFeatures = field(factory=ClientFeatures)
-    """Terminals and elicitation as the client declared them (`acp_agent.presentation`)."""
+    """Terminals and elicitation as the client declared them (`acp_agent.sessions.presentation`)."""
     _held: dict[str, tuple[Any, str]] = field(factory=dict, init=False)
     """Per session, the text chunk being streamed and its tail held back (`stream_text`)."""
     _streams: StreamScrubber = field(init=False, default=attrs.Factory(
@@ -110,7 +110,7 @@ class Outbox:
 
     async def stream_text(self, session_id: str, chunk: Any) -> None:
         """A text chunk of a running turn's message or thought, scrubbed with the chunks before it
-        as one text (`acp_agent.scrub.StreamScrubber`), so a secret split across them is masked.
+        as one text (`acp_agent.failures.scrub.StreamScrubber`), so a secret split across them is masked.
 
         What could still begin a secret is held back, at most one character less than the longest
         secret, and goes out before anything else is written for the session: the next chunk of

@@ -24,7 +24,7 @@ from typing import Any
 import anyio.abc
 from anyio import TypedAttributeProvider
 
-from acp_agent.redaction import MASK, Redactor
+from acp_agent.failures.redaction import MASK, Redactor
 
 _MASK_BYTES = MASK.encode()
 

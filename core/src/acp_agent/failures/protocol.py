@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from attrs import define, field
 
-from acp_agent.records import frozen
-from acp_agent.redaction import MAX_LENGTH, Redactor
+from acp_agent.failures.redaction import MAX_LENGTH, Redactor
+from acp_agent.wire.records import frozen
 
 EXTENSION = "sessionFailure"
 RECORD_VERSION = 1

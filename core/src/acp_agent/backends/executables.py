@@ -11,7 +11,7 @@ import errno
 import os
 from collections.abc import Mapping
 
-from acp_agent.failures import FailureKind, FailureObservation
+from acp_agent.failures.protocol import FailureKind, FailureObservation
 
 
 def find_program(program: str, environ: Mapping[str, str]) -> str | None:

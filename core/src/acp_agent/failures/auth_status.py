@@ -16,9 +16,9 @@ from typing import Any, Final, Literal, TypeVar
 import anyio
 from attrs import define
 
-from acp_agent.failures import FailureKind, FailureObservation
-from acp_agent.provider import CredentialSpec
-from acp_agent.records import frozen
+from acp_agent.backends.contract import CredentialSpec
+from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.wire.records import frozen
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

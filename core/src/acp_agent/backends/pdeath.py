@@ -1,7 +1,7 @@
 """The parent-death signal for backends (`setpriv --pdeathsig KILL`), with the standard library only.
 
-Kept apart from `acp_agent.process` (which imports anyio) so that the command line can spawn a
-backend before the agent's imports (`acp_agent.prestart`); `process.parent_death_argv` is the
+Kept apart from `acp_agent.backends.process` (which imports anyio) so that the command line can spawn a
+backend before the agent's imports (`acp_agent.startup.prestart`); `process.parent_death_argv` is the
 documented entry point and uses the same probe, run once per process. Importing this module loads
 nothing but `os` and `sys` (the command line reads `setpriv_candidate` and `PROBE` before its spawn).
 """
@@ -37,7 +37,7 @@ def setpriv() -> str | None:
     import shutil
     import subprocess
 
-    log = logging.getLogger("acp_agent.process")
+    log = logging.getLogger("acp_agent.backends.process")
     if not sys.platform.startswith("linux"):
         log.debug("no parent-death signal for backends: not Linux")
         return None

@@ -1,7 +1,7 @@
 """Neutral events: what a provider's classification turns native backend events into.
 
 The core folds these into ACP updates, failure records and baseline errors. Content updates are
-ACP session updates (`acp_agent.acp`) and pass through unchanged; the rest are defined here.
+ACP session updates (`acp_agent.wire.acp`) and pass through unchanged; the rest are defined here.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from attrs import field
 
-from acp_agent.failures import Category, FailureKind, FailureObservation
-from acp_agent.records import frozen
+from acp_agent.failures.protocol import Category, FailureKind, FailureObservation
+from acp_agent.wire.records import frozen
 
-if TYPE_CHECKING:  # the session wire types load on first use (`acp_agent.acp`), not with these
-    from acp_agent.acp import SessionUpdate, StopReason, ToolCall, ToolCallUpdate
+if TYPE_CHECKING:  # the session wire types load on first use (`acp_agent.wire.acp`), not with these
+    from acp_agent.wire.acp import SessionUpdate, StopReason, ToolCall, ToolCallUpdate
 
 
 @frozen
@@ -147,7 +147,7 @@ class Compaction:
 
 
 Presented = SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction
-"""Events whose wire form depends on what the client negotiated (`acp_agent.presentation`)."""
+"""Events whose wire form depends on what the client negotiated (`acp_agent.sessions.presentation`)."""
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
 if TYPE_CHECKING:
     Event: TypeAlias = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
@@ -157,7 +157,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     """`Event` at run time (its union holds the session wire types, loaded on first use)."""
     if name == "Event":
-        from acp_agent.acp import SessionUpdate
+        from acp_agent.wire.acp import SessionUpdate
 
         event = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
         globals()["Event"] = event

@@ -1,8 +1,8 @@
 """Attrs types for the ACP messages the agent reads and writes, and their method names.
 
 This module holds what answering `initialize` (and auth) needs; the types of sessions (content,
-updates, session requests, permission asks) are in `acp_agent.acp_session`, built on first use
-and read through this module all the same (`acp.ToolCall`, `from acp_agent.acp import ToolCall`),
+updates, session requests, permission asks) are in `acp_agent.wire.acp_session`, built on first use
+and read through this module all the same (`acp.ToolCall`, `from acp_agent.wire.acp import ToolCall`),
 so the agent answers `initialize` before it pays for them. Knows the shape of ACP messages; knows
 nothing of providers or failures. Use `make_acp_converter()` to move between these classes and JSON.
 """
@@ -15,25 +15,25 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from attrs import field
 
-from acp_agent.records import frozen
-from acp_agent.wire import UNSET, Unset, clip
+from acp_agent.wire.convert import UNSET, Unset, clip
+from acp_agent.wire.records import frozen
 
 if TYPE_CHECKING:
-    from acp_agent.acp_session import *  # noqa: F403 - the session types, read through this module
-    from acp_agent.acp_session import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
+    from acp_agent.wire.acp_session import *  # noqa: F403 - the session types, read through this module
+    from acp_agent.wire.acp_session import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
 PROTOCOL_VERSION = 1
 
 Meta = dict[str, Any]
 
-_SESSION_TYPES = "acp_agent.acp_session"
+_SESSION_TYPES = "acp_agent.wire.acp_session"
 
 
 def __getattr__(name: str) -> Any:
     """The session types, loaded the first time one is asked for (then they are plain globals)."""
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from acp_agent import acp_session
+    from acp_agent.wire import acp_session
 
     exported = {public: getattr(acp_session, public) for public in acp_session.__all__}
     globals().update(exported)
@@ -43,12 +43,12 @@ def __getattr__(name: str) -> Any:
 
 
 def _session_types() -> types.ModuleType:
-    """`acp_agent.acp_session`, imported on first use. The chunk helpers below run once per
+    """`acp_agent.wire.acp_session`, imported on first use. The chunk helpers below run once per
     streamed delta: an import statement in them would cost as much as building the chunk."""
     module = sys.modules.get(_SESSION_TYPES)
     if module is not None:
         return module
-    from acp_agent import acp_session
+    from acp_agent.wire import acp_session
 
     return acp_session
 
@@ -221,12 +221,12 @@ class Methods:
 def make_acp_converter() -> Any:
     """The wire converter plus the tagged unions ACP uses (content blocks by `type`).
 
-    Those unions are session types: their hooks match only once `acp_agent.acp_session` is
+    Those unions are session types: their hooks match only once `acp_agent.wire.acp_session` is
     loaded (no value of them can exist before), so building the converter does not load it.
     """
     import cattrs
 
-    from acp_agent.wire import make_converter
+    from acp_agent.wire.convert import make_converter
 
     converter = make_converter()
 
@@ -262,7 +262,7 @@ def make_acp_converter() -> Any:
         return text is not None and bool(tp == text | blob)
 
     def structure_mcp_servers(value: Any, _: Any) -> Any:
-        from acp_agent.acp_session import parse_mcp_servers
+        from acp_agent.wire.acp_session import parse_mcp_servers
 
         return parse_mcp_servers(value)
 

@@ -1,0 +1,1 @@
+"""Backends: the provider contract, plugins, the runtime's home, processes and their deadlines."""

@@ -1,0 +1,1 @@
+"""The failure protocol: typed failures, their hooks, redaction, secret scrubbing, auth status."""

@@ -1,0 +1,1 @@
+"""The wire: JSON-RPC over stdio, the ACP types and their converter."""
