@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_agent.sessions.questions import Answer, UrlQuestion
+from acp_agent.backends.questions import Answer, UrlQuestion
 from acp_agent_claude import asking
 
 INPUT = {"questions": [

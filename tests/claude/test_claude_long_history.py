@@ -24,6 +24,7 @@ import acp_agent_claude.runtime as runtime_module
 from acp_agent.backends.contract import RuntimeContext
 from acp_agent.backends.events import Event
 from acp_agent.backends.phases import Deadlines, PhaseClock, PhaseDeadlineExceeded
+from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.redaction import Redactor
 from acp_agent.wire.acp import AgentMessageChunk, ToolCall, UserMessageChunk
 from acp_agent_claude.runtime import ClaudeRuntime, ClaudeSession
@@ -89,7 +90,7 @@ async def runtime(monkeypatch: pytest.MonkeyPatch, path: Path, read_ms: int = 20
     monkeypatch.setattr(runtime_module, "_transcript_path", lambda session_id, directory: path)
     monkeypatch.setattr(ClaudeRuntime, "_connect", connect)
     environ = {"ACP_AGENT_CLAUDE_IDLE_RELEASE_MS": "0"}
-    context = RuntimeContext(environ=environ, clock=PhaseClock(Deadlines(read_ms=read_ms), "Claude"),
+    context = RuntimeContext(hooks=installed_hooks(), environ=environ, clock=PhaseClock(Deadlines(read_ms=read_ms), "Claude"),
                              redact=Redactor.from_environment(environ))
     async with anyio.create_task_group() as tg:
         yield ClaudeRuntime(context, None, tg)

@@ -65,12 +65,13 @@ async def test_the_provider_hands_the_core_the_codex_runtime_itself(tmp_path: Pa
     delete and steer): what `open_runtime` yields is the `CodexRuntime`, app-server started early."""
     from acp_agent.backends.contract import RuntimeContext
     from acp_agent.backends.phases import Deadlines, PhaseClock
+    from acp_agent.backends.plugins import installed_hooks
     from acp_agent.failures.redaction import Redactor
     from acp_agent_codex import open_runtime
     from acp_agent_codex.runtime import CodexRuntime
 
     env, fifo = early_env(tmp_path)
-    context = RuntimeContext(environ={**os.environ, **env}, clock=PhaseClock(Deadlines(), "Codex"),
+    context = RuntimeContext(hooks=installed_hooks(), environ={**os.environ, **env}, clock=PhaseClock(Deadlines(), "Codex"),
                              redact=Redactor())
     async with open_runtime(context) as runtime:
         assert type(runtime) is CodexRuntime

@@ -18,6 +18,7 @@ import pytest
 from acp_agent.backends.contract import RuntimeContext
 from acp_agent.backends.events import Event, HistoryFailure
 from acp_agent.backends.phases import Deadlines, Phase, PhaseClock, PhaseDeadlineExceeded
+from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.redaction import Redactor
 from acp_agent.wire.acp import UserMessageChunk
 from acp_agent_codex.runtime import CodexRuntime, rollout_size
@@ -65,7 +66,7 @@ class Channel:
 def runtime(read_ms: int) -> Any:
     """What `CodexRuntime._replay` uses of a runtime (its clock, hooks, redaction, page reader)."""
     environ: dict[str, str] = {}
-    context = RuntimeContext(environ=environ, clock=PhaseClock(Deadlines(read_ms=read_ms), "Codex"),
+    context = RuntimeContext(hooks=installed_hooks(), environ=environ, clock=PhaseClock(Deadlines(read_ms=read_ms), "Codex"),
                              redact=Redactor.from_environment(environ))
     double = SimpleNamespace(clock=context.clock, context=context, _opening=0)
     double._pages = lambda server, session_id: CodexRuntime._pages(double, server, session_id)  # type: ignore[arg-type]

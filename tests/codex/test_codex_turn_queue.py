@@ -25,6 +25,7 @@ import pytest
 from acp_agent.backends.contract import RuntimeContext, TurnFailed
 from acp_agent.backends.events import TurnEnd
 from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.protocol import FailureObservation
 from acp_agent.failures.redaction import Redactor
 from acp_agent.wire.acp import TextContent
@@ -58,7 +59,7 @@ async def codex(tmp_path: Path, script: dict[str, Any], **settings: str) -> Asyn
     script_file = tmp_path / "script.json"
     script_file.write_text(json.dumps(script))
     env = {**os.environ, **stand_in_env(tmp_path, STAND_IN_SCRIPT_FILE=str(script_file), **settings)}
-    context = RuntimeContext(environ=env, clock=PhaseClock(Deadlines(), "Codex"), redact=Redactor())
+    context = RuntimeContext(hooks=installed_hooks(), environ=env, clock=PhaseClock(Deadlines(), "Codex"), redact=Redactor())
     async with open_codex_runtime(context) as runtime:
         yield runtime
 

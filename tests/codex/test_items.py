@@ -393,7 +393,7 @@ def test_thread_list_entries_become_session_infos() -> None:
 
 
 def test_questions_map_to_forms_and_answers_back() -> None:
-    from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+    from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
     params = {"threadId": "t", "turnId": "u", "itemId": "call_1", "isBlocking": False, "questions": [
         {"id": "q1", "header": "Color", "question": "Which color?", "isOther": True,
          "options": [{"label": "Blue", "description": "cool"}, {"label": "Red", "description": ""}]}]}
@@ -423,7 +423,7 @@ MCP_APPROVAL = {"threadId": "t", "turnId": "u", "serverName": "asker", "mode": "
 
 
 def test_an_mcp_tool_approval_is_a_permission_on_the_tool_call() -> None:
-    from acp_agent.sessions.questions import Question
+    from acp_agent.backends.questions import Question
     assert items.is_mcp_tool_approval(MCP_APPROVAL)
     assert not items.is_mcp_tool_approval({**MCP_APPROVAL, "_meta": None})
     assert not items.is_mcp_tool_approval({**MCP_APPROVAL, "requestedSchema": {

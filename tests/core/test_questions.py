@@ -8,7 +8,8 @@ import pytest
 from acp import schema
 from pydantic import TypeAdapter
 
-from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField, _elicitation_answer, ask, form_schema
+from acp_agent.backends.questions import Answer, Choice, Question, QuestionField
+from acp_agent.sessions.questions import _elicitation_answer, ask, form_schema
 
 COLOR = QuestionField("color", "Which color?", "Color", (Choice("Blue", "cool"), Choice("Red")))
 TAGS = QuestionField("tags", "Which tags?", "", (Choice("a"), Choice("b")), multiple=True)

@@ -15,6 +15,7 @@ import pytest
 from acp_agent.backends.contract import ProviderRuntime, ProviderSpec, RuntimeContext
 from acp_agent.backends.home import BackendHost
 from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.redaction import Redactor
 from acp_agent.testing import run_in_process
 from acp_agent_scripted import make_spec
@@ -146,8 +147,8 @@ async def test_closing_the_host_cancels_an_opening_still_waiting_for_its_backend
     closing its host (the agent's shutdown) must not wait for it."""
     gated = Gated(make_spec({}))
     host = BackendHost(gated.spec)
-    context = RuntimeContext(environ={"SCRIPTED_API_KEY": "k"}, clock=PhaseClock(Deadlines(), "Scripted"),
-                             redact=Redactor())
+    context = RuntimeContext(hooks=installed_hooks(), environ={"SCRIPTED_API_KEY": "k"},
+                             clock=PhaseClock(Deadlines(), "Scripted"), redact=Redactor())
     async with anyio.create_task_group() as task_group:
         host.attach(task_group)
         host.open(context, early=True)

@@ -313,7 +313,7 @@ def test_a_completed_compaction_reports_the_compacted_size_against_the_known_win
 
 
 def test_user_input_questions_and_answers() -> None:
-    from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField
+    from acp_agent.backends.questions import Answer, Choice, Question, QuestionField
     params = {"userInputId": "t/q1", "questions": [
         {"header": "Pick", "id": "q1", "question": "Which file?", "options": [{"label": "a.py"}],
          "selection": {"mode": "single"}},

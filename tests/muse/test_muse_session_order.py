@@ -25,6 +25,7 @@ from attrs import define, field
 from acp_agent.backends.contract import RuntimeContext
 from acp_agent.backends.events import Event, Notice, SessionFailure, TurnEnd
 from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.failures.redaction import Redactor
 from acp_agent.wire.acp import PermissionOption, TextContent, ToolCallUpdate
@@ -63,7 +64,7 @@ class RecordingTurn:
 
 async def test_a_host_loss_failure_is_emitted_before_what_follows_it(tmp_path: Path) -> None:
     env = {**os.environ, **muse_env(tmp_path)}
-    context = RuntimeContext(environ=env, clock=PhaseClock(Deadlines(), "Muse Code"), redact=Redactor())
+    context = RuntimeContext(hooks=installed_hooks(), environ=env, clock=PhaseClock(Deadlines(), "Muse Code"), redact=Redactor())
     channel = RecordingTurn()
     handled = anyio.Event()
     after = Notice("after the loss")

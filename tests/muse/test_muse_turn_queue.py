@@ -24,6 +24,7 @@ import pytest
 from acp_agent.backends.contract import RuntimeContext, TurnFailed
 from acp_agent.backends.events import TurnEnd
 from acp_agent.backends.phases import Deadlines, PhaseClock
+from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.failures.redaction import Redactor
 from acp_agent.wire.acp import TextContent
@@ -47,7 +48,7 @@ def small_queue(monkeypatch: pytest.MonkeyPatch) -> None:
 @asynccontextmanager
 async def muse(tmp_path: Path) -> AsyncIterator[MuseRuntime]:
     env = {**os.environ, **muse_env(tmp_path)}
-    context = RuntimeContext(environ=env, clock=PhaseClock(Deadlines(), "Muse Code"), redact=Redactor())
+    context = RuntimeContext(hooks=installed_hooks(), environ=env, clock=PhaseClock(Deadlines(), "Muse Code"), redact=Redactor())
     async with open_muse_runtime(context) as runtime:
         yield runtime
 

@@ -32,6 +32,7 @@ from acp_agent.backends.contract import (
 )
 from acp_agent.backends.home import BackendHost, RuntimeHost
 from acp_agent.backends.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.auth_status import (
     CredentialState,
     KeyringStore,
@@ -94,7 +95,7 @@ class AgentSettings:
     keyring: KeyringStore | None = None
     epoch: str = field(factory=lambda: uuid.uuid4().hex[:12])
     agent_version: str = "0"
-    hooks: FailureHooks = field(factory=FailureHooks.installed)
+    hooks: FailureHooks = field(factory=installed_hooks)
     agent_command: tuple[str, ...] = ("acp-agent",)
     """How a terminal starts this agent again (`_meta["terminal-auth"]` of terminal auth methods)."""
     prestarted: Prestarted = field(factory=Prestarted)

@@ -20,10 +20,10 @@ from acp_agent.wire.records import frozen
 if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider or answer `initialize`
     from acp_agent.backends.events import Event, TurnEnd
     from acp_agent.backends.phases import PhaseClock
+    from acp_agent.backends.questions import Answer, Question, UrlQuestion
     from acp_agent.failures.hooks import FailureHooks
     from acp_agent.failures.protocol import FailureObservation
     from acp_agent.failures.redaction import Redactor
-    from acp_agent.sessions.questions import Answer, Question, UrlQuestion
     from acp_agent.sessions.routing import SessionRouter
     from acp_agent.wire.acp import (
         ConfigOption,
@@ -124,12 +124,6 @@ class RuntimeCapabilities:
     `initialize` as `_meta.steering.supported`)."""
 
 
-def _installed_hooks() -> FailureHooks:
-    from acp_agent.failures.hooks import FailureHooks
-
-    return FailureHooks.installed()
-
-
 def _new_router() -> SessionRouter:
     from acp_agent.sessions.routing import SessionRouter
 
@@ -148,7 +142,8 @@ class RuntimeContext:
     client_fs_read: bool = False
     client_fs_write: bool = False
     client_terminal: bool = False
-    hooks: FailureHooks = field(factory=_installed_hooks)
+    hooks: FailureHooks = field(kw_only=True)
+    """The agent's (`acp_agent.backends.plugins.installed_hooks()` for a runtime started without one)."""
     router: SessionRouter = field(factory=_new_router)
     """Where a runtime sends what its backend reader reads, keyed by session id (the core's own,
     shared with the sessions it opens): see `acp_agent.sessions.routing`."""

@@ -57,6 +57,12 @@ class HookPlugin:
 FAILURE_HOOKS = ("acp_agent_classify_failure", "acp_agent_failure_title", "acp_agent_recognise_history")
 
 
+def installed_hooks() -> FailureHooks:
+    """The failure hooks of the installed plugins, their manager built on first use: for a runtime
+    started without an agent (tests, the conformance kit)."""
+    return FailureHooks(lambda: make_plugin_manager()[0])
+
+
 @frozen
 class ProviderRegistry:
     """The typed facade over the plugin manager's hooks."""
@@ -64,7 +70,7 @@ class ProviderRegistry:
     providers: dict[str, LoadedProvider] = field(factory=dict)
     broken: list[BrokenPlugin] = field(factory=list)
     secret_env_vars: tuple[str, ...] = ()
-    hooks: FailureHooks = field(factory=FailureHooks.installed)
+    hooks: FailureHooks = field(factory=installed_hooks)
     hook_plugins: list[HookPlugin] = field(factory=list)
 
     def get(self, name: str) -> LoadedProvider | None:

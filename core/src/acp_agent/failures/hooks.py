@@ -29,22 +29,13 @@ T = TypeVar("T")
 class FailureHooks:
     """`acp_agent_classify_failure`, `acp_agent_failure_title`, `acp_agent_recognise_history`.
 
-    Built from the agent's plugin manager; `installed()` builds one lazily from the installed
-    plugins for a runtime started without an agent (tests, the conformance kit).
+    Built from the agent's plugin manager, or from a function that builds it on first use
+    (`acp_agent.backends.plugins.installed_hooks`).
     """
 
     def __init__(self, manager: pluggy.PluginManager | Callable[[], pluggy.PluginManager]) -> None:
         self._manager = manager if isinstance(manager, pluggy.PluginManager) else None
         self._factory = None if isinstance(manager, pluggy.PluginManager) else manager
-
-    @classmethod
-    def installed(cls) -> FailureHooks:
-        def build() -> pluggy.PluginManager:
-            from acp_agent.backends.plugins import make_plugin_manager
-
-            return make_plugin_manager()[0]
-
-        return cls(build)
 
     @property
     def manager(self) -> pluggy.PluginManager:

@@ -15,18 +15,40 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-from attrs import field
 
+from acp_agent.backends.questions import CANCELLED, Answer, Question, QuestionField, UrlQuestion
 from acp_agent.wire import acp
 from acp_agent.wire.convert import UNSET
-from acp_agent.wire.records import frozen
-from acp_agent.wire.rpc import ConnectionClosed, RpcError
 
 if TYPE_CHECKING:
-    from acp_agent.sessions.session import Outbox, Turn
+    from collections.abc import Sequence
+
+    from acp_agent.sessions.presentation import ClientFeatures
+
+
+class AskingTurn(Protocol):
+    """What a request to the user needs of the turn it belongs to: whether `session/cancel` came,
+    and where its cancel scope goes (a cancel withdraws the request)."""
+
+    cancel_requested: bool
+    permission_scopes: set[anyio.CancelScope]
+
+
+class Client(Protocol):
+    """The way to the client that asking takes (the session's `Outbox`)."""
+
+    features: ClientFeatures
+
+    async def client_request(self, method: str, params: Any, turn: AskingTurn | None, *,
+                             timeout_s: float) -> Any: ...
+
+    async def send_update(self, session_id: str, update: Any, *, wait: bool = False) -> bool: ...
+
+    async def request_permission(self, session_id: str, tool_call: acp.ToolCallUpdate,
+                                 options: Sequence[acp.PermissionOption], turn: AskingTurn | None) -> str | None: ...
 
 log = logging.getLogger(__name__)
 
@@ -34,59 +56,8 @@ ELICITATION_CREATE = "elicitation/create"
 QUESTION_TIMEOUT_S = 3600.0
 DECLINE_OPTION = "decline"
 DONE_OPTION = "done"
-Action = Literal["accept", "decline", "cancel"]
 
 
-@frozen
-class Choice:
-    label: str
-    description: str | None = None
-
-
-@frozen
-class QuestionField:
-    """One question of a form. Without choices it takes free text (then a client without
-    elicitation cannot answer it)."""
-
-    id: str
-    question: str
-    header: str = ""
-    choices: tuple[Choice, ...] = ()
-    multiple: bool = False
-
-
-@frozen
-class Question:
-    """A form: `fields`, or the backend's own JSON `schema` handed to the client as it is."""
-
-    message: str
-    fields: tuple[QuestionField, ...] = ()
-    schema: Mapping[str, Any] | None = None
-    tool_call_id: str | None = None
-    """A tool call the client already shows, which the question belongs to."""
-
-
-@frozen
-class UrlQuestion:
-    """The user must visit `url` (an OAuth page, a form the backend serves)."""
-
-    message: str
-    url: str
-    elicitation_id: str
-    tool_call_id: str | None = None
-
-
-@frozen
-class Answer:
-    """`values`: each answered field's chosen labels or text; `content`: the client's accepted form
-    content as it sent it (for a `schema` question)."""
-
-    action: Action
-    values: Mapping[str, tuple[str, ...]] = field(factory=dict)
-    content: Mapping[str, Any] = field(factory=dict)
-
-
-CANCELLED = Answer("cancel")
 
 
 def form_schema(question: Question) -> dict[str, Any]:
@@ -125,25 +96,7 @@ def _values(question: Question, content: Mapping[str, Any]) -> dict[str, tuple[s
     return values
 
 
-async def _client_request(outbox: Outbox, method: str, params: Any, turn: Turn | None) -> Any:
-    """A request to the client that `session/cancel` of the running turn withdraws (None then)."""
-    if outbox.connection is None or (turn is not None and turn.cancel_requested):
-        return None
-    with anyio.CancelScope() as scope:
-        if turn is not None:
-            turn.permission_scopes.add(scope)
-        try:
-            return await outbox.connection.request(method, params, timeout_s=QUESTION_TIMEOUT_S)
-        except (RpcError, ConnectionClosed, TimeoutError) as exc:
-            log.info("%s ended without an answer: %s", method, type(exc).__name__)
-            return None
-        finally:
-            if turn is not None:
-                turn.permission_scopes.discard(scope)
-    return None  # cancelled
-
-
-async def ask(outbox: Outbox, session_id: str, question: Question | UrlQuestion, turn: Turn | None) -> Answer:
+async def ask(outbox: Client, session_id: str, question: Question | UrlQuestion, turn: AskingTurn | None) -> Answer:
     """Ask the user; see the module docstring for how."""
     features = outbox.features
     if isinstance(question, UrlQuestion):
@@ -159,10 +112,10 @@ async def ask(outbox: Outbox, session_id: str, question: Question | UrlQuestion,
     return await _ask_by_permission(outbox, session_id, question, turn)
 
 
-async def _elicit(outbox: Outbox, params: dict[str, Any], tool_call_id: str | None, turn: Turn | None) -> Any:
+async def _elicit(outbox: Client, params: dict[str, Any], tool_call_id: str | None, turn: AskingTurn | None) -> Any:
     if tool_call_id:
         params["toolCallId"] = tool_call_id
-    return await _client_request(outbox, ELICITATION_CREATE, params, turn)
+    return await outbox.client_request(ELICITATION_CREATE, params, turn, timeout_s=QUESTION_TIMEOUT_S)
 
 
 def _elicitation_answer(response: Any, question: Question | None) -> Answer:
@@ -176,8 +129,8 @@ def _elicitation_answer(response: Any, question: Question | None) -> Answer:
     return Answer("accept", _values(question, content) if question is not None else {}, dict(content))
 
 
-async def _ask_by_permission(outbox: Outbox, session_id: str, question: Question | UrlQuestion,
-                             turn: Turn | None) -> Answer:
+async def _ask_by_permission(outbox: Client, session_id: str, question: Question | UrlQuestion,
+                             turn: AskingTurn | None) -> Answer:
     """A tool call of the question's own, and one permission request per field whose options are
     the answers (a URL: "Done" after visiting it). A field without choices cannot be asked so:
     the question is declined."""
@@ -196,8 +149,8 @@ async def _ask_by_permission(outbox: Outbox, session_id: str, question: Question
     return answer
 
 
-async def _permission_rounds(outbox: Outbox, session_id: str, question: Question | UrlQuestion, call_id: str,
-                             turn: Turn | None) -> Answer:
+async def _permission_rounds(outbox: Client, session_id: str, question: Question | UrlQuestion, call_id: str,
+                             turn: AskingTurn | None) -> Answer:
     decline = acp.PermissionOption(DECLINE_OPTION, "Decline", "reject_once")
     if isinstance(question, Question) and question.fields:
         values: dict[str, tuple[str, ...]] = {}
@@ -221,7 +174,7 @@ async def _permission_rounds(outbox: Outbox, session_id: str, question: Question
     return Answer("decline") if choice == DECLINE_OPTION else Answer("accept")
 
 
-async def _pick(outbox: Outbox, session_id: str, call_id: str, turn: Turn | None, entry: QuestionField,
+async def _pick(outbox: Client, session_id: str, call_id: str, turn: AskingTurn | None, entry: QuestionField,
                 message: str, decline: acp.PermissionOption) -> tuple[str, ...] | Answer:
     """One field's answers by permission requests: one pick, or for a field taking several, a
     request per pick offering the answers not yet chosen and *Done* (once one is chosen) until
@@ -254,4 +207,4 @@ async def _pick(outbox: Outbox, session_id: str, call_id: str, turn: Turn | None
             return tuple(picked)
 
 
-__all__ = ["Answer", "Choice", "Question", "QuestionField", "UrlQuestion", "ask", "form_schema"]
+__all__ = ["ask", "form_schema"]

@@ -32,6 +32,7 @@ from acp_agent.backends.events import (
     SessionFailure,
     is_model_answer,
 )
+from acp_agent.backends.questions import Answer, Question, UrlQuestion
 from acp_agent.failures.auth_status import AuthObservation, CredentialState, auth_status_key, turn_status
 from acp_agent.failures.protocol import (
     FailureKind,
@@ -47,7 +48,7 @@ from acp_agent.failures.protocol import (
 from acp_agent.failures.redaction import Redactor
 from acp_agent.failures.scrub import StreamScrubber
 from acp_agent.sessions.presentation import ClientFeatures, Presenter
-from acp_agent.sessions.questions import Answer, Question, UrlQuestion, ask
+from acp_agent.sessions.questions import AskingTurn, ask
 from acp_agent.sessions.routing import SessionRouter
 from acp_agent.wire import acp
 from acp_agent.wire.acp import Methods as M
@@ -158,32 +159,38 @@ class Outbox:
 
     async def request_permission(
         self, session_id: str, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption],
-        turn: Turn | None,
+        turn: AskingTurn | None,
     ) -> str | None:
-        if self.connection is None or (turn is not None and turn.cancel_requested):
-            return None
+        """`session/request_permission`: the option the user picked, None if there was no answer
+        (or the turn was cancelled)."""
         await self.flush_text(session_id)
         fields = acp.ToolCallFields(**{a.name: getattr(tool_call, a.name) for a in attrs.fields(acp.ToolCallFields)})
         params = self.dump(acp.RequestPermissionRequest(session_id, fields, list(options)))
-        with anyio.CancelScope() as scope:
-            if turn is not None:
-                turn.permission_scopes.add(scope)
-            try:
-                answer = await self.connection.request(M.REQUEST_PERMISSION, params, timeout_s=PERMISSION_TIMEOUT_S)
-            except (RpcError, ConnectionClosed, TimeoutError) as exc:
-                log.info("permission request ended without an answer: %s", type(exc).__name__)
-                return None
-            finally:
-                if turn is not None:
-                    turn.permission_scopes.discard(scope)
-        if scope.cancelled_caught:
-            return None
+        answer = await self.client_request(M.REQUEST_PERMISSION, params, turn, timeout_s=PERMISSION_TIMEOUT_S)
         outcome = answer.get("outcome") if isinstance(answer, dict) else None
         if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
             option_id = outcome.get("optionId")
             valid = {option.option_id for option in options}
             return option_id if option_id in valid else None
         return None
+
+    async def client_request(self, method: str, params: Any, turn: AskingTurn | None, *, timeout_s: float) -> Any:
+        """A request to the client that `session/cancel` of its turn withdraws: its answer, None
+        when there is none (an error, the deadline, a cancel, no client)."""
+        if self.connection is None or (turn is not None and turn.cancel_requested):
+            return None
+        with anyio.CancelScope() as scope:
+            if turn is not None:
+                turn.permission_scopes.add(scope)
+            try:
+                return await self.connection.request(method, params, timeout_s=timeout_s)
+            except (RpcError, ConnectionClosed, TimeoutError) as exc:
+                log.info("%s ended without an answer: %s", method, type(exc).__name__)
+                return None
+            finally:
+                if turn is not None:
+                    turn.permission_scopes.discard(scope)
+        return None  # withdrawn
 
 
 def _with_text(chunk: Any, text: str) -> Any:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from attrs import field
 
-from acp_agent.wire.convert import UNSET, Unset, clip
+from acp_agent.wire.convert import UNSET, Meta, Unset, clip
 from acp_agent.wire.records import frozen
 
 if TYPE_CHECKING:
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from acp_agent.wire.acp_session import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
 PROTOCOL_VERSION = 1
-
-Meta = dict[str, Any]
 
 _SESSION_TYPES = "acp_agent.wire.acp_session"
 

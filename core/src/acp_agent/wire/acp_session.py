@@ -14,8 +14,7 @@ from typing import Any, Literal
 
 from attrs import field
 
-from acp_agent.wire.acp import Meta
-from acp_agent.wire.convert import UNSET, FieldProblem, Unset
+from acp_agent.wire.convert import UNSET, FieldProblem, Meta, Unset
 from acp_agent.wire.records import frozen
 
 # --- content blocks ---------------------------------------------------------------------------

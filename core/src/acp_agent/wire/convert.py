@@ -21,6 +21,9 @@ from cattrs.v import format_exception
 
 T = TypeVar("T")
 
+Meta = dict[str, Any]
+"""An ACP `_meta` object: free-form JSON that extensions read by key."""
+
 ECHO_LIMIT: Final = 64
 
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
 from acp_agent.wire.acp import PermissionOption
 
 ASK_TOOL: Final = "AskUserQuestion"

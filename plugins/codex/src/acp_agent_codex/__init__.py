@@ -7,6 +7,7 @@ bundled binary is only looked up when something asks for it.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -28,6 +29,8 @@ from acp_agent_codex.prestart import find_codex as find_codex
 if TYPE_CHECKING:  # the transcript's types load with the runtime, not on every start
     from acp_agent.backends.events import HistoryFailure
     from acp_agent.failures.protocol import FailureKind, FailureObservation
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = "install the `openai-codex-cli-bin` wheel or set ACP_AGENT_CODEX_BIN to a codex binary"
 
@@ -57,11 +60,35 @@ def check_backend() -> BackendStatus:
 @asynccontextmanager
 async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
     """Opened as soon as `initialize` is answered (`start_early`): app-server (the command
-    line's, adopted, already greeted) and its handshake, then the runtime module."""
-    from acp_agent_codex.appserver import open_codex
+    line's, adopted, already greeted) and its handshake start, then the runtime module is
+    loaded, which takes that process for its first session; so the runtime's imports never delay
+    `initialize` nor app-server's boot. A spawn that fails here is only logged: the runtime starts
+    app-server again on the request path and answers with that attempt's error."""
+    import anyio
 
-    async with open_codex(context) as runtime:
-        yield runtime
+    from acp_agent_codex.appserver import APP_SERVER_NAME, AppServer, serve_app_server
+    from acp_agent_codex.prestart import child_environment, greeting
+
+    binary = find_codex(context.environ)
+    async with anyio.create_task_group() as group:
+        early: AppServer | None = None
+        if binary is not None:
+            argv, env, hello = [binary, "app-server"], child_environment(context.environ), greeting()
+            adopted = context.prestarted.take("codex", argv, env, hello)  # the command line's, if it matches
+            try:
+                early = await group.start(serve_app_server, argv, env, 1, adopted, hello)
+            except OSError as exc:
+                log.info("%s was not started early: %s", APP_SERVER_NAME, type(exc).__name__)
+        try:
+            from acp_agent_codex.runtime import open_codex_runtime
+
+            log.debug("the Codex runtime is loaded")
+            async with open_codex_runtime(context, group, early) as runtime:
+                yield runtime
+        finally:
+            if early is not None:
+                early.request_stop()  # unless the runtime took it (then it has stopped it already)
+            group.cancel_scope.cancel()
 
 
 # `codex login` opens a browser on this machine; without one (SSH, NO_BROWSER) the device-code

@@ -14,23 +14,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
 import anyio.abc
 from attrs import define, field
 
-from acp_agent.backends.contract import ProviderRuntime, RuntimeContext
 from acp_agent.backends.process import ChildProcess, adopt_child, kill_process_group, open_child
 from acp_agent.startup.prestart import Spawned
 from acp_agent.wire.rpc import Connection, ConnectionClosed, Methods, PendingRequest, RpcError
 from acp_agent_codex.prestart import (
     GREETING_REQUESTS,
-    child_environment,
-    find_codex,
-    greeting,
     initialize_params,
 )
 
@@ -187,36 +182,3 @@ async def _read(server: AppServer) -> None:
     finally:
         server.alive = False
         server.finished.set()
-
-
-@asynccontextmanager
-async def open_codex(context: RuntimeContext) -> AsyncIterator[ProviderRuntime]:
-    """Start app-server (the command line's, adopted) and its handshake, then load the runtime,
-    which takes that process for its first session. The core opens this only once the client's
-    `initialize` is answered, so the runtime module's imports never delay that answer.
-
-    A spawn that fails here is only logged: the runtime starts app-server again on the request
-    path and answers with that attempt's error, exactly as without the early start.
-    """
-    binary = find_codex(context.environ)
-    async with anyio.create_task_group() as group:
-        early: AppServer | None = None
-        if binary is not None:
-            argv, env, hello = [binary, "app-server"], child_environment(context.environ), greeting()
-            adopted = context.prestarted.take("codex", argv, env, hello)  # the command line's, if it matches
-            try:
-                early = await group.start(serve_app_server, argv, env, 1, adopted, hello)
-            except OSError as exc:
-                log.info("%s was not started early: %s", APP_SERVER_NAME, type(exc).__name__)
-        try:
-            log.debug("loading the Codex runtime")
-            from acp_agent_codex.runtime import open_codex_runtime
-
-            log.debug("the Codex runtime is loaded")
-
-            async with open_codex_runtime(context, group, early) as runtime:
-                yield runtime
-        finally:
-            if early is not None:
-                early.request_stop()  # unless the runtime took it (then it has stopped it already)
-            group.cancel_scope.cancel()

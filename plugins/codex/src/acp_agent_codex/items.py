@@ -17,8 +17,8 @@ from typing import Any, Final, Literal, TypeGuard
 import attrs
 
 from acp_agent.backends.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
+from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
 from acp_agent.failures.hooks import redact_legacy
-from acp_agent.sessions.questions import Answer, Choice, Question, QuestionField, UrlQuestion
 from acp_agent.wire.acp import (
     ContentBlock,
     ImageContent,

@@ -6,7 +6,7 @@ without importing that package, and leaves `typing` alone: every import here del
 hence the first session). The process is
 greeted at once with the opening of the handshake (`initialize`, `initialized`, `model/list`), so
 app-server answers it as soon as it has booted, while the agent is still importing. The runtime's
-opener (`acp_agent_codex.appserver.open_codex`) claims the process with the same argv, environment
+opener (`acp_agent_codex.open_runtime`) claims the process with the same argv, environment
 and greeting, and reads those answers.
 """
 

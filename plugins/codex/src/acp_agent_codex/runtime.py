@@ -50,9 +50,9 @@ from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, S
 from acp_agent.backends.executables import executable_problem
 from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
 from acp_agent.backends.phases import Phase, PhaseFailed
+from acp_agent.backends.questions import Answer, Question, UrlQuestion
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureObservation
-from acp_agent.sessions.questions import Answer, Question, UrlQuestion
 from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
 from acp_agent.wire.acp import (
     AvailableCommandsUpdate,
@@ -1205,7 +1205,7 @@ class CodexRuntime(ProviderRuntime):
 async def open_codex_runtime(context: RuntimeContext, task_group: anyio.abc.TaskGroup | None = None,
                              early: AppServer | None = None) -> AsyncIterator[CodexRuntime]:
     """The runtime for one agent process (in `task_group`, else its own); its first app-server is
-    `early` (started as the runtime opened: `acp_agent_codex.appserver.open_codex`), else one
+    `early` (started as the runtime opened: `acp_agent_codex.open_runtime`), else one
     started on first use."""
     binary = find_codex(context.environ)
     if binary is None:
