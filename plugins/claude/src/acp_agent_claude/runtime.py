@@ -77,6 +77,10 @@ PROVIDER = "claude"
 STOP_GRACE_S = 5.0  # after stdin EOF, as the SDK waited, then SIGTERM, then (after 2 s) SIGKILL
 EXIT_GRACE_S = 0.05  # at the agent's exit, a settled idle CLI: stdin EOF and SIGTERM, then SIGKILL
 SETTLED_S = 1.0  # a CLI whose last turn ended this long ago has written its transcript
+CUT_OFF_TERM_S = 1.0
+"""At the agent's exit, how long a CLI whose turn was cut off has after SIGTERM before SIGKILL:
+it acts on SIGTERM itself (writes out its transcript, then exits), in about 30 ms on a quiet
+machine; the bound leaves room for a loaded one."""
 MAX_LIVE_VAR = "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS"
 DEFAULT_MAX_LIVE = 32  # a safety bound (about 150 MB per idle CLI); the idle release frees memory
 IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
@@ -1192,12 +1196,17 @@ class ClaudeRuntime(ProviderRuntime):
     async def _stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:
         """The agent is exiting. A CLI that never had a prompt holds nothing: it is killed. One
         between turns whose last turn ended SETTLED_S ago has written its transcript: stdin EOF
-        and SIGTERM at once (its own orderly exit), SIGKILL after EXIT_GRACE_S. So the agent exits
+        and SIGTERM at once (its own orderly exit), SIGKILL after EXIT_GRACE_S. One whose turn
+        was cut off (answered as shut down on a signal, or cut off otherwise) or is being cut
+        off by the exit is not kept either: stdin EOF and SIGTERM at once, on which the CLI
+        writes out its transcript and exits, SIGKILL after CUT_OFF_TERM_S. So the agent exits
         at once and leaves nothing behind. One that was just busy gets the orderly stop."""
         if session.turn is None and not session.prompted:
             await cli.stop(grace_s=0, term_s=0)  # nothing of it to keep: no transcript, no turn
         elif session.turn is None and time.monotonic() - session.last_used >= SETTLED_S:
             await cli.stop(grace_s=0, term_s=EXIT_GRACE_S)
+        elif session.dead or session.turn is not None:
+            await cli.stop(grace_s=0, term_s=CUT_OFF_TERM_S)
         else:
             await cli.stop(grace_s=STOP_GRACE_S)
 
