@@ -66,7 +66,7 @@ from acp_agent.provider import (
 from acp_agent.wire import UNSET
 from acp_agent_claude import asking, classify, commands, content, history, settings, store, titles
 from acp_agent_claude.fold import TurnFold
-from acp_agent_claude.prestart import SPARE_MODE, bypass_allowed, command, environment, spare
+from acp_agent_claude.prestart import BYPASS_REFUSED, SPARE_MODE, bypass_allowed, command, environment, spare
 from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 
@@ -426,8 +426,7 @@ class ClaudeRuntime(ProviderRuntime):
             session.model = settings.preferred_model(session.models, self.context.environ, settings_model)
         offered = [mode[0] for mode in available_modes(self.context.environ)]
         if configured_mode == "bypassPermissions" and configured_mode not in offered:
-            log.warning("permissions.defaultMode bypassPermissions is not used: Claude Code refuses it "
-                        "as root unless IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP) is set")
+            log.warning("permissions.defaultMode bypassPermissions is not used: %s", BYPASS_REFUSED)
         auto = settings.supports_auto_mode(session.models, session.model)
         session.mode = settings.initial_mode(configured_mode, auto, offered, session.resumed_mode)
         session.choose_mode = False
@@ -808,6 +807,13 @@ class ClaudeRuntime(ProviderRuntime):
             self._forget_files(session)
             if not session.prompted:
                 self._unwritten.add(session_id)
+
+    def why_not_offered(self, session_id: str, mode_id: str) -> str | None:
+        """`bypassPermissions` where the CLI refuses it (`bypass_allowed`); every other mode the
+        sessions do not offer is unknown to them."""
+        if mode_id == "bypassPermissions" and not bypass_allowed(environment(self.context.environ, {}, "")):
+            return BYPASS_REFUSED
+        return None
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         session = self._session(session_id)
