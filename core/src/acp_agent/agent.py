@@ -692,8 +692,11 @@ class Agent:
         session = await self._opened(request.session_id)
         offered = [mode.id for mode in session.modes.available_modes] if session.modes is not None else []
         if request.mode_id not in offered:
-            raise RpcError(INVALID_PARAMS, f"Unknown mode {clip(request.mode_id)!r}; {_choices(offered)}",
-                           {"field": "modeId"})
+            runtime = self.backend.running
+            why = runtime.why_not_offered(session.session_id, request.mode_id) if runtime is not None else None
+            said = f"Mode {clip(request.mode_id)!r} is not available: {why}" if why else \
+                f"Unknown mode {clip(request.mode_id)!r}"
+            raise RpcError(INVALID_PARAMS, f"{said}; {_choices(offered)}", {"field": "modeId"})
         async with self._provider_call("session/set_mode"):
             runtime = await self.runtime()
             await runtime.set_mode(session.session_id, request.mode_id)

@@ -285,6 +285,12 @@ class ProviderRuntime(abc.ABC):
         """Switch to `mode_id`, always one of the modes the session advertised (the core checked)."""
         raise NotSupported("session/set_mode")
 
+    def why_not_offered(self, session_id: str, mode_id: str) -> str | None:
+        """Why the session does not offer `mode_id`, where the provider withholds a mode its
+        backend has (the backend refuses it here, say): the core's -32602 answer to a
+        `session/set_mode` to it says so. None (the default): a mode the core calls unknown."""
+        return None
+
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
         """Set an advertised option to one of its advertised values; return the options as they now are."""
         raise NotSupported("session/set_config_option")

@@ -63,6 +63,12 @@ def bypass_allowed(env: Mapping[str, str]) -> bool:
     return not root or env.get("IS_SANDBOX") == "1" or bool(env.get("CLAUDE_CODE_BUBBLEWRAP"))
 
 
+BYPASS_REFUSED = ("Claude Code refuses it as root unless IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP) is set "
+                  "in the agent's environment")
+"""Why `bypassPermissions` is not offered where `bypass_allowed` is false: the answer to a
+`session/set_mode` to it and the log line for a `permissions.defaultMode` of it say the same."""
+
+
 def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,
             mcp_config: str | None, effort: str | None = None, fast: bool = False,
             add_dirs: Sequence[str] = (), allow_bypass: bool = False) -> list[str]:

@@ -66,7 +66,7 @@ from acp_agent.wire.acp import (
 from acp_agent.wire.convert import UNSET
 from acp_agent_claude import asking, classify, commands, content, history, settings, store, titles
 from acp_agent_claude.fold import TurnFold
-from acp_agent_claude.prestart import SPARE_MODE, bypass_allowed, command, environment, spare
+from acp_agent_claude.prestart import BYPASS_REFUSED, SPARE_MODE, bypass_allowed, command, environment, spare
 from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 
@@ -77,6 +77,10 @@ PROVIDER = "claude"
 STOP_GRACE_S = 5.0  # after stdin EOF, as the SDK waited, then SIGTERM, then (after 2 s) SIGKILL
 EXIT_GRACE_S = 0.05  # at the agent's exit, a settled idle CLI: stdin EOF and SIGTERM, then SIGKILL
 SETTLED_S = 1.0  # a CLI whose last turn ended this long ago has written its transcript
+CUT_OFF_TERM_S = 1.0
+"""At the agent's exit, how long a CLI whose turn was cut off has after SIGTERM before SIGKILL:
+it acts on SIGTERM itself (writes out its transcript, then exits), in about 30 ms on a quiet
+machine; the bound leaves room for a loaded one."""
 MAX_LIVE_VAR = "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS"
 DEFAULT_MAX_LIVE = 32  # a safety bound (about 150 MB per idle CLI); the idle release frees memory
 IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
@@ -422,8 +426,7 @@ class ClaudeRuntime(ProviderRuntime):
             session.model = settings.preferred_model(session.models, self.context.environ, settings_model)
         offered = [mode[0] for mode in available_modes(self.context.environ)]
         if configured_mode == "bypassPermissions" and configured_mode not in offered:
-            log.warning("permissions.defaultMode bypassPermissions is not used: Claude Code refuses it "
-                        "as root unless IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP) is set")
+            log.warning("permissions.defaultMode bypassPermissions is not used: %s", BYPASS_REFUSED)
         auto = settings.supports_auto_mode(session.models, session.model)
         session.mode = settings.initial_mode(configured_mode, auto, offered, session.resumed_mode)
         session.choose_mode = False
@@ -804,6 +807,13 @@ class ClaudeRuntime(ProviderRuntime):
             self._forget_files(session)
             if not session.prompted:
                 self._unwritten.add(session_id)
+
+    def why_not_offered(self, session_id: str, mode_id: str) -> str | None:
+        """`bypassPermissions` where the CLI refuses it (`bypass_allowed`); every other mode the
+        sessions do not offer is unknown to them."""
+        if mode_id == "bypassPermissions" and not bypass_allowed(environment(self.context.environ, {}, "")):
+            return BYPASS_REFUSED
+        return None
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         session = self._session(session_id)
@@ -1192,12 +1202,17 @@ class ClaudeRuntime(ProviderRuntime):
     async def _stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:
         """The agent is exiting. A CLI that never had a prompt holds nothing: it is killed. One
         between turns whose last turn ended SETTLED_S ago has written its transcript: stdin EOF
-        and SIGTERM at once (its own orderly exit), SIGKILL after EXIT_GRACE_S. So the agent exits
+        and SIGTERM at once (its own orderly exit), SIGKILL after EXIT_GRACE_S. One whose turn
+        was cut off (answered as shut down on a signal, or cut off otherwise) or is being cut
+        off by the exit is not kept either: stdin EOF and SIGTERM at once, on which the CLI
+        writes out its transcript and exits, SIGKILL after CUT_OFF_TERM_S. So the agent exits
         at once and leaves nothing behind. One that was just busy gets the orderly stop."""
         if session.turn is None and not session.prompted:
             await cli.stop(grace_s=0, term_s=0)  # nothing of it to keep: no transcript, no turn
         elif session.turn is None and time.monotonic() - session.last_used >= SETTLED_S:
             await cli.stop(grace_s=0, term_s=EXIT_GRACE_S)
+        elif session.dead or session.turn is not None:
+            await cli.stop(grace_s=0, term_s=CUT_OFF_TERM_S)
         else:
             await cli.stop(grace_s=STOP_GRACE_S)
 

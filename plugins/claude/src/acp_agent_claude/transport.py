@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -243,11 +244,13 @@ class ClaudeCLI:
     # -- stopping ----------------------------------------------------------------------------------
 
     async def stop(self, *, grace_s: float, term_s: float = 2.0) -> None:
-        """Close stdin, wait `grace_s`, SIGTERM, wait `term_s`, SIGKILL; always reaped, then what
-        the CLI left in its process group is killed. Shielded: safe to call more than once. Only
-        the orderly stop (a grace to exit after EOF) warns when it still comes to SIGKILL; a stop
-        without grace plans the kill (the agent's exit, a CLI that holds nothing)."""
+        """Close stdin, wait `grace_s`, SIGTERM (its process group), wait `term_s`, SIGKILL;
+        always reaped, then what the CLI left in its process group is killed. Shielded: safe to
+        call more than once. Only the orderly stop (a grace to exit after EOF) warns when it still
+        comes to SIGKILL; a stop without grace plans the kill (the agent's exit, a CLI that holds
+        nothing)."""
         process = self.process
+        began = time.monotonic()
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
                 if process.stdin is not None:
@@ -261,17 +264,30 @@ class ClaudeCLI:
                         if action is signal.SIGKILL and term_s > 0:
                             log.log(logging.WARNING if grace_s > 0 else logging.DEBUG,
                                     "claude CLI (pid %s) did not stop in time; killing it", process.pid)
-                        try:
-                            process.send_signal(action)
-                        except ProcessLookupError:
-                            pass
+                        self._signal(action)
                     with anyio.move_on_after(deadline):
                         await process.wait()
                     if _exited(process):
                         break
             kill_process_group(self.group)
             self._reading.cancel()
-            log.debug("claude CLI (pid %s) stopped with %s", process.pid, process.returncode)
+            log.debug("claude CLI (pid %s) stopped with %s after %.0f ms", process.pid, process.returncode,
+                      (time.monotonic() - began) * 1000)
+
+    def _signal(self, signum: signal.Signals) -> None:
+        """SIGTERM to the CLI's process group (what it started hears it with it), SIGKILL to the
+        CLI (the group is killed once it is reaped)."""
+        try:
+            if signum is signal.SIGTERM:
+                os.killpg(self.group, signum)
+            else:
+                self.process.send_signal(signum)
+        except (ProcessLookupError, PermissionError):
+            if signum is signal.SIGTERM:  # no group of its own (a test's stand-in): the CLI alone
+                try:
+                    self.process.send_signal(signum)
+                except ProcessLookupError:
+                    pass
 
     def kill(self) -> None:
         """SIGKILL the CLI and its process group now (the agent is exiting; nothing is in flight)."""
