@@ -373,9 +373,10 @@ def _passthrough(spec: object, argv: list[str]) -> int:
         print(f"acp-agent: cannot pass through to the {spec.title} CLI: {detail}", file=sys.stderr)
         return 2
     environ = _vendor_environ(spec)
-    from acp_agent.executables import find_program
+    import shutil
 
-    resolved = find_program(program, environ)
+    # A path is run as it is (what keeps it from running is execve's to say).
+    resolved = program if os.sep in program else shutil.which(program, path=environ.get("PATH", os.defpath))
     if resolved is None:
         print(f"acp-agent: cannot pass through to the {spec.title} CLI: no `{program}` on PATH", file=sys.stderr)
         return 127

@@ -28,6 +28,7 @@ runs beside the backend and is consulted when the runtime claims it.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 from acp_agent import pdeath
@@ -224,7 +225,7 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], *, piped: bool) -> Spawn
     /dev/null when not `piped`), as `subprocess.Popen(..., start_new_session=True)` would."""
     import signal
 
-    program = pdeath.find_program(argv[0], env)
+    program = shutil.which(argv[0], path=env.get("PATH", os.defpath))
     if program is None:
         raise FileNotFoundError(argv[0])
     ours: list[int] = []

@@ -11,16 +11,16 @@ as for every CLI. Otherwise it is stopped and the session starts its own, as wit
 `ACP_AGENT_CLAUDE_SPARE=0` turns it off.
 
 The command line loads this file alone, without the package, so it imports nothing but the
-standard library and the core's two modules the command line has loaded before its spawn
-(`acp_agent.prestart`, `acp_agent.pdeath`); `locate` and `transport` take the CLI's location, command line and environment
+standard library and the core's `acp_agent.prestart`, which the command line has loaded before
+its spawn; `locate` and `transport` take the CLI's location, command line and environment
 from here, so the spare and a session's CLI are built by the same code.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 
-from acp_agent.pdeath import find_program  # the core's: the command line has both loaded already
 from acp_agent.prestart import package_dir
 
 TYPE_CHECKING = False  # json and typing load only when used: this runs before the spawn
@@ -51,7 +51,7 @@ def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
 
 def program(environ: Mapping[str, str]) -> str | None:
     """What to start: `find_cli`, else `claude` on the child's PATH (as the SDK searched)."""
-    return find_cli(environ) or find_program("claude", environ)
+    return find_cli(environ) or shutil.which("claude", path=environ.get("PATH", os.defpath))
 
 
 def bypass_allowed(env: Mapping[str, str]) -> bool:
