@@ -12,7 +12,9 @@ use now; otherwise the process is stopped and the runtime starts its own. The ho
 a greeting: bytes written to the process's stdin the moment it is spawned (the opening requests of
 a JSON-RPC handshake), so the backend answers them as soon as it has booted instead of when the
 agent's runtime first gets to it; `take` then hands the process over only to a runtime that would
-have written the same greeting, and that runtime awaits the answers instead of asking again.
+have written the same greeting, and that runtime awaits the answers instead of asking again. And
+it may return a tag after the greeting: a string the runtime reads back (`tag`) to rebuild the
+argv it claims with (Claude's spare: the session id it was started under).
 Whatever is never claimed is stopped when the command returns (`stop_unclaimed`). The processes are held by a
 `Prestarted` the command line creates and hands down (`AgentSettings.prestarted`, then
 `RuntimeContext.prestarted`): no state lives in this module. The module must never write to
@@ -102,13 +104,15 @@ class Spawned:
 
 class _Held:
     """A backend waiting to be claimed: the process, the argv and environment it was asked for,
-    the greeting written to it, and the setpriv probe started beside it (None: no setpriv here)."""
+    the greeting written to it, the hook's tag, and the setpriv probe started beside it (None: no
+    setpriv here)."""
 
-    __slots__ = ("argv", "env", "greeting", "probe", "process")
+    __slots__ = ("argv", "env", "greeting", "probe", "process", "tag")
 
     def __init__(self, process: Spawned, argv: list[str], env: dict[str, str], greeting: bytes,
-                 probe: Spawned | None) -> None:
+                 tag: str | None, probe: Spawned | None) -> None:
         self.process, self.argv, self.env, self.greeting, self.probe = process, argv, env, greeting, probe
+        self.tag = tag
 
     def stop(self) -> None:
         _stop(self.process)
@@ -132,6 +136,7 @@ class Prestarted:
                 return
             argv, env = list(wanted[0]), dict(wanted[1])
             greeting = bytes(wanted[2]) if len(wanted) > 2 else b""
+            tag = str(wanted[3]) if len(wanted) > 3 else None
             # Under setpriv, for a parent-death signal; whether it knows `--pdeathsig` is the
             # probe's answer, read when the process is claimed. A program that is not there is
             # not started (the runtime's own start says what is missing).
@@ -142,7 +147,7 @@ class Prestarted:
         except Exception:
             _stop(probe)
             return
-        held = _Held(spawned, argv, env, greeting, probe)
+        held = _Held(spawned, argv, env, greeting, tag, probe)
         if greeting and not _write(spawned, greeting):
             held.stop()
             return
@@ -151,6 +156,12 @@ class Prestarted:
     def holds(self, provider: str) -> bool:
         """Whether a process started for `provider` waits to be claimed."""
         return provider in self._held
+
+    def tag(self, provider: str) -> str | None:
+        """The tag the hook returned with the process waiting for `provider` (None: no tag, or
+        nothing waits)."""
+        held = self._held.get(provider)
+        return None if held is None else held.tag
 
     def take(self, provider: str, argv: Sequence[str], env: Mapping[str, str],
              greeting: bytes = b"") -> Spawned | None:
@@ -173,8 +184,10 @@ class Prestarted:
             self._held.popitem()[1].stop()
 
 
-Wanted = tuple["Sequence[str]", "Mapping[str, str]"] | tuple["Sequence[str]", "Mapping[str, str]", bytes]
-"""What a provider's `prestart(environ)` returns: argv and environment, optionally a greeting."""
+Wanted = (tuple["Sequence[str]", "Mapping[str, str]"] | tuple["Sequence[str]", "Mapping[str, str]", bytes]
+          | tuple["Sequence[str]", "Mapping[str, str]", bytes, str])
+"""What a provider's `prestart(environ)` returns: argv and environment, optionally a greeting and
+then a tag."""
 
 
 def package_dir(name: str) -> str | None:
