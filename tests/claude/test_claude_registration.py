@@ -13,19 +13,14 @@ def test_find_cli_is_the_locators() -> None:
     assert acp_agent_claude.find_cli({}) == prestart.find_cli({})
 
 
-def test_the_spare_session_id_is_a_stable_version_4_uuid() -> None:
-    first = prestart.spare_session_id()
-    assert first is not None
-    parsed = uuid.UUID(first)
-    assert (str(parsed), parsed.version, parsed.variant) == (first, 4, uuid.RFC_4122)
-    assert prestart.spare_session_id() == first
-
-
-def test_every_process_gets_its_own_spare_session_id() -> None:
-    import subprocess
-    import sys
-
-    code = "from acp_agent_claude.prestart import spare_session_id; print(spare_session_id())"
-    ids = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-           for _ in range(3)}
-    assert len(ids) == 3 and prestart.spare_session_id() not in ids
+def test_every_spare_gets_a_random_version_4_session_id_it_is_tagged_with() -> None:
+    environ = {prestart.CLI_ENV: "/usr/bin/claude-standin"}
+    first, second = prestart.prestart(environ), prestart.prestart(environ)
+    assert first is not None and second is not None
+    for argv, _, greeting, session_id in (first, second):
+        parsed = uuid.UUID(session_id)
+        assert (str(parsed), parsed.version, parsed.variant) == (session_id, 4, uuid.RFC_4122)
+        assert f"--session-id={session_id}" in argv and greeting == b""
+    assert first[3] != second[3]
+    rebuilt = prestart.spare(environ, first[3])  # what the runtime claims the spare with
+    assert rebuilt is not None and rebuilt[1] == first[0]

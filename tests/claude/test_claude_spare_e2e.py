@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -67,6 +68,30 @@ async def test_first_session_adopts_the_spare_and_its_prompt_works(tmp_path: Pat
             left = pidfds(descendants(agent.process.pid), stack)
             assert agent.frames.problems == []
         await ended(left)  # the agent exited (stdin EOF): its CLI went with it
+
+
+def shared_digits(one: str, other: str) -> int:
+    """How many positions of two UUIDs hold the same hex digit (chance: about 3 of 32)."""
+    return sum(a == b for a, b in zip(one.replace("-", ""), other.replace("-", ""), strict=True))
+
+
+async def test_the_first_sessions_of_two_agents_have_unrelated_random_ids(tmp_path: Path) -> None:
+    """The spare's session id is drawn at random (uuid4): two agents' first sessions, each of
+    which adopts its spare, do not share most of their digits (ids built from the boot id, PID
+    and start time did)."""
+    ids = []
+    with FakeAnthropicAPI([]) as api:
+        for run in (1, 2):
+            home = tmp_path / f"agent-{run}"  # its own directory, log and configuration
+            home.mkdir()
+            async with claude_agent(api, home, capable=True) as agent:
+                session = await agent.conn.new_session(cwd=str(home))
+                adopted = ADOPTED.search(agent.log_text())
+                assert adopted is not None and adopted.group(1) == session.session_id, agent.log_text()
+                ids.append(session.session_id)
+    for session_id in ids:
+        assert uuid.UUID(session_id).version == 4
+    assert shared_digits(*ids) < 16, ids
 
 
 CLIENT_KEY = "sk-ant-client-handed-7777777777"

@@ -64,18 +64,22 @@ def test_stdin_eof_exits_zero_with_nothing_but_frames_on_stdout() -> None:
 
 def test_once_served_the_command_leaves_without_waiting_on_what_the_interpreter_would_tear_down() -> None:
     """Issue 11, target 5: after stdin EOF the command exits without the interpreter's teardown.
-    Exit handlers still run (they flush the log); a thread somebody left blocked (a plugin's, a
-    library's) no longer holds the process after its work is done (it did: the interpreter joins
-    every such thread before it exits)."""
-    script = ("import atexit, sys, threading\n"
+    Logging is still shut down (a handler that buffers, a plugin's, writes what it holds); a thread
+    somebody left blocked (a plugin's, a library's) no longer holds the process after its work is
+    done (it did: the interpreter joins every such thread before it exits)."""
+    script = ("import logging, logging.handlers, sys, threading\n"
               "threading.Thread(target=threading.Event().wait, name='left-behind').start()\n"
-              "atexit.register(lambda: print('exit handlers ran', file=sys.stderr, flush=True))\n"
+              "buffered = logging.handlers.MemoryHandler(1000, target=logging.StreamHandler(sys.stderr))\n"
+              "plugin = logging.getLogger('a-plugin')\n"
+              "plugin.addHandler(buffered)\n"
+              "plugin.propagate = False\n"
+              "plugin.warning('held until logging shuts down')\n"
               "sys.argv = ['acp-agent', '--provider', 'scripted']\n"
               "from acp_agent.cli import command\n"
               "command()\n")
     result = run_command_script(script)
     assert result.returncode == 0
-    assert "exit handlers ran" in result.stderr
+    assert "held until logging shuts down" in result.stderr
     assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == [1]
 
 

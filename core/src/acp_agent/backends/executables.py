@@ -9,31 +9,22 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 from collections.abc import Mapping
 
 from acp_agent.failures.protocol import FailureKind, FailureObservation
-
-
-def find_program(program: str, environ: Mapping[str, str]) -> str | None:
-    """`program` itself when it names a path, else where the environment's PATH finds it (None:
-    nowhere), as starting it would. `shutil` (which loads bz2 and lzma: ~4 ms) is imported only
-    for a bare name: provider entry modules call this on every start."""
-    if os.sep in program:
-        return program
-    import shutil
-
-    return shutil.which(program, path=environ.get("PATH", os.defpath))
 
 
 def executable_problem(path: str | None, environ: Mapping[str, str], *, error: OSError | None = None) -> str | None:
     """What keeps `path` from running ("was not found at …", "at … is not executable"), or None.
 
     `error` is what starting it raised, when it was tried; without it only the file is checked.
-    A bare name is looked up on the environment's PATH, as starting it would.
+    A bare name is looked up on the environment's PATH, as starting it would; a path is checked
+    as it is, so the problem named is that file's.
     """
     if not path:
         return "was not found"
-    resolved = find_program(path, environ)
+    resolved = path if os.sep in path else shutil.which(path, path=environ.get("PATH", os.defpath))
     if resolved is None:
         return f"was not found (no `{path}` on PATH)"
     if not os.path.exists(resolved):

@@ -2,14 +2,15 @@
 
 Kept apart from `acp_agent.backends.process` (which imports anyio) so that the command line can spawn a
 backend before the agent's imports (`acp_agent.startup.prestart`); `process.parent_death_argv` is the
-documented entry point and uses the same probe, run once per process. Importing this module loads
-nothing but `os` and `sys` (the command line reads `setpriv_candidate` and `PROBE` before its spawn).
+documented entry point and uses the same probe, run once per process. The command line reads
+`setpriv_candidate` and `PROBE` before its spawn, so this module imports no more than it needs.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 
 TYPE_CHECKING = False
@@ -34,7 +35,6 @@ def setpriv_candidate() -> str | None:
 def setpriv() -> str | None:
     """util-linux `setpriv` if it runs here and knows `--pdeathsig` (util-linux 2.33 or later)."""
     import logging
-    import shutil
     import subprocess
 
     log = logging.getLogger("acp_agent.backends.process")
@@ -66,21 +66,5 @@ def wrap(argv: Sequence[str], env: Mapping[str, str] | None, setpriv: str | None
 
 def runnable(program: str, env: Mapping[str, str] | None = None) -> bool:
     """Whether `program` names an executable file, directly or on `env`'s PATH (the child's)."""
-    return find_program(program, env) is not None
-
-
-def find_program(program: str, env: Mapping[str, str] | None = None) -> str | None:
-    """`program` if it names an executable file, else its path on `env`'s PATH (the child's), as
-    `shutil.which` finds it (which costs a millisecond to import before the command line's spawn)."""
-    if os.sep in program:
-        return program if _executable(program) else None
-    path = (env if env is not None else os.environ).get("PATH", os.defpath)
-    for directory in path.split(os.pathsep):
-        candidate = os.path.join(directory or os.curdir, program)
-        if _executable(candidate):
-            return candidate
-    return None
-
-
-def _executable(path: str) -> bool:
-    return os.access(path, os.X_OK) and not os.path.isdir(path)
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    return shutil.which(program, path=path) is not None

@@ -69,7 +69,7 @@ def write_launcher(path: Path, argv: Sequence[str], *, new_session: bool = False
     """
     program = list(argv)
     if new_session:
-        import shutil  # here only: with bz2 and lzma, 4 ms on the way to every first session
+        import shutil
 
         setsid = shutil.which("setsid") if sys.platform.startswith("linux") else None
         if setsid is None:

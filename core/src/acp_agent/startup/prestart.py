@@ -1,4 +1,4 @@
-"""Backends started by the command line before the agent's own imports (issue 11, target 2).
+"""Backends started by the command line before the agent's own imports.
 
 The provider is known from `--provider` before anything heavy is imported, so a backend that one
 process serves for every session (Codex's app-server) can boot while the agent imports, discovers
@@ -12,17 +12,18 @@ use now; otherwise the process is stopped and the runtime starts its own. The ho
 a greeting: bytes written to the process's stdin the moment it is spawned (the opening requests of
 a JSON-RPC handshake), so the backend answers them as soon as it has booted instead of when the
 agent's runtime first gets to it; `take` then hands the process over only to a runtime that would
-have written the same greeting, and that runtime awaits the answers instead of asking again.
+have written the same greeting, and that runtime awaits the answers instead of asking again. And
+it may return a tag after the greeting: a string the runtime reads back (`tag`) to rebuild the
+argv it claims with (Claude's spare: the session id it was started under).
 Whatever is never claimed is stopped when the command returns (`stop_unclaimed`). The processes are held by a
 `Prestarted` the command line creates and hands down (`AgentSettings.prestarted`, then
 `RuntimeContext.prestarted`): no state lives in this module. The module must never write to
 stdout.
 
 Every millisecond before the spawn is a millisecond of the first session's wait (Codex's is
-app-server's boot), so the path to it imports almost nothing: no `subprocess` (4 ms after the
-console script's own imports; `os.posix_spawn` does what is needed: pipes, a session of its own,
-default signal dispositions, no inherited descriptors) and no waiting for the setpriv probe, which
-runs beside the backend and is consulted when the runtime claims it.
+app-server's boot), so the path to it imports little (`subprocess` only once the provider's hook
+has answered) and does not wait for the setpriv probe, which runs beside the backend and is
+consulted when the runtime claims it.
 """
 
 from __future__ import annotations
@@ -34,70 +35,61 @@ from acp_agent.backends import pdeath
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Mapping, Sequence
 
 
 class Spawned:
-    """A backend the command line spawned: its PID and this process's ends of its stdin, stdout
-    and stderr pipes (raw descriptors: the runtime that claims it makes them anyio streams)."""
+    """A backend the command line spawned: its process and this process's ends of its stdin,
+    stdout and stderr pipes (raw descriptors: the runtime that claims it makes them anyio streams)."""
 
-    def __init__(self, pid: int, stdin: int | None, stdout: int | None, stderr: int | None) -> None:
-        self.pid = pid
+    def __init__(self, process: subprocess.Popen[bytes], stdin: int | None, stdout: int | None,
+                 stderr: int | None) -> None:
+        self._process = process
+        self.pid = process.pid
         self.stdin: int | None = stdin
         self.stdout: int | None = stdout
         self.stderr: int | None = stderr
-        self.returncode: int | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit code (negative: the signal that ended it) once it has been reaped, else None."""
+        return self._process.returncode
 
     def poll(self) -> int | None:
-        """Its exit code (negative: the signal that ended it) once it has exited, else None."""
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped by someone else: the status is lost
-                self.returncode = 0
-            else:
-                if pid:
-                    self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
+        """Its exit code once it has exited, else None."""
+        return self._process.poll()
 
     def wait(self, timeout: float) -> int:
-        """Its exit code, waiting at most `timeout` seconds (TimeoutError after that)."""
+        """Its exit code, waiting at most `timeout` seconds (TimeoutError after that). The wait
+        is on a pidfd, so it ends the moment the process does."""
         if self.poll() is None:
             import select
 
             try:
                 pidfd = os.pidfd_open(self.pid)
-            except ProcessLookupError:
+            except OSError:  # gone already, or no descriptor to be had (EMFILE, say)
                 pass
-            except OSError:  # no descriptor to be had (EMFILE, say): look every 10 ms instead
-                import time
-
-                deadline = time.monotonic() + timeout
-                while self.poll() is None and time.monotonic() < deadline:
-                    time.sleep(0.01)
             else:
                 try:
                     select.select([pidfd], [], [], timeout)
                 finally:
                     os.close(pidfd)
-        code = self.poll()
-        if code is None:
-            raise TimeoutError(f"process {self.pid} still runs after {timeout} s")
-        return code
+        import subprocess
+
+        try:
+            return self._process.wait(timeout=0 if self.poll() is not None else timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"process {self.pid} still runs after {timeout} s") from None
 
     def send_signal(self, signum: int) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, signum)
+        self._process.send_signal(signum)
 
     def terminate(self) -> None:
-        import signal
-
-        self.send_signal(signal.SIGTERM)
+        self._process.terminate()
 
     def kill(self) -> None:
-        import signal
-
-        self.send_signal(signal.SIGKILL)
+        self._process.kill()
 
     def close_pipes(self) -> None:
         """Close this process's ends of the pipes (the backend sees the end of its input)."""
@@ -112,13 +104,15 @@ class Spawned:
 
 class _Held:
     """A backend waiting to be claimed: the process, the argv and environment it was asked for,
-    the greeting written to it, and the setpriv probe started beside it (None: no setpriv here)."""
+    the greeting written to it, the hook's tag, and the setpriv probe started beside it (None: no
+    setpriv here)."""
 
-    __slots__ = ("argv", "env", "greeting", "probe", "process")
+    __slots__ = ("argv", "env", "greeting", "probe", "process", "tag")
 
     def __init__(self, process: Spawned, argv: list[str], env: dict[str, str], greeting: bytes,
-                 probe: Spawned | None) -> None:
+                 tag: str | None, probe: Spawned | None) -> None:
         self.process, self.argv, self.env, self.greeting, self.probe = process, argv, env, greeting, probe
+        self.tag = tag
 
     def stop(self) -> None:
         _stop(self.process)
@@ -142,6 +136,7 @@ class Prestarted:
                 return
             argv, env = list(wanted[0]), dict(wanted[1])
             greeting = bytes(wanted[2]) if len(wanted) > 2 else b""
+            tag = str(wanted[3]) if len(wanted) > 3 else None
             # Under setpriv, for a parent-death signal; whether it knows `--pdeathsig` is the
             # probe's answer, read when the process is claimed. A program that is not there is
             # not started (the runtime's own start says what is missing).
@@ -152,7 +147,7 @@ class Prestarted:
         except Exception:
             _stop(probe)
             return
-        held = _Held(spawned, argv, env, greeting, probe)
+        held = _Held(spawned, argv, env, greeting, tag, probe)
         if greeting and not _write(spawned, greeting):
             held.stop()
             return
@@ -161,6 +156,12 @@ class Prestarted:
     def holds(self, provider: str) -> bool:
         """Whether a process started for `provider` waits to be claimed."""
         return provider in self._held
+
+    def tag(self, provider: str) -> str | None:
+        """The tag the hook returned with the process waiting for `provider` (None: no tag, or
+        nothing waits)."""
+        held = self._held.get(provider)
+        return None if held is None else held.tag
 
     def take(self, provider: str, argv: Sequence[str], env: Mapping[str, str],
              greeting: bytes = b"") -> Spawned | None:
@@ -183,8 +184,10 @@ class Prestarted:
             self._held.popitem()[1].stop()
 
 
-Wanted = tuple["Sequence[str]", "Mapping[str, str]"] | tuple["Sequence[str]", "Mapping[str, str]", bytes]
-"""What a provider's `prestart(environ)` returns: argv and environment, optionally a greeting."""
+Wanted = (tuple["Sequence[str]", "Mapping[str, str]"] | tuple["Sequence[str]", "Mapping[str, str]", bytes]
+          | tuple["Sequence[str]", "Mapping[str, str]", bytes, str])
+"""What a provider's `prestart(environ)` returns: argv and environment, optionally a greeting and
+then a tag."""
 
 
 def package_dir(name: str) -> str | None:
@@ -219,60 +222,30 @@ def _ask(provider: str, environ: Mapping[str, str]) -> Wanted | None:
 
 
 def _spawn(argv: Sequence[str], env: Mapping[str, str], *, piped: bool) -> Spawned:
-    """Start `argv` in a session of its own, with the signal dispositions Python changed (SIGPIPE,
-    SIGXFSZ) back at their defaults and no descriptor of this process but its three pipes (or
-    /dev/null when not `piped`), as `subprocess.Popen(..., start_new_session=True)` would."""
-    import signal
+    """Start `argv` in a session of its own with its three pipes (or /dev/null when not `piped`)
+    and no other descriptor of this process. The pipes are made here, not by `Popen`, so that
+    their ends stay plain descriptors for the runtime that claims the process."""
+    import subprocess  # here, after the provider's hook: nothing before the spawn waits for more
 
-    program = pdeath.find_program(argv[0], env)
-    if program is None:
-        raise FileNotFoundError(argv[0])
+    if not piped:
+        process = subprocess.Popen(list(argv), env=dict(env), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        return Spawned(process, None, None, None)
     ours: list[int] = []
     try:
-        if piped:
-            for _ in range(3):
-                ours.extend(os.pipe())
-            if min(ours) < 3:
-                raise OSError("a standard stream of this process is closed")
-            (in_read, in_write, out_read, out_write, err_read, err_write) = ours
-            actions: list[tuple[int | str, ...]] = [(os.POSIX_SPAWN_DUP2, in_read, 0),
-                                              (os.POSIX_SPAWN_DUP2, out_write, 1),
-                                              (os.POSIX_SPAWN_DUP2, err_write, 2)]
-        else:
-            actions = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_descriptors(ours)]
-        defaults = [getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)]
-        pid = os.posix_spawn(program, list(argv), dict(env), file_actions=actions, setsid=True,
-                             setsigdef=defaults)
+        for _ in range(3):
+            ours.extend(os.pipe())
+        (in_read, in_write, out_read, out_write, err_read, err_write) = ours
+        process = subprocess.Popen(list(argv), env=dict(env), stdin=in_read, stdout=out_write,
+                                   stderr=err_write, start_new_session=True)
     except BaseException:
         for fd in ours:
             os.close(fd)
         raise
-    if not piped:
-        return Spawned(pid, None, None, None)
     for fd in (in_read, out_write, err_write):
         os.close(fd)
-    return Spawned(pid, in_write, out_read, err_read)
-
-
-def _inheritable_descriptors(ours: Sequence[int]) -> list[int]:
-    """Descriptors above 2 a child would inherit (the agent's own are close-on-exec already; an
-    editor may have left some open), to close in the child as `Popen(close_fds=True)` does."""
-    try:
-        names = os.listdir("/proc/self/fd")
-    except OSError:
-        return []
-    found = []
-    for name in names:
-        fd = int(name)
-        if fd <= 2 or fd in ours:
-            continue
-        try:
-            if os.get_inheritable(fd):
-                found.append(fd)
-        except OSError:  # the descriptor of the listing itself, closed by now
-            continue
-    return found
+    return Spawned(process, in_write, out_read, err_read)
 
 
 def _write(spawned: Spawned, greeting: bytes) -> bool:

@@ -1,26 +1,27 @@
 """What `acp-agent --provider claude` starts before its own imports: a spare Claude Code CLI.
 
-The Claude runtime starts one CLI per session, and the CLI takes about 300 ms to boot and answer
-its handshake. The first session is usually opened in the directory the agent was started in,
-with default settings: the command line (`acp_agent.startup.prestart`) starts that CLI here, under a
-session id chosen in advance, while the agent imports and answers `initialize`. The runtime
-claims it (`RuntimeContext.prestarted.take`) and lets the first `session/new` adopt it when that session
-would start exactly this command with exactly this environment (same cwd, no MCP servers or
-additional directories, no client credentials); the permission mode is set after the handshake,
-as for every CLI. Otherwise it is stopped and the session starts its own, as without a spare.
+The Claude runtime starts one CLI per session, and the CLI takes a while to boot and answer its
+handshake. The first session is usually opened in the directory the agent was started in, with
+default settings: the command line (`acp_agent.startup.prestart`) starts that CLI here, under a random
+session id chosen in advance and kept as the process's tag, while the agent imports and answers
+`initialize`. The runtime reads the tag, claims the CLI (`RuntimeContext.prestarted.take`) and
+lets the first `session/new` adopt it when that session would start exactly this command with
+exactly this environment (same cwd, no MCP servers or additional directories, no client
+credentials); the permission mode is set after the handshake, as for every CLI. Otherwise it is
+stopped and the session starts its own, as without a spare.
 `ACP_AGENT_CLAUDE_SPARE=0` turns it off.
 
 The command line loads this file alone, without the package, so it imports nothing but the
-standard library and the core's two modules the command line has loaded before its spawn
-(`acp_agent.startup.prestart`, `acp_agent.backends.pdeath`); `locate` and `transport` take the CLI's
-location, command line and environment from here, so the spare and a session's CLI are built by the same code.
+standard library and the core's `acp_agent.startup.prestart`, which the command line has loaded before
+its spawn; `locate` and `transport` take the CLI's location, command line and environment
+from here, so the spare and a session's CLI are built by the same code.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 
-from acp_agent.backends.pdeath import find_program  # the core's: the command line has both loaded already
 from acp_agent.startup.prestart import package_dir
 
 TYPE_CHECKING = False  # json and typing load only when used: this runs before the spawn
@@ -51,7 +52,7 @@ def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
 
 def program(environ: Mapping[str, str]) -> str | None:
     """What to start: `find_cli`, else `claude` on the child's PATH (as the SDK searched)."""
-    return find_cli(environ) or find_program("claude", environ)
+    return find_cli(environ) or shutil.which("claude", path=environ.get("PATH", os.defpath))
 
 
 def bypass_allowed(env: Mapping[str, str]) -> bool:
@@ -106,45 +107,27 @@ def environment(base: Mapping[str, str], extra: Mapping[str, str], cwd: str) -> 
     return env
 
 
-def spare_session_id() -> str | None:
-    """The spare's session id: the same for every call in this process, different for every
-    process (boot, PID and start time), so the runtime can rebuild the spare's exact command.
-    None where /proc does not say (no spare then). The boot's random id with the PID and start
-    time folded in, shaped as a version 4 UUID like the ids the runtime draws (no hashing: hashlib
-    loads OpenSSL, 3 ms of every start)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            boot = int(handle.read().strip().replace("-", ""), 16)
-        with open("/proc/self/stat", encoding="utf-8", errors="replace") as handle:
-            started = int(handle.read().rsplit(")", 1)[1].split()[19])  # field 22: start time
-    except (OSError, IndexError, ValueError):
-        return None
-    # PID (< 2**32) in bytes 2-5, start time (< 2**48) in bytes 10-15: the bits bytes 6 and 8
-    # give up to the UUID's version and variant are the boot id's alone.
-    mixed = (boot ^ (os.getpid() << 80) ^ (started & ((1 << 48) - 1))) & ((1 << 128) - 1)
-    raw = bytearray(mixed.to_bytes(16, "big"))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
-def spare(environ: Mapping[str, str]) -> tuple[str, list[str], dict[str, str]] | None:
+def spare(environ: Mapping[str, str], session_id: str | None = None) -> tuple[str, list[str], dict[str, str]] | None:
     """The spare's session id, argv and environment for an agent started with `environ` in the
-    current directory; None when turned off or there is nothing to run."""
+    current directory, under `session_id` (None: a new random one); None when turned off or there
+    is nothing to run."""
     if environ.get(SPARE_VAR, "").strip().lower() in ("0", "false", "no", "off"):
         return None
-    session_id = spare_session_id()
     path = program(environ)
-    if session_id is None or path is None:
+    if path is None:
         return None
+    if session_id is None:
+        import uuid
+
+        session_id = str(uuid.uuid4())
     env = environment(environ, {}, os.getcwd())
     argv = command(path, session_id=session_id, resume=False, mode=SPARE_MODE, model=None, mcp_config=None,
                    allow_bypass=bypass_allowed(env))
     return session_id, argv, env
 
 
-def prestart(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]] | None:
-    """The `acp_agent.startup.prestart` hook: the spare CLI for the first session."""
+def prestart(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str], bytes, str] | None:
+    """The `acp_agent.startup.prestart` hook: the spare CLI for the first session, tagged with its
+    session id (the runtime reads it back to claim the spare)."""
     wanted = spare(environ)
-    return None if wanted is None else (wanted[1], wanted[2])
+    return None if wanted is None else (wanted[1], wanted[2], b"", wanted[0])

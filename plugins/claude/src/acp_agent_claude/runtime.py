@@ -285,9 +285,11 @@ class ClaudeRuntime(ProviderRuntime):
     # -- the spare CLI: started by the command line, offered to the first new session -------------
 
     def _claim_spare(self) -> SpareCLI | None:
-        """Own the spare the command line started (it was built from the agent's own environment
-        and directory, hence `os.environ` here); whether a session may use it is `_fits`'s call."""
-        wanted = spare(os.environ)
+        """Own the spare the command line started under the session id it is tagged with (it was
+        built from the agent's own environment and directory, hence `os.environ` here); whether a
+        session may use it is `_fits`'s call."""
+        started_as = self.context.prestarted.tag(PROVIDER)
+        wanted = spare(os.environ, started_as) if started_as is not None else None
         if wanted is None:
             return None
         session_id, argv, env = wanted

@@ -43,9 +43,9 @@ def find_muse(environ: Mapping[str, str]) -> str | None:
     explicit = environ.get(EXECUTABLE_VAR)
     if explicit:
         return explicit
-    from acp_agent.backends.executables import find_program
+    import shutil
 
-    return find_program(BINARY_NAME, environ)
+    return shutil.which(BINARY_NAME, path=environ.get("PATH", os.defpath))
 
 
 def config_home(environ: Mapping[str, str]) -> str:
