@@ -6,15 +6,15 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from acp_agent import hookimpl
-from acp_agent.backends.contract import (
+from acp_agent.provider import (
     BackendStatus,
     ProviderRuntime,
     ProviderSpec,
     RuntimeCapabilities,
     RuntimeContext,
+    executable_problem,
+    hookimpl,
 )
-from acp_agent.backends.executables import executable_problem
 
 
 def check_backend() -> BackendStatus:

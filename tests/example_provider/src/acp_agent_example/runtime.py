@@ -12,21 +12,27 @@ from typing import Any
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from acp_agent.backends.contract import (
+from acp_agent.provider import (
+    ChildProcess,
+    ContentBlock,
+    FailureKind,
+    FailureObservation,
+    Phase,
+    PhaseFailed,
     ProviderRuntime,
     RuntimeContext,
     SessionChannel,
     SessionNotFound,
     SessionStart,
+    TextContent,
     TurnChannel,
+    TurnEnd,
     TurnFailed,
+    agent_text,
+    executable_problem,
+    open_child,
+    program_unavailable,
 )
-from acp_agent.backends.events import TurnEnd
-from acp_agent.backends.executables import executable_problem, program_unavailable
-from acp_agent.backends.phases import Phase, PhaseFailed
-from acp_agent.backends.process import ChildProcess, open_child
-from acp_agent.failures.protocol import FailureKind, FailureObservation
-from acp_agent.wire.acp import ContentBlock, TextContent, agent_text
 
 MODEL_VAR = "EXAMPLE_MODEL_PYTHON"
 """The interpreter that runs the echo model (default: this one)."""

@@ -1,0 +1,282 @@
+"""Every name a provider plugin needs, in one module: `from acp_agent.provider import ...`.
+
+Each name is defined where it lives (the contract in `acp_agent.backends.contract`, the neutral
+events in `acp_agent.backends.events`, the ACP types in `acp_agent.wire.acp`, ...) and is read
+through here on first use, so a plugin's `__init__`, imported on every start for every installed
+provider, pays only for the modules of the names it takes (`ProviderSpec` loads the contract,
+not the session types). `NAMES` says where each one lives; docs/plugin-guide.md explains them.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing `typing` is not free on this path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from acp_agent import hookimpl
+    from acp_agent.backends.contract import (
+        BackendStatus,
+        CredentialSpec,
+        NotSupported,
+        ProviderRuntime,
+        ProviderSpec,
+        RuntimeCapabilities,
+        RuntimeContext,
+        SessionChannel,
+        SessionListing,
+        SessionNotFound,
+        SessionStart,
+        TerminalLogin,
+        TurnChannel,
+        TurnFailed,
+        additional_directories,
+    )
+    from acp_agent.backends.events import (
+        AttemptBoundary,
+        AuthConfirmed,
+        Compaction,
+        Event,
+        HistoryFailure,
+        Notice,
+        RetryProgress,
+        RuntimeReplaced,
+        SessionFailure,
+        SessionTitle,
+        TerminalExited,
+        TerminalOutput,
+        TerminalStarted,
+        TurnEnd,
+    )
+    from acp_agent.backends.executables import executable_problem, program_unavailable
+    from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file, regular_file_stat
+    from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+    from acp_agent.backends.process import (
+        ChildProcess,
+        adopt_child,
+        adopted_process,
+        drain_stderr,
+        kill_process_group,
+        open_child,
+        parent_death_argv,
+        write_launcher,
+    )
+    from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+    from acp_agent.failures.hooks import bound, redact_legacy
+    from acp_agent.failures.protocol import (
+        POLICY,
+        TITLE_LIMIT,
+        Category,
+        FailureKind,
+        FailureObservation,
+        Source,
+        split_title,
+    )
+    from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
+    from acp_agent.sessions.routing import SessionRouter
+    from acp_agent.wire.acp import (
+        AgentMessageChunk,
+        AgentThoughtChunk,
+        AvailableCommand,
+        AvailableCommandInput,
+        AvailableCommandsUpdate,
+        ConfigOption,
+        ConfigOptionValue,
+        ContentBlock,
+        CurrentModeUpdate,
+        ImageContent,
+        McpServer,
+        McpServerHttp,
+        McpServerStdio,
+        PermissionKind,
+        PermissionOption,
+        Plan,
+        PlanEntry,
+        SessionInfo,
+        SessionMode,
+        SessionModeState,
+        TextContent,
+        ToolCall,
+        ToolCallContent,
+        ToolCallUpdate,
+        ToolContent,
+        ToolDiff,
+        ToolKind,
+        ToolLocation,
+        ToolStatus,
+        UsageUpdate,
+        UserMessageChunk,
+        agent_text,
+        thought_text,
+        user_text,
+    )
+    from acp_agent.wire.convert import UNSET
+    from acp_agent.wire.prompt import TextStyle, prompt_parts
+    from acp_agent.wire.rpc import Connection, ConnectionClosed, LineReader, Methods, PendingRequest, RpcError
+
+NAMES: dict[str, tuple[str, ...]] = {
+    "acp_agent": ("hookimpl",),
+    "acp_agent.backends.contract": (
+        "BackendStatus", "CredentialSpec", "NotSupported", "ProviderRuntime", "ProviderSpec",
+        "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing", "SessionNotFound",
+        "SessionStart", "TerminalLogin", "TurnChannel", "TurnFailed", "additional_directories",
+    ),
+    "acp_agent.backends.events": (
+        "AttemptBoundary", "AuthConfirmed", "Compaction", "Event", "HistoryFailure", "Notice",
+        "RetryProgress", "RuntimeReplaced", "SessionFailure", "SessionTitle", "TerminalExited",
+        "TerminalOutput", "TerminalStarted", "TurnEnd",
+    ),
+    "acp_agent.backends.executables": ("executable_problem", "program_unavailable"),
+    "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat"),
+    "acp_agent.backends.phases": ("Phase", "PhaseDeadlineExceeded", "PhaseFailed"),
+    "acp_agent.backends.process": (
+        "ChildProcess", "adopt_child", "adopted_process", "drain_stderr", "kill_process_group", "open_child",
+        "parent_death_argv", "write_launcher",
+    ),
+    "acp_agent.backends.questions": ("Answer", "Choice", "Question", "QuestionField", "UrlQuestion"),
+    "acp_agent.failures.hooks": ("bound", "redact_legacy"),
+    "acp_agent.failures.protocol": (
+        "POLICY", "TITLE_LIMIT", "Category", "FailureKind", "FailureObservation", "Source", "split_title",
+    ),
+    "acp_agent.sessions.queue": ("DEFAULT_MAX_ITEMS", "TurnQueue"),
+    "acp_agent.sessions.routing": ("SessionRouter",),
+    "acp_agent.wire.acp": (
+        "AgentMessageChunk", "AgentThoughtChunk", "AvailableCommand", "AvailableCommandInput",
+        "AvailableCommandsUpdate", "ConfigOption", "ConfigOptionValue", "ContentBlock", "CurrentModeUpdate",
+        "ImageContent", "McpServer", "McpServerHttp", "McpServerStdio", "PermissionKind", "PermissionOption",
+        "Plan", "PlanEntry", "SessionInfo", "SessionMode", "SessionModeState", "TextContent", "ToolCall",
+        "ToolCallContent", "ToolCallUpdate", "ToolContent", "ToolDiff", "ToolKind", "ToolLocation", "ToolStatus",
+        "UsageUpdate", "UserMessageChunk", "agent_text", "thought_text", "user_text",
+    ),
+    "acp_agent.wire.convert": ("UNSET",),
+    "acp_agent.wire.prompt": ("TextStyle", "prompt_parts"),
+    "acp_agent.wire.rpc": ("Connection", "ConnectionClosed", "LineReader", "Methods", "PendingRequest", "RpcError"),
+}
+"""Where each name lives: module -> names."""
+
+_HOME = {name: module for module, names in NAMES.items() for name in names}
+
+__all__ = [
+    "DEFAULT_MAX_ITEMS",
+    "POLICY",
+    "SETTINGS_LIMIT",
+    "TITLE_LIMIT",
+    "UNSET",
+    "AgentMessageChunk",
+    "AgentThoughtChunk",
+    "Answer",
+    "AttemptBoundary",
+    "AuthConfirmed",
+    "AvailableCommand",
+    "AvailableCommandInput",
+    "AvailableCommandsUpdate",
+    "BackendStatus",
+    "Category",
+    "ChildProcess",
+    "Choice",
+    "Compaction",
+    "ConfigOption",
+    "ConfigOptionValue",
+    "Connection",
+    "ConnectionClosed",
+    "ContentBlock",
+    "CredentialSpec",
+    "CurrentModeUpdate",
+    "Event",
+    "FailureKind",
+    "FailureObservation",
+    "HistoryFailure",
+    "ImageContent",
+    "LineReader",
+    "McpServer",
+    "McpServerHttp",
+    "McpServerStdio",
+    "Methods",
+    "NotSupported",
+    "Notice",
+    "PendingRequest",
+    "PermissionKind",
+    "PermissionOption",
+    "Phase",
+    "PhaseDeadlineExceeded",
+    "PhaseFailed",
+    "Plan",
+    "PlanEntry",
+    "ProviderRuntime",
+    "ProviderSpec",
+    "Question",
+    "QuestionField",
+    "RetryProgress",
+    "RpcError",
+    "RuntimeCapabilities",
+    "RuntimeContext",
+    "RuntimeReplaced",
+    "SessionChannel",
+    "SessionFailure",
+    "SessionInfo",
+    "SessionListing",
+    "SessionMode",
+    "SessionModeState",
+    "SessionNotFound",
+    "SessionRouter",
+    "SessionStart",
+    "SessionTitle",
+    "Source",
+    "TerminalExited",
+    "TerminalLogin",
+    "TerminalOutput",
+    "TerminalStarted",
+    "TextContent",
+    "TextStyle",
+    "ToolCall",
+    "ToolCallContent",
+    "ToolCallUpdate",
+    "ToolContent",
+    "ToolDiff",
+    "ToolKind",
+    "ToolLocation",
+    "ToolStatus",
+    "TurnChannel",
+    "TurnEnd",
+    "TurnFailed",
+    "TurnQueue",
+    "UnsafeFile",
+    "UrlQuestion",
+    "UsageUpdate",
+    "UserMessageChunk",
+    "additional_directories",
+    "adopt_child",
+    "adopted_process",
+    "agent_text",
+    "bound",
+    "drain_stderr",
+    "executable_problem",
+    "hookimpl",
+    "kill_process_group",
+    "open_child",
+    "parent_death_argv",
+    "program_unavailable",
+    "prompt_parts",
+    "read_regular_file",
+    "redact_legacy",
+    "regular_file_stat",
+    "split_title",
+    "thought_text",
+    "user_text",
+    "write_launcher",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """A name of `NAMES`, imported from its module the first time it is asked for."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
