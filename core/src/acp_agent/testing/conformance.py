@@ -301,6 +301,40 @@ print(json.dumps({"at_start": before, "after_session": after}))
 """
 
 
+HOOK_SAMPLES: tuple[Mapping[str, Any], ...] = (
+    {}, {"type": "error", "message": "boom"}, {"error": {"message": "boom", "code": 500, "type": "overloaded"}},
+    {"type": "result", "subtype": "error_during_execution", "is_error": True, "result": "boom"},
+    {"method": "error", "params": {"error": {"message": "boom"}}}, {"type": "assistant", "error": "rate_limit"},
+)
+"""Native shapes a provider's failure hooks might answer: asked for another provider, each must be None."""
+
+
+def hooks_answering_for_others(plugin: str, samples: Sequence[Mapping[str, Any]] = HOOK_SAMPLES,
+                               manager: Any = None) -> list[str]:
+    """The failure hooks of `plugin` (an entry point's name) that answer for a provider that is not
+    theirs: a provider's own hooks return None for every other provider, so that a second provider
+    installed beside it keeps its own classification, titles and history."""
+    from acp_agent.backends.plugins import FAILURE_HOOKS, make_plugin_manager
+
+    pm = manager if manager is not None else make_plugin_manager()[0]
+    other = "kit-another-provider"
+    found = []
+    for hook in FAILURE_HOOKS:
+        for impl in getattr(pm.hook, hook).get_hookimpls():
+            if impl.plugin_name != plugin:
+                continue
+            for native in samples:
+                if hook == "acp_agent_classify_failure":
+                    answer = impl.function(provider=other, native=native)
+                elif hook == "acp_agent_failure_title":
+                    answer = impl.function(provider=other, native=native, kind=FailureKind.PROVIDER_ERROR)
+                else:
+                    answer = impl.function(provider=other, entry=native, user_message_id=None)
+                if answer is not None:
+                    found.append(f"{hook}(provider={other!r}, {native!r}) answered {answer!r}")
+    return found
+
+
 class RuntimeContract:
     """A provider's own runtime against its own backend (or fake), through a real agent in-process.
 
@@ -350,6 +384,14 @@ class RuntimeContract:
         path = tmp_path / "work"
         path.mkdir(exist_ok=True)
         return str(path)
+
+    def test_failure_hooks_answer_only_for_this_provider(self) -> None:
+        from acp_agent.backends.plugins import discover
+
+        loaded = discover().get(self.provider_name)
+        assert loaded is not None, f"no provider {self.provider_name!r} is installed (an `acp_agent` entry point)"
+        answered = hooks_answering_for_others(loaded.plugin)
+        assert not answered, "a provider's hooks must return None for other providers:\n" + "\n".join(answered)
 
     @pytest.mark.anyio
     async def test_prompts_get_their_own_answers_and_close(self, tmp_path: Path) -> None:
