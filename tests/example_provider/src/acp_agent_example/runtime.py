@@ -95,8 +95,7 @@ class ExampleRuntime(ProviderRuntime):
             elif "error" in message:
                 observation = FailureObservation(FailureKind.OVERLOADED, message["error"], message["message"],
                                                  execution="possiblySubmitted", retryable=True)
-                turn.record_failure(observation)  # at once: it wins over whatever ends the turn next
-                raise TurnFailed(observation)
+                raise TurnFailed(observation)  # the core records it and answers the prompt with it
             elif "done" in message:
                 return TurnEnd("cancelled" if message["done"] == "cancelled" else "end_turn")
 
