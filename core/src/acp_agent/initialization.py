@@ -1,0 +1,96 @@
+"""The ACP methods of the connection: `initialize` (also before the event loop, `acp_agent.startup.early`),
+`authenticate` and `logout`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_agent.agent_base import AgentBase
+from acp_agent.failures.auth_status import auth_status_negotiated
+from acp_agent.failures.protocol import advertised_meta, negotiated
+from acp_agent.wire import acp
+from acp_agent.wire.convert import UNSET, Unset
+from acp_agent.wire.rpc import Reply
+
+
+class Initialization(AgentBase):
+    """`initialize`, `authenticate`, `logout`."""
+
+    async def initialize(self, params: Any) -> Any:
+        request = self._parse(params, acp.InitializeRequest)
+        wanted = auth_status_negotiated(request.client_capabilities.meta, self.provider.name)
+        return self._initialized(request, await self.signin.auth_meta(wanted))
+
+    def initialize_now(self, params: Any) -> Reply | None:
+        """`initialize` answered without the event loop (`acp_agent.startup.early`): the same answer, or
+        None when it needs the loop (a client that negotiated auth status: the keyring is asked).
+        Raises RpcError as `initialize` does, before anything changes."""
+        request = self._parse(params, acp.InitializeRequest)
+        if auth_status_negotiated(request.client_capabilities.meta, self.provider.name):
+            return None
+        return self._initialized(request, UNSET)
+
+    def _initialized(self, request: acp.InitializeRequest, auth_meta: dict[str, Any] | Unset) -> Reply:
+        """What the client declared is recorded and the answer built (`initialize` may come again:
+        the newest declaration wins)."""
+        self.client_capabilities = self.signin.client_capabilities = request.client_capabilities
+        client_meta = request.client_capabilities.meta
+        self.capable = negotiated(client_meta)
+        self.auth_status = auth_status_negotiated(client_meta, self.provider.name)
+        if self._outbox is not None:  # sessions opened before `initialize` follow what it negotiated
+            self._negotiate(self._outbox)
+        caps = self.provider.capabilities
+        session_caps = acp.SessionCapabilities(
+            list={} if caps.list_sessions else UNSET,
+            resume={} if caps.resume_session else UNSET,
+            close={} if caps.close_session else UNSET,
+            fork={} if caps.fork_session else UNSET,
+            delete={} if caps.delete_session else UNSET,
+            additional_directories={} if caps.additional_directories else UNSET,
+        )
+        meta: dict[str, Any] = {}
+        if caps.steering:
+            # Where claude-agent-acp and codex-acp advertise `_session/steering`: the top-level
+            # `_meta` of the initialize response, beside `agentCapabilities`.
+            meta["steering"] = {"supported": True}
+        if self.capable:
+            meta.update(advertised_meta())
+        if isinstance(auth_meta, dict):
+            meta.update(auth_meta)
+        response = acp.InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=acp.AgentCapabilities(
+                load_session=caps.load_session,
+                prompt_capabilities=acp.PromptCapabilities(
+                    image=caps.image, audio=caps.audio, embedded_context=caps.embedded_context),
+                mcp_capabilities=acp.McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse),
+                session_capabilities=session_caps,
+                auth=acp.AgentAuthCapabilities(logout={}),
+            ),
+            auth_methods=self.signin.auth_methods(),
+            agent_info=acp.Implementation(name=f"acp-agent-{self.provider.name}",
+                                          version=self.settings.agent_version,
+                                          title=f"{self.provider.title} (acp-agent)"),
+            meta=meta or UNSET,
+        )
+        return Reply(self._dump(response), self._mark_answered)
+
+    def _mark_answered(self, written: bool) -> None:
+        self._answered_once = True
+        if self._answered is not None:
+            self._answered.set()
+
+    async def authenticate(self, params: Any) -> Any:
+        request = self._parse(params, acp.AuthenticateRequest)
+        await self.signin.authenticate(request.method_id)
+        await self.backend.replace_when_idle(sessions_open=bool(self.sessions))
+        return self._dump(acp.MetaOnlyResponse(meta=await self.signin.auth_meta(self.auth_status)))
+
+    async def logout(self, params: Any) -> Any:
+        self._parse(params, acp.LogoutRequest)
+        for session in list(self.sessions.values()):
+            await self._end_session(session)
+        await self.backend.close()
+        await self.signin.logout()
+        return self._dump(acp.MetaOnlyResponse(meta=await self.signin.auth_meta(self.auth_status)))
+

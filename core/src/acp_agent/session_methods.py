@@ -1,0 +1,365 @@
+"""The ACP methods of sessions: new, fork, load, resume, list, close, delete, modes and config
+options, prompts (queued in each session's line), steering and cancel."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from acp_agent.agent_base import AgentBase
+from acp_agent.backends.contract import ProviderRuntime, SessionStart
+from acp_agent.failures.protocol import IncidentRegistry
+from acp_agent.failures.redaction import mcp_secret_values
+from acp_agent.wire import acp
+from acp_agent.wire.acp import Methods as M
+from acp_agent.wire.convert import UNSET, clip
+from acp_agent.wire.rpc import INVALID_PARAMS, Reply, RpcError
+
+if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
+    from acp_agent.sessions.session import PendingSession, Session
+
+
+log = logging.getLogger(__name__)
+
+
+class SessionMethods(AgentBase):
+    """`session/*` and `_session/steering`."""
+
+    def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
+        return {
+            "modes": start.modes if start.modes is not None else UNSET,
+            "config_options": list(start.config_options) if start.config_options is not None else UNSET,
+        }
+
+    def _new_session_state(self, session_id: str, cwd: str, credentials: dict[str, str] | None = None) -> Session:
+        from acp_agent.sessions.session import Session
+
+        return Session(self.outbox, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), self.router,
+                       credentials=dict(credentials or {}))
+
+    def _client_credentials(self, meta: Any) -> dict[str, str]:
+        """Credentials a client hands over for one session: `_meta["<provider>/credentials"]`.
+
+        Only the provider's own variables are accepted; every value is redacted from then on.
+        """
+        key = f"{self.provider.name}/credentials"
+        offered = meta.get(key) if isinstance(meta, dict) else None
+        if offered is None:
+            return {}
+        spec = self.provider.credentials
+        if not spec.per_session:
+            raise RpcError(INVALID_PARAMS, f"The {self.provider.title} provider cannot use credentials for one session; "
+                           "configure them for the agent instead.", {"field": f"_meta.{key}"})
+        allowed = set(spec.env_vars) | set(spec.client_env_vars)
+        if not isinstance(offered, dict) or not offered or any(
+                name not in allowed or not isinstance(value, str) or not value for name, value in offered.items()):
+            raise RpcError(INVALID_PARAMS, f"_meta[{key!r}] must map some of {sorted(allowed)} to non-empty strings",
+                           {"field": f"_meta.{key}"})
+        for name, value in offered.items():
+            if name in spec.env_vars:
+                self.settings.redact.add(value)
+        return dict(offered)
+
+    def _additional_directories(self, value: Any) -> tuple[str, ...]:
+        """A request's `additionalDirectories`: absolute existing directories, for a provider that
+        can widen its workspace; refused (-32602) rather than silently ignored otherwise."""
+        if not isinstance(value, list) or not value:
+            return ()
+        if not self.provider.capabilities.additional_directories:
+            raise RpcError(INVALID_PARAMS, f"The {self.provider.title} provider cannot add workspace directories",
+                           {"field": "additionalDirectories"})
+        for directory in value:
+            if not isinstance(directory, str) or not os.path.isabs(directory) or not os.path.isdir(directory):
+                raise RpcError(INVALID_PARAMS, "additionalDirectories must be absolute paths of existing "
+                               f"directories, got {clip(str(directory))!r}", {"field": "additionalDirectories"})
+        return tuple(dict.fromkeys(value))
+
+    def _hold_mcp_secrets(self, params: Any) -> None:
+        """From the raw request, before it is checked, so no answer (an error included) can echo them."""
+        if isinstance(params, dict):
+            self.settings.redact.add(*mcp_secret_values(params.get("mcpServers")))
+
+    async def new_session(self, params: Any) -> Any:
+        self._hold_mcp_secrets(params)
+        request = self._parse(params, acp.NewSessionRequest)
+        return await self._create_session("session/new", request.cwd, request.meta, request.additional_directories,
+                                          lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
+                                                                                       channel))
+
+    async def fork_session(self, params: Any) -> Any:
+        self._hold_mcp_secrets(params)
+        request = self._parse(params, acp.ForkSessionRequest)
+        return await self._create_session("session/fork", request.cwd, request.meta, request.additional_directories,
+                                          lambda runtime, channel: runtime.fork_session(
+                                              request.session_id, request.cwd, request.mcp_servers, channel))
+
+    async def _create_session(self, what: str, cwd: str, meta: Any, directories: Any,
+                              start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]]) -> Reply:
+        """A session the provider creates (new or fork): its events wait until the response is written."""
+        from acp_agent.sessions.session import PendingSession
+
+        self._check_cwd(cwd)
+        pending = PendingSession(self.router, credentials=self._client_credentials(meta),
+                                 additional_directories=self._additional_directories(directories))
+        try:
+            async with self._provider_call(what):
+                started = await start(await self.runtime(), pending)
+        except BaseException:
+            pending.abandon()
+            raise
+        try:
+            self._hold(started.session_id)
+        except RpcError:  # (a fresh id another process holds: the backend must not keep it open)
+            pending.abandon()
+            runtime = self.backend.running
+            if runtime is not None:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await runtime.close_session(started.session_id)
+                    except Exception as exc:
+                        log.warning("closing session %s failed: %s", started.session_id, type(exc).__name__)
+            raise
+        session = self._new_session_state(started.session_id, cwd, credentials=pending.credentials)
+        session.additional_directories = pending.additional_directories
+        session.advertise(started)
+        pending.bind(session)
+        self.sessions[session.session_id] = session
+        response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(started))
+        return Reply(self._dump(response), lambda ok: self._announce(session, ok))
+
+    def _announce(self, session: Session, written: bool) -> None:
+        if not written or self._task_group is None:
+            return
+        # What the provider emitted meanwhile, in order, once the client knows the session (a
+        # prompt that comes first opens it itself, before its own events).
+        self._task_group.start_soon(session.open)
+
+    async def _open_existing(self, params: Any, *, replay: bool) -> Any:
+        self._hold_mcp_secrets(params)
+        request = self._parse(params, acp.LoadSessionRequest)
+        self._check_cwd(request.cwd)
+        # One at a time per session: two at once would each start a backend for it. The second
+        # finds the session open and opens it again (a load replays its history again).
+        async with self._opens.turn(request.session_id):
+            return await self._open_one(request, replay=replay)
+
+    async def _open_one(self, request: acp.LoadSessionRequest, *, replay: bool) -> Any:
+        existing = self.sessions.get(request.session_id)
+        if existing is not None and (existing.turn is not None or self.turns.line(existing).busy):
+            raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
+        credentials = self._client_credentials(request.meta)
+        directories = self._additional_directories(request.additional_directories)
+        self._hold(request.session_id)  # (an open session is already held here)
+        session = existing or self._new_session_state(request.session_id, request.cwd)
+        if credentials:
+            session.credentials = credentials
+        # ACP: the request's list is the session's complete list of additional roots from now on.
+        session.additional_directories = directories
+        self.sessions[session.session_id] = session
+        self.router.expect(session.session_id)
+        from acp_agent.sessions.session import LoadingSession
+
+        channel = LoadingSession(session)
+        try:
+            async with self._provider_call("session/load" if replay else "session/resume"):
+                runtime = await self.runtime()
+                start = await runtime.load_session(request.session_id, request.cwd, request.mcp_servers, channel,
+                                                   replay=replay)
+            # After the history, before the answer: what was kept for the session (process notices
+            # included); from now on its events go straight to it.
+            channel.loaded = True
+            await session.open()
+        except BaseException:
+            if existing is None:
+                self.sessions.pop(session.session_id, None)
+                self.router.forget(session.session_id)
+                self._unhold(session.session_id)
+            raise
+        session.advertise(start)
+        return self._dump(acp.SessionSetup(**self._setup_fields(start)))
+
+    async def load_session(self, params: Any) -> Any:
+        return await self._open_existing(params, replay=True)
+
+    async def resume_session(self, params: Any) -> Any:
+        return await self._open_existing(params, replay=False)
+
+    async def list_sessions(self, params: Any) -> Any:
+        request = self._parse(params, acp.ListSessionsRequest)
+        async with self._provider_call("session/list"):
+            runtime = await self.runtime()
+            listing = await runtime.list_sessions(_text(request.cwd), _text(request.cursor))
+        return self._dump(acp.ListSessionsResponse(
+            sessions=list(listing.sessions),
+            next_cursor=listing.next_cursor if listing.next_cursor else UNSET))
+
+    async def close_session(self, params: Any) -> Any:
+        request = self._parse(params, acp.SessionIdRequest)
+        session = await self._opened(request.session_id)
+        await self._end_session(session)
+        return {}
+
+    async def delete_session(self, params: Any) -> Any:
+        """Close the session if it is open here (its turn cancelled), then have the backend remove it
+        (refused while another agent process holds it)."""
+        request = self._parse(params, acp.SessionIdRequest)
+        await self._opens.settled(request.session_id)
+        session = self.sessions.get(request.session_id)
+        if session is not None:
+            await self._end_session(session)
+        self._hold(request.session_id)  # not from under another agent process that has it open
+        try:
+            async with self._provider_call("session/delete"):
+                runtime = await self.runtime()
+                await runtime.delete_session(request.session_id)
+        finally:
+            self._unhold(request.session_id)
+        return {}
+
+    async def set_mode(self, params: Any) -> Any:
+        request = self._parse(params, acp.SetModeRequest)
+        session = await self._opened(request.session_id)
+        offered = [mode.id for mode in session.modes.available_modes] if session.modes is not None else []
+        if request.mode_id not in offered:
+            runtime = self.backend.running
+            why = runtime.why_not_offered(session.session_id, request.mode_id) if runtime is not None else None
+            said = f"Mode {clip(request.mode_id)!r} is not available: {why}" if why else \
+                f"Unknown mode {clip(request.mode_id)!r}"
+            raise RpcError(INVALID_PARAMS, f"{said}; {_choices(offered)}", {"field": "modeId"})
+        async with self._provider_call("session/set_mode"):
+            runtime = await self.runtime()
+            await runtime.set_mode(session.session_id, request.mode_id)
+        await session.send_update(acp.CurrentModeUpdate(current_mode_id=request.mode_id))
+        return {}
+
+    async def set_config_option(self, params: Any) -> Any:
+        request = self._parse(params, acp.SetConfigOptionRequest)
+        session = await self._opened(request.session_id)
+        option = next((option for option in session.config_options if option.id == request.config_id), None)
+        if option is None:
+            offered = [option.id for option in session.config_options]
+            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(request.config_id)!r}; {_choices(offered)}",
+                           {"field": "configId"})
+        values = [choice.value for choice in option.options]
+        if request.value not in values:
+            raise RpcError(INVALID_PARAMS, f"Unknown value {clip(request.value)!r} for {clip(option.name)}; "
+                           f"{_choices(values)}", {"field": "value"})
+        async with self._provider_call("session/set_config_option"):
+            runtime = await self.runtime()
+            options = await runtime.set_config_option(session.session_id, request.config_id, request.value)
+        session.config_options = tuple(options)
+        return self._dump(acp.SetConfigOptionResponse(config_options=list(options)))
+
+    async def prompt(self, params: Any) -> Any:
+        request = self._parse(params, acp.PromptRequest)
+        session = await self._opened(request.session_id)
+        return await self._queued_prompt(session, request.prompt)
+
+    async def _queued_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
+        """A prompt in its session's line: it runs after the prompts before it, with its own answer.
+
+        A prompt that arrives while a turn runs waits (it is not refused); a `session/cancel`, the
+        session closed or the client gone answers it `cancelled` without running it. The next
+        prompt starts only once this one's answer is written (`ReleaseOnce` as `on_written`), so
+        no update of the next turn precedes it.
+        """
+        line = self.turns.line(session)
+        queued = line.busy
+        if not await line.enter():
+            return self._dump(acp.PromptResponse(stop_reason="cancelled"))
+        from acp_agent.sessions.admission import ReleaseOnce
+
+        release = ReleaseOnce(line)
+        try:
+            if queued and (self.turns.input_ended or self.sessions.get(session.session_id) is not session):
+                result: Any = self._dump(acp.PromptResponse(stop_reason="cancelled"))
+            else:
+                result = await self.turns.run(session, prompt)
+        except RpcError as exc:
+            exc.on_written = _both(exc.on_written, release)
+            raise
+        except BaseException:
+            release()
+            raise
+        if isinstance(result, Reply):
+            return Reply(result.result, _both(result.on_written, release))
+        return Reply(result, release)
+
+    async def steer(self, params: Any) -> Any:
+        """`_session/steering`: the prompt joins the running turn (`injected`); with no turn running
+        it starts a turn of its own (`startedNewTurn`, its answer goes nowhere), or, when the
+        request asks `_meta.steering.idleBehavior: "promptRequired"`, is handed back
+        (`promptRequired`) for the client to send as a `session/prompt`. As claude-agent-acp."""
+        request = self._parse(params, acp.PromptRequest)
+        meta = request.meta if isinstance(request.meta, dict) else {}
+        steering = meta.get("steering")
+        if steering is not None and not isinstance(steering, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: _meta.steering must be an object",
+                           {"field": "_meta.steering"})
+        idle_behavior = steering.get("idleBehavior") if steering else None
+        if idle_behavior not in (None, "promptRequired"):
+            raise RpcError(INVALID_PARAMS, "Invalid params: unsupported steering idleBehavior",
+                           {"field": "_meta.steering.idleBehavior"})
+        if not request.prompt:
+            raise RpcError(INVALID_PARAMS, "Invalid params: prompt: must not be empty", {"field": "prompt"})
+        session = await self._opened(request.session_id)
+        turn = session.turn
+        if turn is not None and not turn.cancel_requested and not turn.backend_done:
+            async with self._provider_call(M.SESSION_STEERING):
+                runtime = await self.runtime()
+                if await runtime.steer(session.session_id, request.prompt, turn):
+                    return {"outcome": "injected"}
+        if idle_behavior == "promptRequired":
+            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        assert self._task_group is not None
+        self._task_group.start_soon(self._detached_prompt, session, request.prompt)
+        return {"outcome": "startedNewTurn"}
+
+    async def _detached_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> None:
+        """A turn a steer started with no turn running: queued like any prompt, answered to nobody."""
+        try:
+            result = await self._queued_prompt(session, prompt)
+        except RpcError as exc:
+            if exc.on_written is not None:
+                exc.on_written(False)  # releases the session for the next prompt
+            log.info("a turn started by _session/steering failed: %s", exc.message)
+            return
+        if isinstance(result, Reply):
+            result.on_written(False)
+
+    async def cancel(self, params: Any) -> None:
+        request = self._parse(params, acp.SessionIdRequest)
+        session = self.sessions.get(request.session_id)
+        if session is not None:
+            await self.turns.cancel(session)
+
+
+def _choices(offered: Sequence[str]) -> str:
+    """The end of an "unknown mode/option/value" message: what the session does offer."""
+    if not offered:
+        return "this session offers none."
+    return "choose one of " + ", ".join(clip(choice) for choice in offered[:20]) + (
+        ", …" if len(offered) > 20 else "") + "."
+
+
+def _both(first: Callable[[bool], None] | None, then: Callable[[bool], None]) -> Callable[[bool], None]:
+    """Two `on_written` callbacks in order (the prompt's own, then the line's release)."""
+    if first is None:
+        return then
+
+    def both(written: bool) -> None:
+        try:
+            first(written)
+        finally:
+            then(written)
+    return both
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
