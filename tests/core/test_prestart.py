@@ -183,84 +183,6 @@ def test_an_unclaimed_backend_is_terminated_without_waiting_for_it_to_see_its_in
     assert process.calls == ["close", "terminate", "wait"]
 
 
-@pytest.mark.parametrize(("argv", "environ", "expected"), [
-    (["--provider", "codex"], {}, "codex"),
-    (["--provider=codex"], {}, "codex"),
-    (["--log-level", "debug", "--provider", "claude", "--log-file=/tmp/x.log"], {}, "claude"),
-    (["--max-line-bytes", "1000", "--provider", "a", "--provider", "b"], {}, "b"),  # the last wins
-    ([], {"ACP_AGENT_PROVIDER": "codex"}, "codex"),
-    (["--log-level", "info"], {"ACP_AGENT_PROVIDER": "codex"}, "codex"),
-    (["--provider", "claude"], {"ACP_AGENT_PROVIDER": "codex"}, "claude"),
-    ([], {}, None),
-    (["--provider"], {}, None),  # the parser's error to give
-    (["--provider", "codex", "providers"], {}, None),  # a command
-    (["--provider", "codex", "auth", "set"], {}, None),
-    (["--provider", "codex", "--cli", "login"], {}, None),  # the vendor's CLI, not a backend
-    (["--prov", "codex"], {}, None),  # an abbreviation: the parser decides, then the start follows
-    (["--help"], {"ACP_AGENT_PROVIDER": "codex"}, None),
-    (["--version"], {}, None),
-    (["--log-file", "-v", "--provider", "codex"], {}, None),  # a value like an option: the parser's
-])
-def test_the_served_provider_is_read_before_parsing_only_from_plain_serving_arguments(
-        argv: list[str], environ: dict[str, str], expected: str | None) -> None:
-    from acp_agent.cli import _plain_serving
-
-    plain = _plain_serving(argv, environ)
-    serving_provider = (plain.provider or None) if plain is not None else None
-    assert serving_provider == expected
-
-
-def test_the_early_reading_knows_every_option_of_the_command_line_that_takes_one_value() -> None:
-    """`_plain_serving` repeats the parser's serving options (it runs before argparse loads):
-    an option added to, or renamed in, the parser is seen here, not left to slow the spawn."""
-    import argparse
-
-    from acp_agent.cli import SERVE_OPTIONS, _parser
-
-    taking_one_value = {option for action in _parser()._actions
-                        if isinstance(action, argparse._StoreAction) and action.nargs is None
-                        for option in action.option_strings}
-    assert taking_one_value == set(SERVE_OPTIONS)
-
-
-@pytest.mark.parametrize(("argv", "environ"), [
-    (["--provider", "codex"], {}),
-    (["--provider=claude", "--log-level", "DEBUG", "--log-file", "/tmp/agent.log"], {}),
-    (["--max-line-bytes", "1_000", "--provider", "a", "--provider", "b"], {}),
-    (["--max-line-bytes= 77 "], {"ACP_AGENT_PROVIDER": "codex"}),
-    ([], {"ACP_AGENT_PROVIDER": "codex", "ACP_AGENT_LOG_LEVEL": "Info", "ACP_AGENT_LOG_FILE": "/tmp/x"}),
-    ([], {"ACP_AGENT_LOG_LEVEL": "loud"}),  # a default the parser takes as it is (lowered)
-    (["--provider", ""], {"ACP_AGENT_PROVIDER": "codex"}),
-    (["--log-level", "error"], {"ACP_AGENT_LOG_LEVEL": "debug"}),
-])
-def test_a_plain_serving_command_line_is_read_as_the_parser_reads_it(
-        argv: list[str], environ: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Editors start the agent with plain serving options: those are read without argparse (and
-    the shutil, gettext and locale it imports), into what the parser would have made of them."""
-    from acp_agent.cli import _parser, _plain_serving
-
-    for name in ("ACP_AGENT_PROVIDER", "ACP_AGENT_LOG_LEVEL", "ACP_AGENT_LOG_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in environ.items():
-        monkeypatch.setenv(name, value)
-    plain = _plain_serving(argv, os.environ)
-    assert plain is not None
-    assert vars(plain) == vars(_parser().parse_args(argv))
-
-
-@pytest.mark.parametrize("argv", [
-    ["--provider", "codex", "--log-level", "loud"],
-    ["--provider", "codex", "--max-line-bytes", "many"],
-    ["--provider", "codex", "--max-line-bytes", "-5"],
-    ["--provider", "codex", "providers"],
-    ["--help"],
-])
-def test_anything_else_is_left_to_the_parser(argv: list[str]) -> None:
-    from acp_agent.cli import _plain_serving
-
-    assert _plain_serving(argv, {}) is None
-
-
 REPORT = ("import json, os, sys\n"
           "print(json.dumps({'fds': sorted(int(fd) for fd in os.listdir('/proc/self/fd')),\n"
           "                  'own_session': os.getsid(0) == os.getpid()}), flush=True)\n"
@@ -314,11 +236,10 @@ def test_a_backend_is_not_handed_over_when_setpriv_fails_its_probe(
 
 
 def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path) -> None:
-    """The real entry point: when a provider's `prestart(environ)` runs, the command line has not
-    imported argparse, logging, subprocess, typing or pathlib (each delays the backend's boot).
-    Each call of this prestart (which starts nothing) appends a line: a plain serving command line
-    is read without argparse and asks once, before anything heavy; one the parser must read asks
-    once it is parsed."""
+    """The real entry point: when a provider's `prestart(environ)` runs, the command line has
+    parsed its arguments and imported nothing more (no logging, subprocess, typing, pathlib,
+    anyio or attrs: each delays the backend's boot). Each call of this prestart (which starts
+    nothing) appends a line: every serving command line asks once."""
     package = tmp_path / "acp_agent_earlytest"
     package.mkdir()
     (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
@@ -326,7 +247,7 @@ def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path)
     (package / "prestart.py").write_text(
         "import json, sys\n"
         "def prestart(environ):\n"
-        "    heavy = ('argparse', 'logging', 'subprocess', 'typing', 'pathlib', 'anyio', 'attrs')\n"
+        "    heavy = ('logging', 'subprocess', 'typing', 'pathlib', 'anyio', 'attrs')\n"
         f"    with open({str(record)!r}, 'a') as handle:\n"
         "        print(json.dumps([name for name in heavy if name in sys.modules]), file=handle)\n"
         "    return None\n")
@@ -335,14 +256,12 @@ def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path)
     environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     import subprocess
 
-    for argv in (["--provider", "earlytest"], ["--prov", "earlytest"]):  # plain; for the parser
+    for argv in (["--provider", "earlytest"], ["--prov", "earlytest"]):  # plain; an abbreviation
         finished = subprocess.run([*command, *argv], stdin=subprocess.DEVNULL,
                                   capture_output=True, env=environ, timeout=60, check=False)
         assert finished.returncode == 2 and b"unknown provider 'earlytest'" in finished.stderr  # no plugin
         assert finished.stdout == b""
-    first, parsed = (json.loads(line) for line in record.read_text().splitlines())
-    assert first == []  # the plain command line: asked once, before any heavy import
-    assert "argparse" in parsed  # an abbreviation is the parser's: the start waits for it
+    assert [json.loads(line) for line in record.read_text().splitlines()] == [[], []]
 
 
 @pytest.mark.anyio

@@ -1,5 +1,4 @@
-"""Byte streams over raw descriptors: every byte in order, EOF, closing under a waiting reader,
-and (asyncio) a pipe that stays registered with the loop instead of once per wait."""
+"""Byte streams over raw descriptors: every byte in order, EOF, closing under a waiting reader."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import anyio
 import pytest
 
 from acp_agent.wire import stdio
-from acp_agent.wire.stdio import READ_AHEAD_BYTES, FdReceiveStream
+from acp_agent.wire.stdio import FdReceiveStream
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -66,75 +65,6 @@ async def test_lines_written_one_at_a_time_arrive_whole_and_in_order(pipe: Pipe)
         tg.start_soon(write)
         received = await read_all(stream)
     assert received == b"".join(lines)
-    await stream.aclose()
-
-
-async def test_a_pipe_waited_on_many_times_is_registered_with_the_loop_once(
-        pipe: Pipe, monkeypatch: pytest.MonkeyPatch) -> None:
-    """anyio.wait_readable registers and unregisters the descriptor (and passes through the loop
-    once more) on every wait: ~40 against ~14 us of CPU per line of a streamed answer."""
-    read_end, write_end = pipe.read_end, pipe.write_end
-    loop = asyncio.get_running_loop()
-    registrations: list[int] = []
-    add_reader = loop.add_reader
-
-    def counting_add_reader(fd: int, callback: object, *args: object) -> None:
-        registrations.append(fd)
-        add_reader(fd, callback, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(loop, "add_reader", counting_add_reader)
-    stream = pipe.reader()
-    waits = 0
-    for n in range(50):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(anyio.sleep, 0)
-            receiving = anyio.Event()
-            got: list[bytes] = []
-
-            async def receive(into: list[bytes] = got, started: anyio.Event = receiving) -> None:
-                started.set()
-                into.append(await stream.receive())
-
-            tg.start_soon(receive)
-            await receiving.wait()
-            await anyio.sleep(0)  # the reader is waiting now: the pipe is empty
-            os.write(write_end, b"%d\n" % n)
-        assert got == [b"%d\n" % n]
-        waits += 1
-    assert waits == 50
-    assert registrations == [read_end]
-    await stream.aclose()
-    assert read_end not in loop._selector.get_map()  # type: ignore[attr-defined]
-
-
-async def test_the_loop_reads_ahead_only_so_far(pipe: Pipe) -> None:
-    write_end = pipe.write_end
-    os.set_blocking(write_end, False)
-    stream = pipe.reader()
-    # The reader waits once (registering the pipe), then stops reading while a writer fills it.
-    async with anyio.create_task_group() as tg:
-        async def first() -> None:
-            assert await stream.receive(1) == b"a"
-
-        tg.start_soon(first)
-        await anyio.sleep(0.01)
-        os.write(write_end, b"a")
-    written, stalled = 0, 0
-    block = b"x" * 65536
-    while stalled < 5:  # until the loop has stopped reading and the pipe itself is full
-        try:
-            written += os.write(write_end, block)
-            stalled = 0
-        except BlockingIOError:
-            before = len(stream._buffer)
-            await anyio.sleep(0.01)
-            stalled = stalled + 1 if len(stream._buffer) == before else 0
-    buffered = len(stream._buffer)
-    assert buffered <= READ_AHEAD_BYTES + 65536
-    assert buffered < written
-    pipe.close_write_end()
-    data = await read_all(stream)
-    assert len(data) == written
     await stream.aclose()
 
 

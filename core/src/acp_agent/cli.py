@@ -14,7 +14,6 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: nothing is imported before 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Mapping, Sequence
-    from types import SimpleNamespace
     from typing import NoReturn
 
     from acp_agent.backends.plugins import ProviderRegistry
@@ -54,8 +53,6 @@ def _setup_logging(log_file: str | None, level: str, redact: object) -> None:
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-SERVE_OPTIONS = ("--provider", "--log-file", "--log-level", "--max-line-bytes")
-"""The options that take a value and leave the command serving (`_plain_serving` reads them)."""
 ENV_DEFAULTS = {"--provider": ("ACP_AGENT_PROVIDER", None), "--log-file": ("ACP_AGENT_LOG_FILE", None),
                 "--log-level": ("ACP_AGENT_LOG_LEVEL", "warning")}
 """Where a serving option's default comes from: a variable of the environment, else a value."""
@@ -191,69 +188,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     settle = defer_collection()  # until the imports are done (`_serve`)
     from acp_agent.startup.prestart import Prestarted
 
-    arguments = sys.argv[1:] if argv is None else list(argv)
     prestarted = Prestarted()
-    # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import, even
-    # before anything is imported to parse the arguments when they are plain (how editors start us).
-    args: argparse.Namespace | SimpleNamespace | None = _plain_serving(arguments, os.environ)
-    if args is not None and args.provider:
-        prestarted.start(args.provider, os.environ)
     try:
-        if args is None:
-            parsed = _parser().parse_args(arguments)
-            if parsed.command:
-                return _subcommand(parsed)
-            args = parsed
-            if args.cli is None and args.provider:
-                prestarted.start(args.provider, os.environ)
+        args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+        if args.command:
+            return _subcommand(args)
+        if args.cli is None and args.provider:
+            # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import.
+            prestarted.start(args.provider, os.environ)
         return _run(args, prestarted, settle)
     finally:
         settle()
         prestarted.stop_unclaimed()
-
-
-def _serving_options(arguments: Sequence[str]) -> dict[str, str] | None:
-    """The serving options these arguments give (`--provider NAME`, `--log-level LEVEL`, ... with
-    a space or `=`; the last of each wins); None unless they are only such options. Anything else
-    (a command, `--cli`, `--help`, an abbreviation, a value that looks like an option) is left to
-    the parser."""
-    options: dict[str, str] = {}
-    rest = list(arguments)
-    while rest:
-        option = rest.pop(0)
-        name, equals, value = option.partition("=")
-        if name not in SERVE_OPTIONS:
-            return None
-        if not equals:
-            if not rest or rest[0].startswith("-"):
-                return None
-            value = rest.pop(0)
-        options[name] = value
-    return options
-
-
-def _plain_serving(arguments: Sequence[str], environ: Mapping[str, str]) -> SimpleNamespace | None:
-    """What the parser makes of a plain serving command line (`_serving_options`: how editors
-    start the agent), read before the backend's spawn and without argparse (and the shutil,
-    gettext and locale it imports, ~5 ms); None where the parser has more to say (then the
-    backend starts once it has)."""
-    options = _serving_options(arguments)
-    if options is None:
-        return None
-    level = options.get("--log-level", _default("--log-level", environ) or "warning").lower()
-    if "--log-level" in options and level not in LOG_LEVELS:
-        return None  # the parser's error
-    max_line_bytes = options.get("--max-line-bytes")
-    try:
-        limit = int(max_line_bytes) if max_line_bytes is not None else None
-    except ValueError:
-        return None
-    from types import SimpleNamespace  # loaded already: by `re` (console script) or runpy
-
-    return SimpleNamespace(
-        provider=options.get("--provider", _default("--provider", environ)),
-        log_file=options.get("--log-file", _default("--log-file", environ)),
-        log_level=level, max_line_bytes=limit, cli=None, stdin=False, command=None)
 
 
 def _registry() -> ProviderRegistry:
@@ -275,7 +221,7 @@ def _unknown_provider(name: str | None, registry: ProviderRegistry) -> int:
     return 2
 
 
-def _run(args: argparse.Namespace | SimpleNamespace, prestarted: Prestarted, settle: Callable[[], None]) -> int:
+def _run(args: argparse.Namespace, prestarted: Prestarted, settle: Callable[[], None]) -> int:
     from acp_agent.failures.redaction import Redactor
 
     redactor = Redactor.from_environment()

@@ -1,12 +1,13 @@
 """The installed `acp_agent` entry points, found without importing `importlib.metadata`.
 
-`importlib.metadata` costs ~15 ms to import and ~6 ms to scan here, before `initialize` can be
-answered, though a provider's entry point is a line of one small file. This module reads the
-same files in the same order for the layout virtually every installation has (`*.dist-info`
-directories in plain directories on `sys.path`) and hands anything else to `importlib.metadata`:
-a zip or egg on `sys.path`, a legacy `.egg-info`, a finder of its own that lists distributions,
-or a file it cannot parse. It must agree with `importlib.metadata.entry_points(group=...)` on
-which entry points there are and in what order (`tests/core/test_entry_points.py` checks).
+Importing `importlib.metadata` and scanning with it would delay every `initialize` answer
+(bench/README.md has the figure), though a provider's entry point is a line of one small file.
+This module reads the same files in the same order for the layout virtually every installation
+has (`*.dist-info` directories in plain directories on `sys.path`) and hands anything else to
+`importlib.metadata`: a zip or egg on `sys.path`, a legacy `.egg-info`, a finder of its own that
+lists distributions, or a file it cannot parse. It must agree with
+`importlib.metadata.entry_points(group=...)` on which entry points there are and in what order
+(`tests/core/test_entry_points.py` checks).
 """
 
 from __future__ import annotations

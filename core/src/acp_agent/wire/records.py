@@ -1,9 +1,9 @@
 """`frozen`: attrs' frozen classes whose equality, hash and repr are shared, not generated.
 
 attrs writes the source of every method it adds to a class and compiles it when the class is
-defined. For the ~110 frozen classes of the core (wire types, transcript entries, failures,
-provider records) `__eq__`, `__hash__` and `__repr__` are more than half of that work, and it is
-paid on every start before `initialize` or the first `session/new` can be answered (issue 11).
+defined. For the frozen classes of the core (wire types, transcript entries, failures, provider
+records) `__eq__`, `__hash__` and `__repr__` are most of that work, and it is paid on every start
+before `initialize` or the first `session/new` can be answered (bench/README.md has the figure).
 This `frozen` lets attrs generate only `__init__` and gives the class one shared implementation
 of the other three, which read the class's attrs fields when called. Same semantics as
 `attrs.frozen`: equal when the class and every field compared by attrs (`eq=True`) are equal,

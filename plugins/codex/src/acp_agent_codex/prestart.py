@@ -44,9 +44,9 @@ def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 def _bundled(*parts: str, directory: bool) -> str | None:
     """A file (or directory) of the `codex_cli_bin` package, where its `bundled_codex_path` and
-    `bundled_path_dir` would find it. Read from the package's location (`package_dir`), which
-    costs nothing, rather than by importing it, which costs 3 ms (pathlib) before the command line's spawn;
-    the package's own functions are asked only if its layout is not the one known here."""
+    `bundled_path_dir` would find it. Read from the package's location (`package_dir`) rather
+    than by importing it, which would import pathlib before the command line's spawn; the
+    package's own functions are asked only if its layout is not the one known here."""
     from acp_agent.startup.prestart import package_dir  # the command line has it loaded already
 
     found_dir = package_dir("codex_cli_bin")
