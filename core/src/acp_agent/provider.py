@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         BackendStatus,
         CredentialSpec,
         NotSupported,
+        PrestartedBackends,
         ProviderRuntime,
         ProviderSpec,
         RuntimeCapabilities,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
     from acp_agent.backends.process import (
         ChildProcess,
+        EarlyProcess,
         adopt_child,
         adopted_process,
         drain_stderr,
@@ -116,7 +118,7 @@ if TYPE_CHECKING:
 NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent": ("hookimpl",),
     "acp_agent.backends.contract": (
-        "BackendStatus", "CredentialSpec", "NotSupported", "ProviderRuntime", "ProviderSpec",
+        "BackendStatus", "CredentialSpec", "NotSupported", "PrestartedBackends", "ProviderRuntime", "ProviderSpec",
         "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing", "SessionNotFound",
         "SessionStart", "TerminalLogin", "TurnChannel", "TurnFailed", "additional_directories",
     ),
@@ -129,7 +131,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat"),
     "acp_agent.backends.phases": ("Phase", "PhaseDeadlineExceeded", "PhaseFailed"),
     "acp_agent.backends.process": (
-        "ChildProcess", "adopt_child", "adopted_process", "drain_stderr", "kill_process_group", "open_child",
+        "ChildProcess", "EarlyProcess", "adopt_child", "adopted_process", "drain_stderr", "kill_process_group", "open_child",
         "parent_death_argv", "write_launcher",
     ),
     "acp_agent.backends.questions": ("Answer", "Choice", "Question", "QuestionField", "UrlQuestion"),
@@ -181,6 +183,7 @@ __all__ = [
     "ContentBlock",
     "CredentialSpec",
     "CurrentModeUpdate",
+    "EarlyProcess",
     "Event",
     "FailureKind",
     "FailureObservation",
@@ -201,6 +204,7 @@ __all__ = [
     "PhaseFailed",
     "Plan",
     "PlanEntry",
+    "PrestartedBackends",
     "ProviderRuntime",
     "ProviderSpec",
     "Question",

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from attrs import field
 
-from acp_agent.startup.prestart import Prestarted
 from acp_agent.wire.records import frozen
 
 if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider or answer `initialize`
     from acp_agent.backends.events import Event, TurnEnd
     from acp_agent.backends.phases import PhaseClock
+    from acp_agent.backends.process import EarlyProcess
     from acp_agent.backends.questions import Answer, Question, UrlQuestion
     from acp_agent.failures.hooks import FailureHooks
     from acp_agent.failures.protocol import FailureObservation
@@ -130,6 +130,35 @@ def _new_router() -> SessionRouter:
     return SessionRouter()
 
 
+class PrestartedBackends(Protocol):
+    """Backends the command line started before the agent's imports, for their runtimes to claim
+    (`acp_agent.startup.prestart.Prestarted`)."""
+
+    def tag(self, provider: str) -> str | None:
+        """What the provider's prestart hook returned with its process (None: nothing, or no tag)."""
+        ...
+
+    def take(self, provider: str, argv: Sequence[str], env: Mapping[str, str],
+             greeting: bytes = b"") -> EarlyProcess | None:
+        """The provider's process, if it runs with exactly this argv and environment and was sent
+        exactly this greeting; else None (it is stopped, and the runtime starts its own)."""
+        ...
+
+
+class _NothingPrestarted:
+    """No backend was started early (a runtime opened without the command line: tests, the kit)."""
+
+    def tag(self, provider: str) -> str | None:
+        return None
+
+    def take(self, provider: str, argv: Sequence[str], env: Mapping[str, str],
+             greeting: bytes = b"") -> EarlyProcess | None:
+        return None
+
+
+NOTHING_PRESTARTED: PrestartedBackends = _NothingPrestarted()
+
+
 @frozen
 class RuntimeContext:
     """What a runtime gets from the core: environment (credentials applied), deadlines, redaction,
@@ -147,7 +176,7 @@ class RuntimeContext:
     router: SessionRouter = field(factory=_new_router)
     """Where a runtime sends what its backend reader reads, keyed by session id (the core's own,
     shared with the sessions it opens): see `acp_agent.sessions.routing`."""
-    prestarted: Prestarted = field(factory=Prestarted)
+    prestarted: PrestartedBackends = NOTHING_PRESTARTED
     """Backends the command line started before the agent's imports (`acp_agent.startup.prestart`): a
     runtime claims its own with `prestarted.take(name, argv, env)`."""
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -28,7 +29,6 @@ from acp_agent.backends import pdeath
 # Re-exported: part of this module's API (the Claude runtime imports `runnable` from here).
 from acp_agent.backends.pdeath import SETPRIV_CANDIDATES as SETPRIV_CANDIDATES  # noqa: PLC0414
 from acp_agent.backends.pdeath import runnable as runnable  # noqa: PLC0414
-from acp_agent.startup.prestart import Spawned
 from acp_agent.wire.rpc import LineReader
 from acp_agent.wire.stdio import FdReceiveStream, FdSendStream
 
@@ -81,6 +81,28 @@ def write_launcher(path: Path, argv: Sequence[str], *, new_session: bool = False
     path.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(part) for part in command) + ' "$@"\n')
     path.chmod(stat.S_IRWXU)
     return str(path)
+
+
+class EarlyProcess(Protocol):
+    """A backend the command line started before the event loop (`acp_agent.startup.prestart`),
+    as a runtime adopts it: its PID, this process's ends of its pipes (raw descriptors) and its
+    signals. What `RuntimeContext.prestarted.take` hands over."""
+
+    pid: int
+    stdin: int | None
+    stdout: int | None
+    stderr: int | None
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def send_signal(self, signum: int) -> None: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
 
 
 class ChildProcess:
@@ -161,7 +183,7 @@ class _AdoptedProcess(anyio.abc.Process):
     """A backend the command line spawned before the event loop (`acp_agent.startup.prestart.Spawned`),
     driven from it. Its exit is awaited on a pidfd (Linux), then reaped, which returns at once."""
 
-    def __init__(self, spawned: Spawned) -> None:
+    def __init__(self, spawned: EarlyProcess) -> None:
         assert spawned.stdin is not None and spawned.stdout is not None and spawned.stderr is not None
         self._spawned = spawned
         # The streams own the descriptors from now on.
@@ -228,7 +250,7 @@ class _AdoptedProcess(anyio.abc.Process):
                 await self.wait()
 
 
-def adopted_process(spawned: Spawned) -> anyio.abc.Process:
+def adopted_process(spawned: EarlyProcess) -> anyio.abc.Process:
     """A child started before the event loop (`acp_agent.startup.prestart`) as an anyio process, for a
     provider that owns its backend's lifetime itself (stop, reap) rather than through `adopt_child`."""
     return _AdoptedProcess(spawned)
@@ -252,7 +274,7 @@ async def _owned(process: anyio.abc.Process, name: str, grace_s: float) -> Async
 
 
 @asynccontextmanager
-async def adopt_child(spawned: Spawned, *, name: str = "backend",
+async def adopt_child(spawned: EarlyProcess, *, name: str = "backend",
                       grace_s: float = 2.0) -> AsyncIterator[ChildProcess]:
     """Own a child started before the event loop (`acp_agent.startup.prestart`) exactly as `open_child` does."""
     log.debug("adopted %s (pid %d), started with the agent", name, spawned.pid)

@@ -25,8 +25,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_agent.backends.process import adopted_process, drain_stderr, kill_process_group, parent_death_argv
-from acp_agent.startup.prestart import Spawned
+from acp_agent.backends.process import EarlyProcess, adopted_process, drain_stderr, kill_process_group, parent_death_argv
 from acp_agent.wire.rpc import LineReader
 
 log = logging.getLogger(__name__)
@@ -87,7 +86,7 @@ class ClaudeCLI:
         return cls(process, on_request)
 
     @classmethod
-    def adopt(cls, spawned: Spawned, on_request: RequestHandler) -> ClaudeCLI:
+    def adopt(cls, spawned: EarlyProcess, on_request: RequestHandler) -> ClaudeCLI:
         """A CLI the command line started before the event loop (`acp_agent_claude.prestart`)."""
         cli = cls(adopted_process(spawned), on_request)
         cli.adopted = True

@@ -21,8 +21,7 @@ import anyio
 import anyio.abc
 from attrs import define, field
 
-from acp_agent.backends.process import ChildProcess, adopt_child, kill_process_group, open_child
-from acp_agent.startup.prestart import Spawned
+from acp_agent.backends.process import ChildProcess, EarlyProcess, adopt_child, kill_process_group, open_child
 from acp_agent.wire.rpc import Connection, ConnectionClosed, Methods, PendingRequest, RpcError
 from acp_agent_codex.prestart import (
     GREETING_REQUESTS,
@@ -143,7 +142,7 @@ async def _handshake(server: AppServer, greeted: Sequence[PendingRequest] = ()) 
 
 
 async def serve_app_server(argv: Sequence[str], env: Mapping[str, str], generation: int,
-                           adopted: Spawned | None = None, greeting: bytes = b"", *,
+                           adopted: EarlyProcess | None = None, greeting: bytes = b"", *,
                            task_status: anyio.abc.TaskStatus[AppServer]) -> None:
     """Own one app-server (`adopted`, else spawned) until it exits or is asked to stop; its
     handshake starts as soon as it is connected (an adopted one was sent `greeting`, the
