@@ -115,7 +115,7 @@ class Agent(Initialization, SessionMethods):
 
         Not before: building its context and importing its modules would delay the answer, and
         the backend itself is already booting (`acp_agent.startup.prestart`). Without the keyring:
-        loading its backends costs ~200 ms; a secret found there makes the first session reopen it.
+        loading its backends is slow; a secret found there makes the first session reopen it.
         """
         await self._initialize_answered.wait()
         if self.backend.current is None:
@@ -124,7 +124,7 @@ class Agent(Initialization, SessionMethods):
     async def _load_keyring(self) -> None:
         """Load the keyring's backend from a thread of its own once `initialize` is answered (not
         before: it would compete with the answer), so that the first session only asks it instead
-        of first importing and probing keyring's backends (100-200 ms here). Bounded like every
+        of first importing and probing keyring's backends. Bounded like every
         keyring call; a session that needs it sooner waits for the same load (`KeyringStore`)."""
         await self._initialize_answered.wait()
         await self.signin.load_keyring()

@@ -52,7 +52,7 @@ class KeyringStore:
             return self._backend if self._backend is not None else self._load()
 
     def load(self) -> None:
-        """Import keyring and find its backend now (100-200 ms of CPU here), so that the first
+        """Import keyring and find its backend now (slow: it probes its backends), so that the first
         read only asks the backend; KeyringUnavailable if there is none."""
         self._keyring()
 
@@ -159,7 +159,7 @@ def keyring_consulted(spec: CredentialSpec, environ: Mapping[str, str], store: K
 async def read_credentials(provider: str, spec: CredentialSpec, environ: Mapping[str, str],
                            store: KeyringStore | None) -> CredentialState:
     """`resolve_credentials` without blocking the event loop: the keyring is asked from a thread
-    of its own (its backends load slowly, 100-200 ms, and talk to another process), for at most
+    of its own (its backends load slowly and talk to another process), for at most
     `KEYRING_DEADLINE_S`; after that the agent goes on as if there were no keyring (logged)."""
     if not keyring_consulted(spec, environ, store):
         return resolve_credentials(provider, spec, environ, store)

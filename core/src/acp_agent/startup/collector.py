@@ -1,11 +1,11 @@
-"""The garbage collector while the agent imports (issue 11, targets 2 and 6).
+"""The garbage collector while the agent imports.
 
-Start-up builds some 45,000 objects that live as long as the process: modules, classes, functions,
-the plugins' specs. The collector, run every 700 allocations, examined them again and again (about
-70 passes, 20-30 ms here, most of it before `initialize` could be answered) and found next to
-nothing to free. The command line stops it until the imports are done and the agent starts to
-serve; then what start-up built is frozen out of every later pass and collection resumes as usual.
-No request is served while it is stopped, so what it would have freed stays bounded.
+Start-up builds tens of thousands of objects that live as long as the process: modules, classes,
+functions, the plugins' specs. The collector, run every 700 allocations, would examine them again
+and again (mostly before `initialize` could be answered) and find next to nothing to free. The
+command line stops it until the imports are done and the agent starts to serve; then what
+start-up built is frozen out of every later pass and collection resumes as usual. No request is
+served while it is stopped, so what it would have freed stays bounded.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""`initialize`, answered before the event loop starts (issue 11, target 6).
+"""`initialize`, answered before the event loop starts.
 
 An editor writes `initialize` as soon as it has spawned the agent, so by the time the agent has
 imported what answering needs, the request is usually waiting on stdin. Answered there, at once,
 the answer no longer waits for the event loop's own start-up (importing asyncio and starting the
-loop: 40-70 ms here), which then runs while the client reads it. Only a complete, well-formed
+loop), which then runs while the client reads it. Only a complete, well-formed
 `initialize` that needs nothing of the loop (no auth status to look up) is answered here, with the
 answer `Agent.initialize` gives, encoded and scrubbed as the connection does. Anything else, and
 everything read after the request, is received by the connection (`acp_agent.wire.rpc`) before what
