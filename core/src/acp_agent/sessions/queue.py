@@ -1,7 +1,7 @@
 """A running prompt's queue of backend notifications, bounded so a stalled client stalls the backend.
 
 The backend connection's reader puts every notification of a turn here and the prompt takes them
-off in order. Once the turn is acknowledged (`hold_until_acknowledged` ends), `put` waits while
+off in order. Once the turn is acknowledged (`acknowledged()`), `put` waits while
 the queue holds `max_items`: the reader then stops reading the backend's stdout and the backend
 blocks writing, instead of the agent's memory growing at the backend's pace. Before that the
 prompt is waiting for the backend's answer to its own request, which the reader must still be able
