@@ -23,7 +23,7 @@ def widening_spec() -> Any:
 
 
 def runtime_of(client: Any) -> ScriptedRuntime:
-    host = client.agent._host
+    host = client.agent._opening
     assert host is not None and isinstance(host.runtime, ScriptedRuntime)
     return host.runtime
 

@@ -35,7 +35,7 @@ async def test_two_loads_and_a_prompt_of_one_session_take_turns() -> None:
             group.start_soon(call, "second", "session/load", load)
             group.start_soon(call, "prompt", "session/prompt", prompt)
             await wait_all_tasks_blocked()
-            host = client.agent._host
+            host = client.agent._opening
             assert host is not None and host.runtime is not None
             runtime: Any = host.runtime
             assert (runtime.loading, results) == (1, {})  # the second load and the prompt wait

@@ -18,7 +18,7 @@ OFFERS = {"modes": ["ask", "code"], "models": ["small", "large"]}
 
 
 def runtime_of(client: Any) -> ScriptedRuntime:
-    host = client.agent._host
+    host = client.agent._opening
     assert host is not None and isinstance(host.runtime, ScriptedRuntime)
     return host.runtime
 

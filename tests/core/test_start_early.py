@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from acp_agent.backends.contract import ProviderRuntime, ProviderSpec, RuntimeContext
-from acp_agent.backends.home import BackendHost
+from acp_agent.backends.home import RuntimeHome
 from acp_agent.backends.phases import Deadlines, PhaseClock
 from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.redaction import Redactor
@@ -146,7 +146,7 @@ async def test_closing_the_host_cancels_an_opening_still_waiting_for_its_backend
     """A client that leaves while the runtime is still opening (its backend never answers):
     closing its host (the agent's shutdown) must not wait for it."""
     gated = Gated(make_spec({}))
-    host = BackendHost(gated.spec)
+    host = RuntimeHome(gated.spec)
     context = RuntimeContext(hooks=installed_hooks(), environ={"SCRIPTED_API_KEY": "k"},
                              clock=PhaseClock(Deadlines(), "Scripted"), redact=Redactor())
     async with anyio.create_task_group() as task_group:

@@ -24,8 +24,8 @@ CWD = tempfile.gettempdir()
 
 def scripted_runtime(client: InProcessClient) -> ScriptedRuntime:
     agent = client.agent
-    assert agent is not None and agent._host is not None
-    runtime = agent._host.runtime
+    assert agent is not None and agent._opening is not None
+    runtime = agent._opening.runtime
     assert isinstance(runtime, ScriptedRuntime)
     return runtime
 

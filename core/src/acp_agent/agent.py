@@ -22,7 +22,7 @@ from acp_agent.failures.scrub import ScrubbingSendStream
 from acp_agent.initialization import Initialization
 from acp_agent.session_methods import SessionMethods
 from acp_agent.sessions.prompt_runner import InputWatch
-from acp_agent.wire.acp import Methods as M
+from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.rpc import Connection, Methods
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`

@@ -27,7 +27,7 @@ from acp_agent.backends.contract import (
     SessionNotFound,
     TurnFailed,
 )
-from acp_agent.backends.home import BackendHost, RuntimeHost
+from acp_agent.backends.home import RuntimeHome, RuntimeOpening
 from acp_agent.backends.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.auth_status import CredentialState, KeyringStore, with_keyring_credential
@@ -95,7 +95,7 @@ class AgentBase:
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
-        self.backend = BackendHost(self.provider, self.settings.prestarted)
+        self.backend = RuntimeHome(self.provider, self.settings.prestarted)
         """Opens, replaces and closes the provider runtime."""
         self._answered: anyio.Event | None = None
         self._answered_once = False
@@ -196,7 +196,7 @@ class AgentBase:
         return await self.backend.runtime(self._fresh_context, sessions_open=bool(self.sessions))
 
     @property
-    def _host(self) -> RuntimeHost | None:
+    def _opening(self) -> RuntimeOpening | None:
         """The runtime's current opening (tests reach the runtime through it)."""
         return self.backend.current
 

@@ -16,7 +16,7 @@ from acp_agent.backends.contract import ProviderRuntime, SessionStart
 from acp_agent.failures.protocol import IncidentRegistry
 from acp_agent.failures.redaction import mcp_secret_values
 from acp_agent.wire import acp
-from acp_agent.wire.acp import Methods as M
+from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import UNSET, clip
 from acp_agent.wire.rpc import INVALID_PARAMS, Reply, RpcError
 

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 @define(eq=False)
-class RuntimeHost:
+class RuntimeOpening:
     """One opening of the runtime, owned by its task."""
 
     ready: anyio.Event = field(factory=new_event)
@@ -38,20 +38,20 @@ class RuntimeHost:
     early_environ: Mapping[str, str] | None = None
     """Set while a runtime opened at start-up (`ProviderSpec.start_early`) awaits its first use."""
     opening: anyio.CancelScope = field(factory=anyio.CancelScope)
-    """Cancelled when the host is closed before the runtime finished opening (its backend may
+    """Cancelled when the home is closed before the runtime finished opening (its backend may
     still be starting when the client leaves)."""
     environ: Mapping[str, str] | None = None
     """The environment the runtime has now (renewed when the credentials change)."""
 
 
-class BackendHost:
+class RuntimeHome:
     """Opens the provider's runtime when asked, and replaces or closes it."""
 
     def __init__(self, provider: ProviderSpec, prestarted: Prestarted | None = None) -> None:
         self.provider = provider
         self.prestarted = prestarted if prestarted is not None else Prestarted()
         """Backends the command line started (`acp_agent.startup.prestart`), for the runtime to claim."""
-        self.current: RuntimeHost | None = None
+        self.current: RuntimeOpening | None = None
         self.outdated = False
         """A sign-in happened while sessions were open: replace the backend once none is."""
         self._opening: anyio.Lock | None = None
@@ -72,54 +72,54 @@ class BackendHost:
     def running(self) -> ProviderRuntime | None:
         return self.current.runtime if self.current is not None else None
 
-    def open(self, context: RuntimeContext, *, early: bool = False) -> RuntimeHost:
-        host = RuntimeHost(early_environ=context.environ if early else None, environ=context.environ)
-        self.current = host
+    def open(self, context: RuntimeContext, *, early: bool = False) -> RuntimeOpening:
+        opened = RuntimeOpening(early_environ=context.environ if early else None, environ=context.environ)
+        self.current = opened
         self.outdated = False  # a new backend starts with what is configured now
         assert self._task_group is not None
-        self._task_group.start_soon(self._serve, host, context)
-        return host
+        self._task_group.start_soon(self._serve, opened, context)
+        return opened
 
     async def runtime(self, context: Callable[[], Awaitable[RuntimeContext]], *, sessions_open: bool) -> ProviderRuntime:
         """The runtime, opened (or replaced) first if need be; `context` is what a new one gets."""
         async with self._lock():
-            host = self.current
-            if host is not None and self.outdated and not sessions_open:
+            opened = self.current
+            if opened is not None and self.outdated and not sessions_open:
                 await self.close()
-                host = None
-            if host is not None and host.early_environ is not None:
+                opened = None
+            if opened is not None and opened.early_environ is not None:
                 # The runtime opened at start-up is adopted only if a session would get the same
                 # environment (credentials may have changed since, e.g. through the keyring).
                 fresh = await context()
-                host.early_environ, early_environ = None, host.early_environ
-                if early_environ != fresh.environ and not host.done.is_set():
-                    host.stop.set()  # it closes in its own task; the session need not wait
-                    host = self.open(fresh)
-            if host is None or host.done.is_set():
-                host = self.open(await context())
-        await host.ready.wait()
-        if host.runtime is not None and sessions_open:
-            await self._renew(host, host.runtime, context)
-        if host.runtime is None:
-            error = host.error
+                opened.early_environ, early_environ = None, opened.early_environ
+                if early_environ != fresh.environ and not opened.done.is_set():
+                    opened.stop.set()  # it closes in its own task; the session need not wait
+                    opened = self.open(fresh)
+            if opened is None or opened.done.is_set():
+                opened = self.open(await context())
+        await opened.ready.wait()
+        if opened.runtime is not None and sessions_open:
+            await self._renew(opened, opened.runtime, context)
+        if opened.runtime is None:
+            error = opened.error
             if isinstance(error, PhaseDeadlineExceeded | PhaseFailed):
                 raise error
             raise PhaseFailed(FailureObservation(
                 kind=FailureKind.INTERNAL_ERROR, native_kind="internalError",
                 title=f"The {self.provider.title} backend could not be started.", source="adapter",
                 execution="notSubmitted", phase="initializing"))
-        return host.runtime
+        return opened.runtime
 
-    async def _renew(self, host: RuntimeHost, runtime: ProviderRuntime,
+    async def _renew(self, opened: RuntimeOpening, runtime: ProviderRuntime,
                      context: Callable[[], Awaitable[RuntimeContext]]) -> None:
         """Open sessions see credentials stored since their backend started (their next prompt
         runs on a backend with them), where the runtime can renew its environment; otherwise the
         backend is replaced once no session is open."""
         async with self._lock():
             fresh = (await context()).environ
-            if host.environ is None or fresh == host.environ:
+            if opened.environ is None or fresh == opened.environ:
                 return
-            host.environ = fresh
+            opened.environ = fresh
             if not await runtime.renew_environment(fresh):
                 self.outdated = True
 
@@ -147,29 +147,29 @@ class BackendHost:
         await anyio.to_thread.run_sync(self.prestarted.stop_unclaimed)
 
     async def close(self) -> None:
-        host = self.current
+        opened = self.current
         self.current = None
-        if host is not None:
-            host.stop.set()
-            if not host.ready.is_set():
-                host.opening.cancel()
-            await host.done.wait()
+        if opened is not None:
+            opened.stop.set()
+            if not opened.ready.is_set():
+                opened.opening.cancel()
+            await opened.done.wait()
         await self.drop_prestarted()  # after the runtime: a shutdown budget running out spares it
 
-    async def _serve(self, host: RuntimeHost, context: RuntimeContext) -> None:
+    async def _serve(self, opened: RuntimeOpening, context: RuntimeContext) -> None:
         try:
-            with host.opening:
+            with opened.opening:
                 async with self.provider.open_runtime(context) as runtime:
-                    host.runtime = runtime
-                    host.ready.set()
-                    await host.stop.wait()
+                    opened.runtime = runtime
+                    opened.ready.set()
+                    await opened.stop.wait()
         except Exception as exc:
-            if not host.ready.is_set():
+            if not opened.ready.is_set():
                 log.warning("runtime of %s failed to start: %s", self.provider.name, type(exc).__name__)
             else:
                 log.exception("runtime of %s failed", self.provider.name)
-            host.error = exc
+            opened.error = exc
         finally:
-            host.runtime = None
-            host.ready.set()
-            host.done.set()
+            opened.runtime = None
+            opened.ready.set()
+            opened.done.set()

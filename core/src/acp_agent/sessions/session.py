@@ -51,7 +51,7 @@ from acp_agent.sessions.presentation import ClientFeatures, Presenter
 from acp_agent.sessions.questions import AskingTurn, ask
 from acp_agent.sessions.routing import SessionRouter
 from acp_agent.wire import acp
-from acp_agent.wire.acp import Methods as M
+from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.rpc import Connection, ConnectionClosed, Reply, RpcError
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import select
 import time
 
 from acp_agent.failures.scrub import FrameScrubber
-from acp_agent.wire.acp import Methods
+from acp_agent.wire.acp import MethodNames
 from acp_agent.wire.rpc import RpcError, response_frame, waiting_request
 from acp_agent.wire.stdio import pollable
 
@@ -54,7 +54,7 @@ def answer_waiting_initialize(agent: Agent, stdin: int, stdout: int, max_line_by
     if not newline or len(line) > max_line_bytes:
         return data
     request = waiting_request(line)
-    if request is None or request[1] != Methods.INITIALIZE:
+    if request is None or request[1] != MethodNames.INITIALIZE:
         return data
     message_id, _, params = request
     try:

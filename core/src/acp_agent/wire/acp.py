@@ -191,7 +191,7 @@ class LogoutRequest:
     meta: Meta | Unset | None = UNSET
 
 
-class Methods:
+class MethodNames:
     """ACP method names, in one place."""
 
     INITIALIZE: ClassVar[str] = "initialize"
