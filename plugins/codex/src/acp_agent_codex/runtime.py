@@ -357,7 +357,7 @@ class CodexRuntime(ProviderRuntime):
                 server, self._early = self._early, None
                 if server is not None and not server.alive and server.handshaken.is_set() \
                         and server.handshake_error is None:
-                    log.info("the early codex app-server (pid %d) exited before it was used", server.child.pid)
+                    log.info("the early codex app-server (pid %s) exited before it was used", server.pid)
                     server = None
                 if server is None:
                     try:
@@ -369,7 +369,7 @@ class CodexRuntime(ProviderRuntime):
                         raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value,
                                                        problem or "could not be run")) from None
                 server.generation = generation
-                server.on_lost = self._lost
+                server.on_lost = self._on_lost
                 await server.attach(self._methods(server))
                 await server.handshaken.wait()  # started with the process: early, for the first one
                 error = server.handshake_error
@@ -384,6 +384,9 @@ class CodexRuntime(ProviderRuntime):
                 server.request_stop()
             raise
         return server
+
+    async def _on_lost(self, server: AppServer) -> None:
+        self._lost(server)
 
     def _lost(self, server: AppServer) -> None:
         """The app-server died: its turns fail (transport lost), its waiters wake up."""
@@ -417,7 +420,7 @@ class CodexRuntime(ProviderRuntime):
         starts a new one, on which every session resumes (`RuntimeReplaced`), as after a loss."""
         if not server.alive or server.stop_requested:
             return
-        log.warning("replacing codex app-server (pid %d): %s", server.child.pid, why)
+        log.warning("replacing codex app-server (pid %s): %s", server.pid, why)
         server.kill()
         self._lost(server)
         server.request_stop()

@@ -234,11 +234,11 @@ class MuseRuntime(ProviderRuntime):
         executable = find_muse(self.context.environ)
         if executable is None:
             raise PhaseFailed(host_unavailable(Phase.INITIALIZING.value, "was not found (no `muse` on PATH)"))
-        host = MuseHost(label, self._route, self._host_lost)
+        host = MuseHost(name=label, route=self._route, on_lost=self._host_lost)
         try:
             async with self._phase(Phase.INITIALIZING, f"{label}: spawn and initialize"):
                 try:
-                    await self._tg.start(host.run, [executable, "serve"], self.context.environ, cwd)
+                    await self._tg.start(host.spawn, [executable, "serve"], self.context.environ, cwd)
                 except OSError as exc:
                     problem = executable_problem(executable, self.context.environ, error=exc)
                     raise PhaseFailed(host_unavailable(Phase.INITIALIZING.value,
@@ -252,7 +252,7 @@ class MuseRuntime(ProviderRuntime):
                     raise PhaseFailed(request_error_observation(exc.code, exc.message, exc.data,
                                                                 Phase.INITIALIZING.value)) from None
         except BaseException:
-            await host.stop()
+            await self._stop(host)
             raise
         log.info("%s started (pid %s)", label, host.pid)
         self._check_fingerprint(result)
@@ -295,16 +295,25 @@ class MuseRuntime(ProviderRuntime):
         else:
             log.debug("dropped %s outside a prompt of session %s", method, state.session_id)
 
-    async def _host_lost(self, host: MuseHost) -> None:
+    async def _stop(self, host: MuseHost) -> None:
+        """Stop a host (and reap it); a prompt still running on it learns it from its queue."""
+        await host.stop()
+        self._ended(host)
+
+    def _ended(self, host: MuseHost) -> None:
         self._hosts.discard(host)
+        state = self._sessions.get(host.session_id) if host.session_id else None
+        active = state.active if state is not None and state.host is host else None
+        if active is not None and active.host is host:
+            active.queue.fail()  # never waits: the reader that fills the queue has ended
+
+    async def _host_lost(self, host: MuseHost) -> None:
+        """A host that exited (or closed its output) without being asked to."""
+        self._ended(host)
         state = self._sessions.get(host.session_id) if host.session_id else None
         if state is None or state.host is not host:
             return
         active = state.active
-        if active is not None and active.host is host:
-            active.queue.fail()  # never waits: the reader that fills the queue has ended
-        if host.stop_requested:
-            return
         state.lost = True
         log.warning("the host of session %s exited unexpectedly", state.session_id)
         if active is None:
@@ -468,7 +477,7 @@ class MuseRuntime(ProviderRuntime):
                 async with self._phase(Phase.PREPARING, "settings"):
                     await self._apply_settings(host, state, served)
             except BaseException:
-                await host.stop()
+                await self._stop(host)
                 raise
             self._adopt(state, host)
             return self._setup(state)
@@ -502,7 +511,7 @@ class MuseRuntime(ProviderRuntime):
                         log.info("a new host does not know session %s; asking the host that holds it", session_id)
                         assert previous is not None
                         self._disarm_idle(previous)
-                        await host.stop()
+                        await self._stop(host)
                         host = held
                         result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
                                                  missing=session_id)
@@ -511,7 +520,7 @@ class MuseRuntime(ProviderRuntime):
                 if previous is not None and host is previous.host:
                     self._arm_idle(previous)  # still the session's host: it stays, as before the load
                 else:
-                    await host.stop()
+                    await self._stop(host)
                 raise
             served = _mapping(result.get("session"))
             served_mode = _served_mode(served)
@@ -525,7 +534,7 @@ class MuseRuntime(ProviderRuntime):
                 self._disarm_idle(previous)
                 previous.closed = True
                 if previous.host is not None and previous.host is not host:
-                    await previous.host.stop()
+                    await self._stop(previous.host)
             self._adopt(state, host)
             if replay:
                 recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
@@ -547,7 +556,7 @@ class MuseRuntime(ProviderRuntime):
             async with self._phase(Phase.READING, "session/list"):
                 result = await self._ask(host, "session/list", params, Phase.READING)
         finally:
-            await host.stop()
+            await self._stop(host)
         sessions = [info for info in (items.session_info(row, cwd) for row in result.get("sessions") or []
                                       if isinstance(row, Mapping)) if info is not None]
         next_cursor = result.get("nextCursor")
@@ -578,7 +587,7 @@ class MuseRuntime(ProviderRuntime):
             state.model = model if isinstance(model, str) and model else None
             await self._discover_models(host, state)
         except BaseException:
-            await host.stop()
+            await self._stop(host)
             raise
         self._adopt(state, host)
         self._arm_idle(state)
@@ -600,7 +609,7 @@ class MuseRuntime(ProviderRuntime):
                         await host.command("session/leave", {"sessionId": session_id})
                     except (RpcError, ConnectionClosed) as exc:
                         log.info("session/leave failed: %s", type(exc).__name__)
-            await host.stop()  # a prompt still running learns it from its queue
+            await self._stop(host)  # a prompt still running learns it from its queue
         finally:
             if self._sessions.get(session_id) is state:
                 del self._sessions[session_id]
@@ -677,7 +686,7 @@ class MuseRuntime(ProviderRuntime):
                 log.info("releasing the idle host of session %s (pid %s)", state.session_id, host.pid)
                 state.host = None
                 state.idle_scope = None
-                await host.stop()
+                await self._stop(host)
 
     async def _ensure_host(self, state: MuseSession) -> MuseHost:
         """The session's live host: started again and the session resumed when it was released or died."""
@@ -697,7 +706,7 @@ class MuseRuntime(ProviderRuntime):
                     served = await self._open(host, state, restart=True)
                     await self._apply_settings(host, state, served)
             except BaseException:
-                await host.stop()
+                await self._stop(host)
                 raise
             self._adopt(state, host)
             if state.lost:
@@ -723,7 +732,7 @@ class MuseRuntime(ProviderRuntime):
                 # shutdown): the host would queue every later turn behind it. Stop that host; the
                 # session is resumed in a new one for the next prompt.
                 log.warning("the turn of session %s did not end in time; stopping its host", state.session_id)
-                await active.host.stop()
+                await self._stop(active.host)
                 raise
             finally:
                 state.active = None
@@ -751,7 +760,7 @@ class MuseRuntime(ProviderRuntime):
         except PhaseDeadlineExceeded:
             # The acknowledgement never came: stop that host (and whatever it may be running); the
             # session is resumed in a new one for the next prompt. The deadline stays the cause.
-            await host.stop()
+            await self._stop(host)
             raise
 
     async def _run_turn(self, state: MuseSession, host: MuseHost, active: ActiveTurn,
@@ -954,7 +963,7 @@ class MuseRuntime(ProviderRuntime):
             hosts = list(self._hosts)
             async with anyio.create_task_group() as stopping:
                 for host in hosts:
-                    stopping.start_soon(host.stop)
+                    stopping.start_soon(self._stop, host)
 
 
 @asynccontextmanager
