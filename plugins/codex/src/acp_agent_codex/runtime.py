@@ -51,6 +51,7 @@ from acp_agent.backends.executables import executable_problem
 from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
 from acp_agent.backends.phases import Phase, PhaseFailed
 from acp_agent.backends.questions import Answer, Question, UrlQuestion
+from acp_agent.backends.turns import BackendTurn
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureObservation
 from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
@@ -83,7 +84,7 @@ from acp_agent_codex.classify import (
     transport_lost,
 )
 from acp_agent_codex.prestart import child_environment
-from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
+from acp_agent_codex.translate import TurnTranslator, turn_id_of
 
 log = logging.getLogger(__name__)
 PROVIDER = "codex"
@@ -143,16 +144,16 @@ class _Barrier:
 QueueItem = tuple[str, Mapping[str, Any]] | Notice | _Barrier
 
 
-@define(eq=False)
-class ActiveTurn:
-    channel: TurnChannel
+@define(eq=False, kw_only=True)
+class ActiveTurn(BackendTurn[QueueItem, TurnTranslator]):
+    """A prompt's turn on the app-server of `generation` (its `turn_id` is app-server's)."""
+
     generation: int
-    queue: TurnQueue[QueueItem]
-    translator: TurnTranslator = field(factory=TurnTranslator)
-    codex_turn_id: str | None = None
-    cancel_requested: bool = False
-    known: anyio.Event = field(factory=anyio.Event)
-    """Set once app-server named the turn (`codex_turn_id`), or the prompt ended without it."""
+
+
+def _tool_items(active: ActiveTurn) -> Mapping[str, Any]:
+    """The turn's items so far (the tool calls an approval or a question belongs to)."""
+    return active.translator.items if active.translator is not None else {}
 
 
 @define(eq=False)
@@ -903,8 +904,9 @@ class CodexRuntime(ProviderRuntime):
         if command is not None and (command.name in commands.LOCAL or commands.usage_problem(command)):
             await turn.emit(agent_text(await self._answer(server, thread, command)))
             return TurnEnd("end_turn")
-        active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
-                              TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
+        active = ActiveTurn(channel=turn, generation=server.generation,
+                            queue=TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
+                            translator=TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
         thread.active = active
         self._router.start_turn(thread.thread_id, active.queue)
         try:
@@ -920,10 +922,10 @@ class CodexRuntime(ProviderRuntime):
             # meet it. Stop it, once the queue is closed: a reader waiting for room could not read
             # the interrupt's answer.
             with anyio.CancelScope(shield=True):
-                if active.codex_turn_id is None:
+                if active.turn_id is None:
                     thread.orphaned = True
                 await self._end_turn(thread, active)
-                await self._interrupt_or_replace(server, thread.codex_id, active.codex_turn_id)
+                await self._interrupt_or_replace(server, thread.codex_id, active.turn_id)
             raise
         finally:
             await self._end_turn(thread, active)
@@ -961,55 +963,43 @@ class CodexRuntime(ProviderRuntime):
             thread.choices.dirty.clear()
         codex_turn = result.get("turn") if isinstance(result, Mapping) else None
         turn_id = codex_turn.get("id") if isinstance(codex_turn, Mapping) else None
-        active.codex_turn_id = turn_id if isinstance(turn_id, str) else None
-        active.known.set()
-        if active.codex_turn_id is not None:
+        active.acknowledged(turn_id if isinstance(turn_id, str) else None)
+        if active.turn_id is not None:
             # Codex stores this id with the turn: a replayed failure then keeps the live incident id.
-            turn.adopt_turn_id(active.codex_turn_id)
-        active.queue.acknowledged()
+            turn.adopt_turn_id(active.turn_id)
         if active.cancel_requested:
             # In the background: waiting here for the answer, with the queue full and the reader
             # waiting for room, would wait for ever.
             self._tg.start_soon(self._interrupt, server, thread, active)
-        async with self.clock.phase(Phase.RUNNING, label="turn"):
-            end = await self._consume(thread, active)
-        if isinstance(end, FailureObservation):
-            turn.record_failure(end)
-            raise TurnFailed(end)
-        return end
+        return await active.run(self.clock, functools.partial(self._take, thread, active),
+                                functools.partial(self._gone, active))
 
-    async def _consume(self, thread: ThreadState, active: ActiveTurn) -> TurnEnd | FailureObservation:
-        """Fold the turn's queued notifications, in order, until the turn is over."""
-        turn = active.channel
-        while True:
-            entry = await active.queue.get()
-            if entry is None and active.cancel_requested:
-                return TurnEnd("cancelled")  # app-server did not stop the turn: it was replaced
-            if entry is None:  # app-server is gone
-                observation = transport_lost(Phase.RUNNING.value, submitted=True)
-                turn.record_failure(observation)
-                return observation
-            if isinstance(entry, _Barrier):
-                entry.reached.set()
-                continue
-            if isinstance(entry, Notice):
-                await turn.emit(entry)
-                continue
-            method, params = entry
-            turn_id = turn_id_of(method, params)
-            if active.codex_turn_id is None and method == "turn/started" and turn_id is not None:
-                active.codex_turn_id = turn_id
-                active.known.set()
-            if turn_id is not None and turn_id != active.codex_turn_id:
-                await self._outside_turn(thread, method, params)
-                continue
-            for step in active.translator.feed(method, params):
-                if isinstance(step, TurnDone):
-                    return step.end
-                if isinstance(step, FailureObservation):
-                    turn.record_failure(step)
-                else:
-                    await turn.emit(step)
+    @staticmethod
+    def _gone(active: ActiveTurn) -> TurnEnd | FailureObservation:
+        """The turn's queue ended: app-server is gone (or was replaced under a cancel)."""
+        if active.cancel_requested:
+            return TurnEnd("cancelled")  # app-server did not stop the turn: it was replaced
+        return transport_lost(Phase.RUNNING.value, submitted=True)
+
+    async def _take(self, thread: ThreadState, active: ActiveTurn,
+                    entry: QueueItem) -> tuple[str, Mapping[str, Any]] | None:
+        """A queued entry: a barrier or a notice is the runtime's; another turn's notification
+        belongs to no prompt; the rest is the translator's."""
+        if isinstance(entry, _Barrier):
+            entry.reached.set()
+            return None
+        if isinstance(entry, Notice):
+            await active.channel.emit(entry)
+            return None
+        method, params = entry
+        turn_id = turn_id_of(method, params)
+        if active.turn_id is None and method == "turn/started" and turn_id is not None:
+            active.turn_id = turn_id
+            active.known.set()
+        if turn_id is not None and turn_id != active.turn_id:
+            await self._outside_turn(thread, method, params)
+            return None
+        return entry
 
     async def _end_turn(self, thread: ThreadState, active: ActiveTurn) -> None:
         """What was queued to a prompt that has ended now belongs to no prompt (runs once)."""
@@ -1062,8 +1052,8 @@ class CodexRuntime(ProviderRuntime):
                         await server.call("thread/unsubscribe", {"threadId": side_id})
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
-        if active.codex_turn_id is not None:
-            await self._interrupt_turn(server, thread.codex_id, active.codex_turn_id)
+        if active.turn_id is not None:
+            await self._interrupt_turn(server, thread.codex_id, active.turn_id)
 
     async def _interrupt_turn(self, server: AppServer, thread_id: str, turn_id: str) -> None:
         if not server.alive:
@@ -1084,7 +1074,7 @@ class CodexRuntime(ProviderRuntime):
         server = await self._ready()
         async with self.clock.phase(Phase.SUBMITTING, label="turn/steer"):
             await active.known.wait()  # turn/start answered (or turn/started read)
-            turn_id = active.codex_turn_id
+            turn_id = active.turn_id
             if turn_id is None or thread.active is not active or server.generation != active.generation:
                 return False
             params = {"threadId": thread.codex_id, "expectedTurnId": turn_id,
@@ -1133,7 +1123,7 @@ class CodexRuntime(ProviderRuntime):
         server = self._server
         if server is None or server.generation != active.generation:
             return
-        await self._interrupt_or_replace(server, thread.codex_id, active.codex_turn_id)
+        await self._interrupt_or_replace(server, thread.codex_id, active.turn_id)
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """An approval request (or a question): asked through the client; no answer (or a cancelled
@@ -1148,7 +1138,7 @@ class CodexRuntime(ProviderRuntime):
         if not await self._caught_up(active):
             return {"decision": "decline"}
         item_id = params.get("itemId")
-        item = active.translator.items.get(item_id) if isinstance(item_id, str) else None
+        item = _tool_items(active).get(item_id) if isinstance(item_id, str) else None
         tool_call, options = items.approval_request(method, params, item)
         choice = await active.channel.request_permission(tool_call, options)
         decision = choice if choice in {option.option_id for option in options} else "decline"
@@ -1179,7 +1169,7 @@ class CodexRuntime(ProviderRuntime):
             question: Question | UrlQuestion | None = items.user_input_question(params)
             answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
             return items.user_input_result(answer)
-        call_id = items.running_mcp_call(active.translator.items, params.get("serverName")) if active else None
+        call_id = items.running_mcp_call(_tool_items(active), params.get("serverName")) if active else None
         if items.is_mcp_tool_approval(params):
             return await self._mcp_approval(active, params, call_id) if active else items.mcp_approval_result(None)
         question = items.elicitation_question(params, call_id)
@@ -1193,7 +1183,7 @@ class CodexRuntime(ProviderRuntime):
         turn = active.channel
         item_id = call_id or f"mcp-approval-{uuid.uuid4().hex[:12]}"
         tool_call, options = items.mcp_approval_request(
-            params, item_id, active.translator.items.get(call_id) if call_id else None)
+            params, item_id, _tool_items(active).get(call_id) if call_id else None)
         if call_id is None:
             title = tool_call.title if isinstance(tool_call.title, str) else ""
             await turn.emit(ToolCall(tool_call_id=item_id, title=title, kind="other", status="pending"))

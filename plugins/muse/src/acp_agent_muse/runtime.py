@@ -46,6 +46,7 @@ from acp_agent.backends.contract import (
 from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.backends.executables import executable_problem
 from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+from acp_agent.backends.turns import BackendTurn
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
@@ -64,7 +65,7 @@ from acp_agent_muse.classify import (
 )
 from acp_agent_muse.host import MuseHost
 from acp_agent_muse.ids import mint
-from acp_agent_muse.translate import TurnDone, TurnTranslator
+from acp_agent_muse.translate import TurnTranslator
 
 log = logging.getLogger(__name__)
 COMMAND_REJECTED_CODE: Final = -32030
@@ -141,17 +142,12 @@ def _served_mode(session: Mapping[str, Any]) -> str | None:
 QueueItem = tuple[str, Mapping[str, Any]]
 
 
-@define(eq=False)
-class ActiveTurn:
-    channel: TurnChannel
+@define(eq=False, kw_only=True)
+class ActiveTurn(BackendTurn[QueueItem, TurnTranslator]):
+    """A prompt's turn on `host` (its translator is made once the host named the turn)."""
+
     host: MuseHost
-    queue: TurnQueue[QueueItem]
-    translator: TurnTranslator | None = None
-    turn_id: str | None = None
-    cancel_requested: bool = False
     cancel_sent: bool = False
-    known: anyio.Event = field(factory=anyio.Event)
-    """Set once the host acknowledged the turn (`turn_id`), or the prompt ended without it."""
     approvals: dict[str, Mapping[str, Any]] = field(factory=dict)
     decided: set[str] = field(factory=set)
     resolved: set[str] = field(factory=set)
@@ -722,7 +718,7 @@ class MuseRuntime(ProviderRuntime):
         self._disarm_idle(state)
         try:
             host = await self._ensure_host(state)
-            active = ActiveTurn(turn, host, TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
+            active = ActiveTurn(channel=turn, host=host, queue=TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
             state.active = active
             self._router.start_turn(session_id, active.queue)
             try:
@@ -788,55 +784,44 @@ class MuseRuntime(ProviderRuntime):
             observation = attrs.evolve(observation, execution="possiblySubmitted", outcome="unknown")
             turn.record_failure(observation)
             raise TurnFailed(observation)
-        active.turn_id = turn_id
-        active.translator = TurnTranslator(turn_id, classify=bound(self.context.hooks, PROVIDER), window=state.window)
-        active.known.set()
-        active.queue.acknowledged()
+        translator = TurnTranslator(turn_id, classify=bound(self.context.hooks, PROVIDER), window=state.window)
+        active.translator = translator
+        active.acknowledged(turn_id)
         if active.cancel_requested:
             self._tg.start_soon(self._send_cancel, state, active)
-        async with self._phase(Phase.RUNNING, "turn"), anyio.create_task_group() as questions:
-            end = await self._consume(state, active, questions)
-            questions.cancel_scope.cancel()
-        if isinstance(end, FailureObservation):
-            turn.record_failure(end)
-            raise TurnFailed(end)
-        return end
-
-    async def _consume(self, state: MuseSession, active: ActiveTurn,
-                       questions: anyio.abc.TaskGroup) -> TurnEnd | FailureObservation:
-        """Fold the session's notifications, in order, until the turn is over."""
-        turn = active.channel
-        translator = active.translator
-        assert translator is not None
-        while True:
-            entry = await active.queue.get()
-            if entry is None:  # the host is gone
-                if active.cancel_requested and active.host.stop_requested:
-                    return TurnEnd("cancelled")  # we stopped the host of a cancelled turn (close, logout)
-                return host_lost(Phase.RUNNING.value, submitted=True)
-            method, params = entry
-            if method in _APPROVAL_METHODS:
-                self._approval(state, active, method, params, questions)
-                continue
-            if method == "approval/resolved":
-                if isinstance(params.get("approvalId"), str):
-                    active.resolved.add(params["approvalId"])
-                continue
-            if method in _USER_INPUT_METHODS:
-                self._question(state, active, params, questions)
-                continue
-            if method == "session/closed":
-                state.needs_resume = True
-                continue
-            steps = translator.feed(method, params)
+        try:
+            async with self._phase(Phase.RUNNING, "turn"), anyio.create_task_group() as questions:
+                end = await active.consume(functools.partial(self._take, state, active, questions),
+                                           functools.partial(self._gone, active))
+                questions.cancel_scope.cancel()
+        finally:
             state.window = translator.window
-            for step in steps:
-                if isinstance(step, TurnDone):
-                    return step.end
-                if isinstance(step, FailureObservation):
-                    turn.record_failure(step)
-                else:
-                    await turn.emit(step)
+        return active.outcome(end)
+
+    @staticmethod
+    def _gone(active: ActiveTurn) -> TurnEnd | FailureObservation:
+        """The turn's queue ended: its host is gone."""
+        if active.cancel_requested and active.host.stop_requested:
+            return TurnEnd("cancelled")  # we stopped the host of a cancelled turn (close, logout)
+        return host_lost(Phase.RUNNING.value, submitted=True)
+
+    async def _take(self, state: MuseSession, active: ActiveTurn, questions: anyio.abc.TaskGroup,
+                    entry: QueueItem) -> QueueItem | None:
+        """A queued frame: approvals, questions and `session/closed` are the runtime's, the rest
+        is the translator's."""
+        method, params = entry
+        if method in _APPROVAL_METHODS:
+            self._approval(state, active, method, params, questions)
+        elif method == "approval/resolved":
+            if isinstance(params.get("approvalId"), str):
+                active.resolved.add(params["approvalId"])
+        elif method in _USER_INPUT_METHODS:
+            self._question(state, active, params, questions)
+        elif method == "session/closed":
+            state.needs_resume = True
+        else:
+            return entry
+        return None
 
     async def _send_cancel(self, state: MuseSession, active: ActiveTurn) -> None:
         if active.cancel_sent or active.turn_id is None or not active.host.alive:
