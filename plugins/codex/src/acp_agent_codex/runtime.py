@@ -21,19 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import glob
 import logging
-import os
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import anyio.abc
-from attrs import define, evolve, field
+from attrs import evolve
 
 from acp_agent.backends.contract import (
     ProviderRuntime,
@@ -48,10 +43,7 @@ from acp_agent.backends.contract import (
 )
 from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
 from acp_agent.backends.executables import executable_problem
-from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
 from acp_agent.backends.phases import Phase, PhaseFailed
-from acp_agent.backends.questions import Answer, Question, UrlQuestion
-from acp_agent.backends.turns import BackendTurn
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureObservation
 from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
@@ -60,16 +52,11 @@ from acp_agent.wire.acp import (
     ConfigOption,
     ContentBlock,
     McpServer,
-    McpServerStdio,
-    SessionInfo,
-    SessionMode,
     SessionModeState,
-    ToolCall,
-    ToolCallUpdate,
     agent_text,
 )
 from acp_agent.wire.rpc import ConnectionClosed, Methods, RpcError
-from acp_agent_codex import codex_home, commands, find_codex, items, settings, titles
+from acp_agent_codex import approvals, codex_home, commands, find_codex, items, modes, settings, threads, titles
 from acp_agent_codex.appserver import (
     GLOBAL_NOTICES,
     NOTIFICATIONS,
@@ -83,7 +70,18 @@ from acp_agent_codex.classify import (
     spawn_failed,
     transport_lost,
 )
+from acp_agent_codex.modes import DEFAULT_MODE, MODES, mode_of, policy_params, user_config_sets_policy
 from acp_agent_codex.prestart import child_environment
+from acp_agent_codex.threads import (
+    RESUME_BYTES,
+    ActiveTurn,
+    Barrier,
+    QueueItem,
+    ThreadState,
+    mcp_config,
+    rollout_size,
+    session_info,
+)
 from acp_agent_codex.translate import TurnTranslator, turn_id_of
 
 log = logging.getLogger(__name__)
@@ -96,202 +94,8 @@ RESPONSIVE_S: Final = 2.0
 """How long app-server may take to answer a request that needs no work (`turn/interrupt`,
 `thread/loaded/list`) when a cancel, a close or a missed deadline asks it to: one that does not
 is frozen, and is replaced (killed with its process group; the sessions resume on a new one)."""
-UNSUBSCRIBE_TIMEOUT_S: Final = 5.0
 STOP_TIMEOUT_S: Final = 8.0
-LIST_PAGE: Final = 50
-TURNS_PAGE: Final = 100
-RESUME_BYTES: Final = 8 << 20
-"""A rollout this large may take the whole read budget to resume (a 3,000-turn rollout of 20 MB took
-20 s on a loaded 2-core machine); a larger one gets a budget as many times longer."""
 
-MODES: Final = (
-    SessionMode("read-only", "Read-only", "Codex reads files; it asks before editing files or running commands."),
-    SessionMode("auto", "Workspace access",
-                "Codex edits files and runs commands in the workspace; it asks you before going beyond it."),
-    SessionMode("auto-review", "Auto review",
-                "Like Workspace access, but Codex's automatic reviewer decides the requests to go beyond the "
-                "workspace instead of asking you."),
-    SessionMode("full-access", "Full access", "Codex edits files and runs commands anywhere without asking."),
-)
-DEFAULT_MODE: Final = "auto-review"
-"""codex-acp's default (its `agent` mode): workspace-write, on-request, approvals to the reviewer."""
-# mode → (turn/start sandboxPolicy, approvalPolicy, thread/start sandbox)
-_POLICIES: Final[Mapping[str, tuple[dict[str, str], str, str]]] = {
-    "read-only": ({"type": "readOnly"}, "on-request", "read-only"),
-    "auto": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
-    "auto-review": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
-    "full-access": ({"type": "dangerFullAccess"}, "never", "danger-full-access"),
-}
-_REVIEWER: Final[Mapping[str, str]] = {"auto-review": "auto_review"}
-"""Who decides approval requests (app-server's `approvalsReviewer`) where it is not the user."""
-_MODE_OF_SANDBOX: Final[Mapping[str, str]] = {
-    "readOnly": "read-only",
-    "workspaceWrite": "auto",
-    "dangerFullAccess": "full-access",
-}
-_NOT_FOUND_MARKERS: Final = ("no rollout found", "invalid session id", "not found")
-_APPROVALS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
-# --- state --------------------------------------------------------------------------------------
-
-
-@define(eq=False)
-class _Barrier:
-    """Queued behind a turn's notifications; set once the prompt has processed everything before it."""
-
-    reached: anyio.Event = field(factory=anyio.Event)
-
-
-QueueItem = tuple[str, Mapping[str, Any]] | Notice | _Barrier
-
-
-@define(eq=False, kw_only=True)
-class ActiveTurn(BackendTurn[QueueItem, TurnTranslator]):
-    """A prompt's turn on the app-server of `generation` (its `turn_id` is app-server's)."""
-
-    generation: int
-
-
-def _tool_items(active: ActiveTurn) -> Mapping[str, Any]:
-    """The turn's items so far (the tool calls an approval or a question belongs to)."""
-    return active.translator.items if active.translator is not None else {}
-
-
-@define(eq=False)
-class ThreadState:
-    """What the runtime knows of one session (an app-server thread)."""
-
-    thread_id: str
-    cwd: str
-    mcp_config: dict[str, Any]
-    generation: int
-    mode: str
-    choices: settings.Choices
-    active: ActiveTurn | None = None
-    roots: tuple[str, ...] = ()
-    """The workspace roots beside `cwd` (ACP `additionalDirectories`): app-server's runtime roots."""
-    usage: Mapping[str, Any] | None = None
-    """The last `thread/tokenUsage/updated`, for `/status`."""
-    mode_dirty: bool = False
-    mode_explicit: bool = False
-    orphaned: bool = False
-    """A prompt ended before app-server acknowledged its turn: interrupt that turn when it shows up."""
-    titled: bool = True
-    """The thread has a name, or its title is being (or was) generated: generate none (again)."""
-    ran: bool = True
-    """A turn was submitted: app-server has a rollout to resume. One that never ran a turn has
-    none, and is started afresh on a new app-server."""
-    codex_id: str = ""
-    """The app-server thread (`thread_id` is the ACP session id): another one once the session was
-    started afresh on a new app-server."""
-
-    def __attrs_post_init__(self) -> None:
-        self.codex_id = self.codex_id or self.thread_id
-
-
-# --- pure helpers ---------------------------------------------------------------------------------
-
-
-def user_config_sets_policy(environ: Mapping[str, str]) -> bool:
-    """Whether the user's config.toml chooses a sandbox mode or approval policy (then we pass neither).
-    Only a regular file within the settings bound is read: a FIFO or a device there is skipped
-    (logged), never waited on."""
-    path = os.path.join(codex_home(environ), "config.toml")
-    try:
-        data = read_regular_file(path, SETTINGS_LIMIT)
-    except FileNotFoundError:
-        return False
-    except UnsafeFile as exc:
-        log.warning("codex config skipped: %s", exc)
-        return True  # as for any unreadable config: codex reports it; we override nothing
-    except OSError:
-        return True  # let codex report its own configuration problems; do not override them
-    import tomllib  # only for a file to read: 5 ms on the way to the first session
-
-    try:
-        config = tomllib.loads(data.decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return True
-    profile = config.get("profile")
-    profiles = config.get("profiles")
-    chosen = profiles.get(profile) if isinstance(profile, str) and isinstance(profiles, Mapping) else None
-    tables = [config, *([chosen] if isinstance(chosen, Mapping) else [])]
-    return any("sandbox_mode" in table or "approval_policy" in table for table in tables)
-
-
-def mode_of(result: Mapping[str, Any]) -> str:
-    """The ACP mode that a thread/start or thread/resume result's sandbox amounts to."""
-    sandbox = result.get("sandbox")
-    kind = sandbox.get("type") if isinstance(sandbox, Mapping) else None
-    mode = _MODE_OF_SANDBOX.get(kind, "auto") if isinstance(kind, str) else "auto"
-    if mode == "auto" and result.get("approvalsReviewer") in ("auto_review", "guardian_subagent"):
-        return "auto-review"
-    return mode
-
-
-def policy_params(mode: str) -> dict[str, str]:
-    """thread/start, thread/resume and thread/fork fields that put a thread in `mode`."""
-    _, approval, sandbox = _POLICIES[mode]
-    return {"sandbox": sandbox, "approvalPolicy": approval, "approvalsReviewer": _REVIEWER.get(mode, "user")}
-
-
-def mcp_config(servers: Sequence[McpServer]) -> dict[str, Any]:
-    """ACP `mcpServers` as app-server config overrides (`mcp_servers.<name>`, added to the user's own)."""
-    config: dict[str, Any] = {}
-    for server in servers:
-        if isinstance(server, McpServerStdio):
-            entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
-            if server.env:
-                entry["env"] = {pair.name: pair.value for pair in server.env}
-        else:
-            entry = {"url": server.url}
-            if server.headers:
-                entry["http_headers"] = {pair.name: pair.value for pair in server.headers}
-        config[f"mcp_servers.{server.name}"] = entry
-    return config
-
-
-def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
-    thread_id, cwd = thread.get("id"), thread.get("cwd")
-    if not isinstance(thread_id, str) or not isinstance(cwd, str):
-        return None
-    title = thread.get("name") or thread.get("preview")
-    updated = thread.get("updatedAt")
-    return SessionInfo(
-        session_id=thread_id,
-        cwd=cwd,
-        title=title.strip().splitlines()[0][:120] if isinstance(title, str) and title.strip() else None,
-        updated_at=(datetime.fromtimestamp(updated, UTC).isoformat().replace("+00:00", "Z")
-                    if isinstance(updated, int | float) else None),
-    )
-
-
-def _text(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""
-
-
-def _possibly_applied(observation: FailureObservation) -> FailureObservation:
-    """A fork whose answer was lost may have been made."""
-    return evolve(observation, mutation_possibly_applied=True)
-
-
-def _value_of(choices: settings.Choices, name: str) -> str:
-    if name == settings.MODEL:
-        return choices.model or ""
-    if name == settings.EFFORT:
-        return choices.effort or ""
-    return settings.FAST_ON if choices.fast else settings.FAST_OFF
-
-
-# --- the runtime ----------------------------------------------------------------------------------
-
-
-def rollout_size(home: str, thread_id: str) -> int:
-    """The size of the thread's rollout (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-<id>.jsonl`),
-    0 when it is not there (codex may keep it elsewhere: the budget is then the phase's own)."""
-    for path in Path(home, "sessions").glob(f"*/*/*/rollout-*-{glob.escape(thread_id)}.jsonl"):
-        with contextlib.suppress(OSError):
-            return path.stat().st_size
-    return 0
 
 
 class CodexRuntime(ProviderRuntime):
@@ -443,7 +247,7 @@ class CodexRuntime(ProviderRuntime):
         for method in NOTIFICATIONS:
             notifications[method] = self._notification_handler(server, method)
         requests: dict[str, Callable[[Any], Awaitable[Any]]] = {
-            method: self._approval_handler(server, method) for method in (*_APPROVALS, *items.QUESTION_REQUESTS)
+            method: self._approval_handler(server, method) for method in approvals.REQUESTS
         }
         return Methods(requests=requests, notifications=notifications, ordered=frozenset(notifications))
 
@@ -501,7 +305,7 @@ class CodexRuntime(ProviderRuntime):
     async def _outside(self, thread_id: str, item: Any) -> None:
         """An item no running prompt takes (anymore)."""
         thread = self._threads.get(thread_id)
-        if isinstance(item, _Barrier):
+        if isinstance(item, Barrier):
             item.reached.set()
         elif thread is None:
             return
@@ -571,17 +375,7 @@ class CodexRuntime(ProviderRuntime):
         return list(server.models or []) if server is not None else []
 
     def _choices(self, server: AppServer, thread_id: str, result: Mapping[str, Any]) -> settings.Choices:
-        """What the thread runs with: as app-server reports it, with what the user chose for it in
-        this agent process before it was closed (sent with its next turn)."""
-        choices = settings.opened(server.models or [], result)
-        kept = self._kept.get(thread_id)
-        if kept is not None:
-            for name in (settings.MODEL, settings.EFFORT, settings.FAST):
-                value = _value_of(kept, name)
-                if name in kept.explicit and (name != settings.EFFORT or value in {
-                        effort for effort, _ in settings.efforts(server.models or [], choices.model)}):
-                    settings.choose(choices, server.models or [], name, value)
-        return choices
+        return threads.choices_with(server.models or [], result, self._kept.get(thread_id))
 
     def _setup(self, server: AppServer | None, thread: ThreadState) -> SessionStart:
         return SessionStart(
@@ -616,7 +410,7 @@ class CodexRuntime(ProviderRuntime):
         self._opening += 1
         try:
             async with self.clock.phase(Phase.PREPARING, label="thread/start"):
-                result = await self._prepare_call(server, "thread/start", params)
+                result = await threads.call_in(server, "thread/start", params, Phase.PREPARING)
                 thread_id = result["thread"]["id"]
                 # thread/started follows the response, after the thread's own start-up notices.
                 await server.started_threads.setdefault(thread_id, anyio.Event()).wait()
@@ -642,53 +436,15 @@ class CodexRuntime(ProviderRuntime):
         thread.mode_dirty = thread.mode_explicit
         thread.choices.dirty = set(thread.choices.explicit)
 
-    async def _prepare_call(self, server: AppServer, method: str, params: Any) -> Any:
-        """A request made while preparing a session: failures become phase failures (nothing submitted)."""
-        try:
-            return await server.call(method, params)
-        except ConnectionClosed:
-            raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False)) from None
-        except RpcError as exc:
-            raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
-
     async def _resume(self, server: AppServer, session_id: str, cwd: str, config: Mapping[str, Any],
                       phase: Phase, mode: str = DEFAULT_MODE, roots: Sequence[str] = ()) -> Mapping[str, Any]:
-        # The roots are the complete list (ACP): none named means only `cwd`, whatever was stored.
-        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
-                                  "runtimeWorkspaceRoots": [cwd, *roots]}
-        if self._default_policy:
-            params.update(policy_params(mode))
-        if config:
-            params["config"] = dict(config)
-        try:
-            result = await server.call("thread/resume", params)
-        except ConnectionClosed:
-            raise PhaseFailed(transport_lost(phase.value, submitted=False)) from None
-        except RpcError as exc:
-            if any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
-                raise SessionNotFound(session_id) from None
-            raise PhaseFailed(rpc_error_observation(exc.code, exc.message, phase.value)) from None
+        params = threads.open_params(session_id, cwd, config, roots, self._policy(mode))
+        result = await threads.call_in(server, "thread/resume", params, phase, missing=session_id)
         return result if isinstance(result, Mapping) else {}
 
-    async def _pages(self, server: AppServer, session_id: str) -> AsyncIterator[tuple[list[Any], bool]]:
-        """The thread's stored turns, a page at a time, and whether the page is the last."""
-        cursor: str | None = None
-        while True:
-            params: dict[str, Any] = {"threadId": session_id, "itemsView": "full", "sortDirection": "asc",
-                                      "limit": TURNS_PAGE}
-            if cursor:
-                params["cursor"] = cursor
-            try:
-                page = await server.call("thread/turns/list", params)
-            except ConnectionClosed:
-                raise PhaseFailed(transport_lost(Phase.READING.value, submitted=False)) from None
-            except RpcError as exc:
-                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
-            cursor = page.get("nextCursor")
-            last = not isinstance(cursor, str) or not cursor
-            yield list(page.get("data") or []), last
-            if last:
-                return
+    def _policy(self, mode: str) -> dict[str, str] | None:
+        """The thread fields of `mode`; None when the user's config.toml chooses the policy."""
+        return policy_params(mode) if self._default_policy else None
 
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
@@ -734,7 +490,7 @@ class CodexRuntime(ProviderRuntime):
         self._threads[session_id] = thread
         named = result.get("thread")
         info = session_info(named) if isinstance(named, Mapping) else None
-        if info is not None and isinstance(named, Mapping) and _text(named.get("name")):
+        if info is not None and isinstance(named, Mapping) and threads.text_of(named.get("name")):
             # the thread's name, as codex-acp publishes it on load (an unnamed one keeps none)
             updated = info.updated_at if isinstance(info.updated_at, str) else None
             await channel.emit(SessionTitle(named["name"], updated))
@@ -745,7 +501,7 @@ class CodexRuntime(ProviderRuntime):
         """Send the stored turns on page by page, as they come: each page within the read budget
         of the one before (a deadline on progress: a long thread is never cut off)."""
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
-        pages = self.clock.paced(Phase.READING, self._pages(server, session_id), label="thread/turns/list")
+        pages = self.clock.paced(Phase.READING, threads.pages(server, session_id), label="thread/turns/list")
         self._opening += 1
         try:
             async with aclosing(pages):
@@ -765,21 +521,17 @@ class CodexRuntime(ProviderRuntime):
         mode = source.mode if source is not None else DEFAULT_MODE
         config = mcp_config(mcp_servers)
         roots = additional_directories(channel)
-        params: dict[str, Any] = {"threadId": self._codex_id(session_id), "cwd": cwd, "excludeTurns": True,
-                                  "runtimeWorkspaceRoots": [cwd, *roots]}
-        if self._default_policy:
-            params.update(policy_params(mode))
-        if config:
-            params["config"] = config
+        params = threads.open_params(self._codex_id(session_id), cwd, config, roots, self._policy(mode))
         self._opening += 1
         try:
             async with self.clock.phase(Phase.FORKING, label="thread/fork"):
                 try:
                     result = await server.call("thread/fork", params)
                 except ConnectionClosed:
-                    raise PhaseFailed(_possibly_applied(transport_lost(Phase.FORKING.value, submitted=False))) from None
+                    raise PhaseFailed(threads.possibly_applied(transport_lost(Phase.FORKING.value,
+                                                                              submitted=False))) from None
                 except RpcError as exc:
-                    if not any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
+                    if not threads.not_found(exc):
                         raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.FORKING.value)) from None
                     if source is None or (source.ran and source.generation != server.generation):
                         raise SessionNotFound(session_id) from None
@@ -804,13 +556,9 @@ class CodexRuntime(ProviderRuntime):
 
     def _inherit(self, server: AppServer, source: ThreadState, forked: ThreadState) -> None:
         """What the user chose for the source session goes on with its fork (sent with its first turn)."""
-        forked.mode = source.mode
-        forked.mode_dirty = forked.mode_explicit = source.mode_explicit
+        threads.inherit(server.models or [], source, forked)
         if source.mode_explicit:
             self._kept_modes[forked.thread_id] = source.mode
-        for name in (settings.MODEL, settings.EFFORT, settings.FAST):
-            if name in source.choices.explicit:
-                settings.choose(forked.choices, server.models or [], name, _value_of(source.choices, name))
         if forked.choices.explicit:
             self._kept[forked.thread_id] = forked.choices
 
@@ -818,36 +566,17 @@ class CodexRuntime(ProviderRuntime):
         """`thread/archive`, as codex-acp does: the thread leaves `thread/list` (and `session/list`)."""
         server = await self._ready()
         async with self.clock.phase(Phase.PREPARING, label="thread/archive"):
-            try:
-                await server.call("thread/archive", {"threadId": self._codex_id(session_id)})
-            except ConnectionClosed:
-                raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False)) from None
-            except RpcError as exc:
-                if any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
-                    raise SessionNotFound(session_id) from None
-                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
+            await threads.call_in(server, "thread/archive", {"threadId": self._codex_id(session_id)},
+                                  Phase.PREPARING, missing=session_id)
         self._kept.pop(session_id, None)
         self._kept_modes.pop(session_id, None)
         self._session_ids.pop(self._codex_ids.pop(session_id, ""), None)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         server = await self._ready()
-        params: dict[str, Any] = {"limit": LIST_PAGE, "sortKey": "updated_at"}
-        if cwd:
-            params["cwd"] = cwd
-        if cursor:
-            params["cursor"] = cursor
         async with self.clock.phase(Phase.READING, label="thread/list"):
-            try:
-                result = await server.call("thread/list", params)
-            except ConnectionClosed:
-                raise PhaseFailed(transport_lost(Phase.READING.value, submitted=False)) from None
-            except RpcError as exc:
-                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
-        sessions = [info for info in (session_info(t) for t in result.get("data") or [] if isinstance(t, Mapping))
-                    if info is not None]
-        next_cursor = result.get("nextCursor")
-        return SessionListing(sessions, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
+            result = await threads.call_in(server, "thread/list", threads.list_params(cwd, cursor), Phase.READING)
+        return threads.listing(result)
 
     async def close_session(self, session_id: str) -> None:
         thread = self._threads.pop(session_id, None)
@@ -933,9 +662,7 @@ class CodexRuntime(ProviderRuntime):
     def _turn_params(self, thread: ThreadState, prompt: Sequence[ContentBlock]) -> dict[str, Any]:
         params: dict[str, Any] = {"threadId": thread.codex_id, "input": items.prompt_input(prompt)}
         if thread.mode_dirty:
-            sandbox_policy, approval, _ = _POLICIES[thread.mode]
-            params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval,
-                          approvalsReviewer=_REVIEWER.get(thread.mode, "user"))
+            params.update(modes.turn_policy(thread.mode))
         params.update(settings.turn_overrides(thread.choices, self._known_models()))
         return params
 
@@ -985,7 +712,7 @@ class CodexRuntime(ProviderRuntime):
                     entry: QueueItem) -> tuple[str, Mapping[str, Any]] | None:
         """A queued entry: a barrier or a notice is the runtime's; another turn's notification
         belongs to no prompt; the rest is the translator's."""
-        if isinstance(entry, _Barrier):
+        if isinstance(entry, Barrier):
             entry.reached.set()
             return None
         if isinstance(entry, Notice):
@@ -1021,35 +748,9 @@ class CodexRuntime(ProviderRuntime):
         thread.titled = True
         await turn.emit(SessionTitle(text))  # the core makes it one short line
         model = titles.model(server.models or [], thread.choices.model)
-        self._tg.start_soon(self._generate_title, server, thread.codex_id, thread.cwd, text, model)
-
-    async def _generate_title(self, server: AppServer, thread_id: str, cwd: str, text: str,
-                              model: str | None) -> None:
-        """Ask the model for a title in an ephemeral thread and name the session's thread with it;
-        codex's `thread/name/updated` echo becomes the `session_info_update`. Bounded; a failure
-        only costs the title."""
-        collector = titles.Collector()
-        side_id: str | None = None
-        try:
-            with anyio.move_on_after(titles.TIMEOUT_S):
-                started = await server.call("thread/start", {"cwd": cwd, "ephemeral": True, "approvalPolicy": "never",
-                                                             "sandbox": "read-only"})
-                side_id = started["thread"]["id"]
-                self._title_threads[side_id] = collector
-                await server.call("turn/start", titles.turn_params(side_id, text, model))
-                await collector.done.wait()
-                title = titles.title_of(collector.answer)
-                if title is not None and self._thread_of(thread_id) is not None and server.alive:
-                    await server.call("thread/name/set", {"threadId": thread_id, "name": title})
-        except (RpcError, ConnectionClosed, KeyError, TypeError) as exc:
-            log.info("no title for thread %s: %s", thread_id, type(exc).__name__)
-        finally:
-            if side_id is not None:
-                self._title_threads.pop(side_id, None)
-                with (anyio.CancelScope(shield=True), anyio.move_on_after(UNSUBSCRIBE_TIMEOUT_S),
-                      contextlib.suppress(RpcError, ConnectionClosed)):
-                    if server.alive:
-                        await server.call("thread/unsubscribe", {"threadId": side_id})
+        codex_id = thread.codex_id
+        self._tg.start_soon(titles.generate, server, codex_id, thread.cwd, text, model, self._title_threads,
+                            lambda: self._thread_of(codex_id) is not None)
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
         if active.turn_id is not None:
@@ -1110,8 +811,8 @@ class CodexRuntime(ProviderRuntime):
             return commands.mcp_text([entry for entry in data or [] if isinstance(entry, Mapping)])
         choices = thread.choices
         fast = choices.fast if settings.fast_tier(self._known_models(), choices.model) is not None else None
-        mode = next((m.name for m in MODES if m.id == thread.mode), thread.mode)
-        return commands.status_text(thread_id=thread.thread_id, cwd=thread.cwd, roots=thread.roots, mode=mode,
+        return commands.status_text(thread_id=thread.thread_id, cwd=thread.cwd, roots=thread.roots,
+                                    mode=modes.mode_name(thread.mode),
                                     model=choices.model, effort=choices.effort, fast=fast, usage=thread.usage)
 
     async def cancel(self, session_id: str) -> None:
@@ -1126,72 +827,12 @@ class CodexRuntime(ProviderRuntime):
         await self._interrupt_or_replace(server, thread.codex_id, active.turn_id)
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
-        """An approval request (or a question): asked through the client; no answer (or a cancelled
-        one) declines."""
-        if method in items.QUESTION_REQUESTS:
-            return await self._on_question(server, method, params)
-        thread_id = params.get("threadId")
-        thread = self._thread_of(thread_id)
+        """An approval request (or a question) of a thread's running turn on this app-server."""
+        thread = self._thread_of(params.get("threadId"))
         active = thread.active if thread is not None else None
-        if active is None or active.generation != server.generation:
-            return {"decision": "decline"}
-        if not await self._caught_up(active):
-            return {"decision": "decline"}
-        item_id = params.get("itemId")
-        item = _tool_items(active).get(item_id) if isinstance(item_id, str) else None
-        tool_call, options = items.approval_request(method, params, item)
-        choice = await active.channel.request_permission(tool_call, options)
-        decision = choice if choice in {option.option_id for option in options} else "decline"
-        return {"decision": decision}
-
-    async def _caught_up(self, active: ActiveTurn) -> bool:
-        """Wait until the turn's notifications queued before now reached the client (the item's
-        tool call first); False when the turn is over."""
-        barrier = _Barrier()
-        try:
-            await active.queue.put(barrier)  # this handler is its own task: it may wait for room
-        except anyio.ClosedResourceError:
-            return False
-        await barrier.reached.wait()
-        return True
-
-    async def _on_question(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
-        """A question to the user (request_user_input, an MCP server's elicitation): asked through
-        the core, which elicits or falls back to permission requests; cancel declines. An MCP
-        elicitation belongs to its server's running tool call; codex's own approval of an MCP tool
-        call is a permission request on that call (as codex-acp asks it)."""
-        thread_id = params.get("threadId")
-        thread = self._thread_of(thread_id)
-        active = thread.active if thread is not None else None
-        if active is not None and (active.generation != server.generation or not await self._caught_up(active)):
-            active = None
-        if method == "item/tool/requestUserInput":
-            question: Question | UrlQuestion | None = items.user_input_question(params)
-            answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
-            return items.user_input_result(answer)
-        call_id = items.running_mcp_call(_tool_items(active), params.get("serverName")) if active else None
-        if items.is_mcp_tool_approval(params):
-            return await self._mcp_approval(active, params, call_id) if active else items.mcp_approval_result(None)
-        question = items.elicitation_question(params, call_id)
-        answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
-        return items.elicitation_result(answer)
-
-    @staticmethod
-    async def _mcp_approval(active: ActiveTurn, params: Mapping[str, Any], call_id: str | None) -> dict[str, Any]:
-        """Ask whether an MCP tool may run, on its tool call (or one of the question's own when
-        app-server announced none)."""
-        turn = active.channel
-        item_id = call_id or f"mcp-approval-{uuid.uuid4().hex[:12]}"
-        tool_call, options = items.mcp_approval_request(
-            params, item_id, _tool_items(active).get(call_id) if call_id else None)
-        if call_id is None:
-            title = tool_call.title if isinstance(tool_call.title, str) else ""
-            await turn.emit(ToolCall(tool_call_id=item_id, title=title, kind="other", status="pending"))
-        choice = await turn.request_permission(tool_call, options)
-        result = items.mcp_approval_result(choice if choice in {o.option_id for o in options} else None)
-        if call_id is None:
-            await turn.emit(ToolCallUpdate(item_id, status="completed" if result["action"] == "accept" else "failed"))
-        return result
+        if active is not None and active.generation != server.generation:
+            active = None  # a prompt of an app-server now gone
+        return await approvals.answer(active, method, params)
 
 
 @asynccontextmanager
@@ -1212,3 +853,7 @@ async def open_codex_runtime(context: RuntimeContext, task_group: anyio.abc.Task
             yield runtime
         finally:
             await runtime.aclose()
+
+
+__all__ = ["MODES", "CodexRuntime", "mcp_config", "mode_of", "open_codex_runtime", "rollout_size", "session_info",
+           "user_config_sets_policy"]
