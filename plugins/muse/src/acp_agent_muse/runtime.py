@@ -30,7 +30,6 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 import attrs
-from attrs import define, field
 
 from acp_agent.backends.contract import (
     ProviderRuntime,
@@ -46,25 +45,32 @@ from acp_agent.backends.contract import (
 from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
 from acp_agent.backends.executables import executable_problem
 from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.backends.turns import BackendTurn
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent.wire.acp import ConfigOption, ConfigOptionValue, ContentBlock, McpServer, SessionMode, SessionModeState
+from acp_agent.wire.acp import ConfigOption, ContentBlock, McpServer, SessionModeState
 from acp_agent.wire.rpc import ConnectionClosed, RpcError
-from acp_agent_muse import find_muse, items
+from acp_agent_muse import approvals, find_muse, items, models, sessions
 from acp_agent_muse.classify import (
     HOST_TITLE,
-    SESSION_NOT_FOUND_CODE,
     SESSION_NOT_LOADED_CODE,
     fingerprint_notice_text,
     host_lost,
     host_unavailable,
     request_error_observation,
-    settings_not_applied,
 )
 from acp_agent_muse.host import MuseHost
 from acp_agent_muse.ids import mint
+from acp_agent_muse.models import EFFORT
+from acp_agent_muse.modes import (
+    APPROVAL_MODES,
+    DEFAULT_MODE,
+    MODE_OF_APPROVAL,
+    MODES,
+    mapping,
+    served_mode,
+)
+from acp_agent_muse.sessions import ActiveTurn, MuseSession, QueueItem
 from acp_agent_muse.translate import TurnTranslator
 
 log = logging.getLogger(__name__)
@@ -81,38 +87,6 @@ LIST_PAGE: Final = 50
 TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
 """How many host notifications a running prompt holds before the host's reader waits (backpressure)."""
 
-MODES: Final = (
-    SessionMode("default", "Default", "Muse Code asks before any action its policy does not already allow."),
-    SessionMode("readOnly", "Read only", "Muse Code itself denies every action its policy does not already allow."),
-    SessionMode("plan", "Plan", "Muse Code works on request: it asks only when the model requests an escalation."),
-    SessionMode("bypassApprovals", "Bypass approvals", "Muse Code runs every action without asking."),
-    SessionMode("rejectApprovals", "Reject approvals",
-                "Muse Code asks, and the adapter answers every question with Muse Code's own deny choice."),
-)
-DEFAULT_MODE: Final = "default"
-APPROVAL_MODES: Final[Mapping[str, str]] = {
-    "default": "promptUnmatched",
-    "readOnly": "denyUnmatched",
-    "plan": "onRequest",
-    "bypassApprovals": "allowAll",
-    "rejectApprovals": "promptUnmatched",
-}
-MODE_OF_APPROVAL: Final[Mapping[str, str]] = {
-    "promptUnmatched": "default",
-    "denyUnmatched": "readOnly",
-    "onRequest": "plan",
-    "allowAll": "bypassApprovals",
-}
-AUTO_DENY_MODES: Final = frozenset({"rejectApprovals"})
-# Used when `model/list` fails or does not answer within its advisory budget.
-BUILTIN_MODELS: Final = (
-    ConfigOptionValue("muse-code", "Muse Code", "Muse Code's default model."),
-    ConfigOptionValue("muse-code-fast", "Muse Code Fast", "A faster, lighter model."),
-)
-_APPROVAL_METHODS: Final = frozenset({"approval/requested", "approval/request", "approval/updated"})
-_USER_INPUT_METHODS: Final = frozenset({"userInput/requested", "userInput/request"})
-
-
 def idle_release_s(environ: Mapping[str, str]) -> float:
     raw = environ.get(IDLE_VAR, "").strip()
     if raw.isdigit() and int(raw) > 0:
@@ -125,78 +99,6 @@ def _version() -> str:
         return metadata.version("acp-agent-muse")
     except metadata.PackageNotFoundError:
         return "0"
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _served_mode(session: Mapping[str, Any]) -> str | None:
-    mode = _mapping(session.get("approvalMode")).get("mode")
-    return mode if isinstance(mode, str) else None
-
-
-# --- state --------------------------------------------------------------------------------------------------
-
-
-QueueItem = tuple[str, Mapping[str, Any]]
-
-
-@define(eq=False, kw_only=True)
-class ActiveTurn(BackendTurn[QueueItem, TurnTranslator]):
-    """A prompt's turn on `host` (its translator is made once the host named the turn)."""
-
-    host: MuseHost
-    cancel_sent: bool = False
-    approvals: dict[str, Mapping[str, Any]] = field(factory=dict)
-    decided: set[str] = field(factory=set)
-    resolved: set[str] = field(factory=set)
-    questions: set[str] = field(factory=set)
-
-
-@define(eq=False)
-class MuseSession:
-    """What the runtime knows of one ACP session (= one Muse session, same id)."""
-
-    session_id: str
-    cwd: str
-    mode: str = DEFAULT_MODE
-    model: str | None = None
-    mcp: dict[str, Any] = field(factory=dict)
-    host: MuseHost | None = None
-    active: ActiveTurn | None = None
-    lock: anyio.Lock = field(factory=anyio.Lock)
-    busy: int = 0
-    idle_scope: anyio.CancelScope | None = None
-    models: list[ConfigOptionValue] = field(factory=list)
-    efforts: dict[str, tuple[list[ConfigOptionValue], str | None]] = field(factory=dict)
-    """Per model: the reasoning-effort tiers `model/list` describes, and the model's default."""
-    effort: str | None = None
-    """The reasoning effort the user chose (sent with every `turn/start`); None: the host's default."""
-    roots: tuple[str, ...] = ()
-    """Workspace roots beside `cwd` (ACP `additionalDirectories`): MSP `workspaceRoots`."""
-    needs_resume: bool = False
-    lost: bool = False
-    closed: bool = False
-    mcp_noticed: bool = False
-    window: int | None = None
-    """The context window's size the host last reported (`session/contextUsage`)."""
-
-
-EFFORT: Final = "reasoning_effort"
-
-
-def _efforts(entry: Mapping[str, Any]) -> tuple[list[ConfigOptionValue], str | None]:
-    """A `model/list` row's described reasoning-effort tiers and its default tier."""
-    tiers: list[ConfigOptionValue] = []
-    for variant in entry.get("reasoningEffortVariants") or []:
-        tier = variant.get("tier") if isinstance(variant, Mapping) else None
-        if isinstance(tier, str) and tier:
-            description = variant.get("description")
-            tiers.append(ConfigOptionValue(tier, tier.capitalize(), description if isinstance(description, str)
-                                           else None))
-    default = entry.get("defaultReasoningEffort")
-    return tiers, default if isinstance(default, str) and default else None
 
 
 # --- the runtime -------------------------------------------------------------------------------------------
@@ -257,10 +159,10 @@ class MuseRuntime(ProviderRuntime):
     def _check_fingerprint(self, result: Mapping[str, Any]) -> None:
         from muse_code_msp import REQUIRED_HOST_VERSION, SCHEMA_FINGERPRINT
 
-        served = _mapping(result.get("schema")).get("fingerprint")
+        served = mapping(result.get("schema")).get("fingerprint")
         if served == SCHEMA_FINGERPRINT:
             return
-        version = _mapping(result.get("serverInfo")).get("version")
+        version = mapping(result.get("serverInfo")).get("version")
         text = fingerprint_notice_text(str(served), SCHEMA_FINGERPRINT, version if isinstance(version, str) else None,
                                        REQUIRED_HOST_VERSION)
         log.warning("%s", text)
@@ -323,21 +225,6 @@ class MuseRuntime(ProviderRuntime):
 
     # -- opening sessions ------------------------------------------------------------------------------------
 
-    async def _ask(self, host: MuseHost, method: str, params: Mapping[str, Any], phase: Phase, *,
-                   command: bool = False, missing: str | None = None, mutation: bool = False) -> Mapping[str, Any]:
-        """A request within a phase: a lost host and an error answer become that phase's failures."""
-        try:
-            if command:
-                return await host.command(method, params)
-            result = await host.call(method, params)
-            return result if isinstance(result, Mapping) else {}
-        except ConnectionClosed:
-            raise PhaseFailed(host_lost(phase.value, submitted=False, mutation=mutation)) from None
-        except RpcError as exc:
-            if missing is not None and exc.code == SESSION_NOT_FOUND_CODE:
-                raise SessionNotFound(missing) from None
-            raise PhaseFailed(request_error_observation(exc.code, exc.message, exc.data, phase.value)) from None
-
     async def _config(self, host: MuseHost, state: MuseSession) -> dict[str, Any]:
         if not state.mcp:
             return {}
@@ -355,7 +242,7 @@ class MuseRuntime(ProviderRuntime):
         """`session/resume` of the session id; `session/start` when the host does not know it."""
         config = await self._config(host, state)
         try:
-            result = await self._ask(host, "session/resume",
+            result = await sessions.ask(host, "session/resume",
                                      {"sessionId": state.session_id, "excludeItems": True, **config},
                                      Phase.PREPARING, command=True, missing=state.session_id)
         except SessionNotFound:
@@ -365,88 +252,17 @@ class MuseRuntime(ProviderRuntime):
                 params["workspaceRoots"] = [state.cwd, *state.roots]
             if state.model:
                 params["modelId"] = state.model
-            result = await self._ask(host, "session/start", params, Phase.PREPARING, command=True)
+            result = await sessions.ask(host, "session/start", params, Phase.PREPARING, command=True)
             if restart:
                 await self._router.emit(state.session_id, Notice(
                     f"{HOST_TITLE} no longer had this session's history; it continues as a "
                     "new session with the same id."))
-        return _mapping(result.get("session"))
-
-    async def _apply_settings(self, host: MuseHost, state: MuseSession, served: Mapping[str, Any] | None, *,
-                              force_mode: bool = False, force_model: bool = False) -> None:
-        """Apply the approval mode and model the session should have, then verify them with `session/read`.
-
-        `served` is the session as the host last described it (None: unknown, so only the forced
-        setting is sent); verification always reads the session back.
-        """
-        wanted_mode = APPROVAL_MODES[state.mode]
-        session_id = state.session_id
-        if force_mode or (served is not None and _served_mode(served) != wanted_mode):
-            await self._ask(host, "session/setApprovalMode", {"sessionId": session_id, "mode": wanted_mode},
-                            Phase.PREPARING, command=True)
-        if state.model and (force_model or (served is not None and served.get("modelId") != state.model)):
-            await self._ask(host, "session/setModel", {"sessionId": session_id, "model": {"modelId": state.model}},
-                            Phase.PREPARING, command=True)
-        read = await self._ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
-                               Phase.PREPARING, missing=session_id)
-        session = _mapping(read.get("session"))
-        if _served_mode(session) != wanted_mode:
-            raise PhaseFailed(settings_not_applied("approval mode", wanted_mode, _served_mode(session),
-                                                   Phase.PREPARING.value))
-        served_model = session.get("modelId")
-        if state.model and served_model != state.model:
-            raise PhaseFailed(settings_not_applied("model", state.model,
-                                                   served_model if isinstance(served_model, str) else None,
-                                                   Phase.PREPARING.value))
-        if not state.model and isinstance(served_model, str) and served_model:
-            state.model = served_model
-
-    async def _discover_models(self, host: MuseHost, state: MuseSession) -> None:
-        """`model/list` within its advisory budget; the built-in catalog when it fails or is late."""
-        models: list[ConfigOptionValue] | None = None
-        with anyio.move_on_after(MODELS_BUDGET_S):
-            try:
-                result = await host.call("model/list", {"sessionId": state.session_id})
-            except (RpcError, ConnectionClosed) as exc:
-                log.info("model/list failed (%s); using the built-in catalog", type(exc).__name__)
-                result = None
-            if isinstance(result, Mapping):
-                models = []
-                for entry in result.get("models") or []:
-                    if not isinstance(entry, Mapping) or not isinstance(entry.get("modelId"), str):
-                        continue
-                    description = entry.get("description")
-                    models.append(ConfigOptionValue(entry["modelId"], str(entry.get("displayLabel") or entry["modelId"]),
-                                                    description if isinstance(description, str) else None))
-                    state.efforts[entry["modelId"]] = _efforts(entry)
-                    if not state.model and (entry.get("isActive") is True):
-                        state.model = entry["modelId"]
-        if models is None:
-            log.info("model/list gave no catalog within %.0f s; using the built-in one", MODELS_BUDGET_S)
-            models = list(BUILTIN_MODELS)
-        state.models = models
-
-    def _model_options(self, state: MuseSession) -> list[ConfigOption]:
-        values = list(state.models)
-        current = state.model or (values[0].value if values else None)
-        if current is None:
-            return []
-        if all(value.value != current for value in values):
-            values.insert(0, ConfigOptionValue(current, current))
-        options = [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
-                                description="The model Muse Code uses for the next turns.")]
-        tiers, default = state.efforts.get(current, ([], None))
-        effort = state.effort or default
-        if tiers and effort in {tier.value for tier in tiers}:
-            options.append(ConfigOption(id=EFFORT, name="Reasoning effort", current_value=str(effort),
-                                        options=list(tiers), category="thought_level",
-                                        description="How much the model reasons before it answers."))
-        return options
+        return mapping(result.get("session"))
 
     def _setup(self, state: MuseSession) -> SessionStart:
         return SessionStart(state.session_id,
                             modes=SessionModeState(current_mode_id=state.mode, available_modes=list(MODES)),
-                            config_options=self._model_options(state))
+                            config_options=models.options(state))
 
     def _adopt(self, state: MuseSession, host: MuseHost) -> None:
         host.session_id = state.session_id
@@ -469,9 +285,9 @@ class MuseRuntime(ProviderRuntime):
             try:
                 async with self._phase(Phase.PREPARING, "session/resume|start"):
                     served = await self._open(host, state, restart=False)
-                await self._discover_models(host, state)
+                await models.discover(host, state)
                 async with self._phase(Phase.PREPARING, "settings"):
-                    await self._apply_settings(host, state, served)
+                    await sessions.apply_settings(host, state, served)
             except BaseException:
                 await self._stop(host)
                 raise
@@ -496,7 +312,7 @@ class MuseRuntime(ProviderRuntime):
                     if replay:
                         params["history"] = "inline"
                     try:
-                        result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                        result = await sessions.ask(host, "session/resume", params, Phase.READING, command=True,
                                                  missing=session_id)
                     except SessionNotFound:
                         held = previous.host if previous is not None and not previous.closed else None
@@ -509,21 +325,21 @@ class MuseRuntime(ProviderRuntime):
                         self._disarm_idle(previous)
                         await self._stop(host)
                         host = held
-                        result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                        result = await sessions.ask(host, "session/resume", params, Phase.READING, command=True,
                                                  missing=session_id)
-                await self._discover_models(host, state)
+                await models.discover(host, state)
             except BaseException:
                 if previous is not None and host is previous.host:
                     self._arm_idle(previous)  # still the session's host: it stays, as before the load
                 else:
                     await self._stop(host)
                 raise
-            served = _mapping(result.get("session"))
-            served_mode = _served_mode(served)
-            if previous is not None and served_mode == APPROVAL_MODES.get(previous.mode):
+            served = mapping(result.get("session"))
+            host_mode = served_mode(served)
+            if previous is not None and host_mode == APPROVAL_MODES.get(previous.mode):
                 state.mode = previous.mode
             else:
-                state.mode = MODE_OF_APPROVAL.get(served_mode or "", DEFAULT_MODE)
+                state.mode = MODE_OF_APPROVAL.get(host_mode or "", DEFAULT_MODE)
             model = served.get("modelId")
             state.model = model if isinstance(model, str) and model else state.model
             if previous is not None:
@@ -550,25 +366,25 @@ class MuseRuntime(ProviderRuntime):
             if cursor:
                 params["cursor"] = cursor
             async with self._phase(Phase.READING, "session/list"):
-                result = await self._ask(host, "session/list", params, Phase.READING)
+                result = await sessions.ask(host, "session/list", params, Phase.READING)
         finally:
             await self._stop(host)
-        sessions = [info for info in (items.session_info(row, cwd) for row in result.get("sessions") or []
-                                      if isinstance(row, Mapping)) if info is not None]
+        listed = [info for info in (items.session_info(row, cwd) for row in result.get("sessions") or []
+                                    if isinstance(row, Mapping)) if info is not None]
         next_cursor = result.get("nextCursor")
-        return SessionListing(sessions, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
+        return SessionListing(listed, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
 
     async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                            channel: SessionChannel) -> SessionStart:
         host = await self._spawn("muse serve (fork)", cwd)
         try:
             async with self._phase(Phase.READING, "session/read (fork source)"):
-                await self._ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
+                await sessions.ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
                                 Phase.READING, missing=session_id)
             async with self._phase(Phase.FORKING, "session/fork", mutation=True):
-                result = await self._ask(host, "session/fork", {"sessionId": session_id, "excludeItems": True},
+                result = await sessions.ask(host, "session/fork", {"sessionId": session_id, "excludeItems": True},
                                          Phase.FORKING, command=True, mutation=True)
-            served = _mapping(result.get("session"))
+            served = mapping(result.get("session"))
             new_id = served.get("sessionId")
             if not isinstance(new_id, str) or not new_id:
                 raise PhaseFailed(request_error_observation(-32603, f"{HOST_TITLE} answered session/fork without "
@@ -578,10 +394,10 @@ class MuseRuntime(ProviderRuntime):
                                 roots=additional_directories(channel), effort=self._kept_efforts.get(session_id))
             if state.effort is not None:
                 self._kept_efforts[new_id] = state.effort
-            state.mode = MODE_OF_APPROVAL.get(_served_mode(served) or "", DEFAULT_MODE)
+            state.mode = MODE_OF_APPROVAL.get(served_mode(served) or "", DEFAULT_MODE)
             model = served.get("modelId")
             state.model = model if isinstance(model, str) and model else None
-            await self._discover_models(host, state)
+            await models.discover(host, state)
         except BaseException:
             await self._stop(host)
             raise
@@ -627,7 +443,7 @@ class MuseRuntime(ProviderRuntime):
         if config_id == EFFORT:
             # Sent with each turn/start (MSP's per-turn `reasoningEffort`): nothing to apply now.
             state.effort = self._kept_efforts[session_id] = value
-            return self._model_options(state)
+            return models.options(state)
         previous = state.model
         state.model = value
         try:
@@ -640,7 +456,7 @@ class MuseRuntime(ProviderRuntime):
             # The new model has no such tier: its own default from now on.
             state.effort = None
             self._kept_efforts.pop(session_id, None)
-        return self._model_options(state)
+        return models.options(state)
 
     async def _live_settings(self, state: MuseSession, *, force_mode: bool = False, force_model: bool = False) -> None:
         """Apply a changed setting to a running host now; a released host gets it when it restarts."""
@@ -652,7 +468,7 @@ class MuseRuntime(ProviderRuntime):
                 if host is None or not host.alive or state.needs_resume:
                     return
                 async with self._phase(Phase.PREPARING, "settings"):
-                    await self._apply_settings(host, state, None, force_mode=force_mode, force_model=force_model)
+                    await sessions.apply_settings(host, state, None, force_mode=force_mode, force_model=force_model)
         finally:
             state.busy -= 1
             self._arm_idle(state)
@@ -693,14 +509,14 @@ class MuseRuntime(ProviderRuntime):
             if host is not None and host.alive:
                 async with self._phase(Phase.PREPARING, "session/resume (unloaded)"):
                     served = await self._open(host, state, restart=True)
-                    await self._apply_settings(host, state, served)
+                    await sessions.apply_settings(host, state, served)
                 state.needs_resume = False
                 return host
             host = await self._spawn("muse serve (restart)", state.cwd)
             try:
                 async with self._phase(Phase.PREPARING, "session/resume (restart)"):
                     served = await self._open(host, state, restart=True)
-                    await self._apply_settings(host, state, served)
+                    await sessions.apply_settings(host, state, served)
             except BaseException:
                 await self._stop(host)
                 raise
@@ -791,7 +607,7 @@ class MuseRuntime(ProviderRuntime):
             self._tg.start_soon(self._send_cancel, state, active)
         try:
             async with self._phase(Phase.RUNNING, "turn"), anyio.create_task_group() as questions:
-                end = await active.consume(functools.partial(self._take, state, active, questions),
+                end = await active.consume(functools.partial(approvals.take, state, active, questions),
                                            functools.partial(self._gone, active))
                 questions.cancel_scope.cancel()
         finally:
@@ -804,24 +620,6 @@ class MuseRuntime(ProviderRuntime):
         if active.cancel_requested and active.host.stop_requested:
             return TurnEnd("cancelled")  # we stopped the host of a cancelled turn (close, logout)
         return host_lost(Phase.RUNNING.value, submitted=True)
-
-    async def _take(self, state: MuseSession, active: ActiveTurn, questions: anyio.abc.TaskGroup,
-                    entry: QueueItem) -> QueueItem | None:
-        """A queued frame: approvals, questions and `session/closed` are the runtime's, the rest
-        is the translator's."""
-        method, params = entry
-        if method in _APPROVAL_METHODS:
-            self._approval(state, active, method, params, questions)
-        elif method == "approval/resolved":
-            if isinstance(params.get("approvalId"), str):
-                active.resolved.add(params["approvalId"])
-        elif method in _USER_INPUT_METHODS:
-            self._question(state, active, params, questions)
-        elif method == "session/closed":
-            state.needs_resume = True
-        else:
-            return entry
-        return None
 
     async def _send_cancel(self, state: MuseSession, active: ActiveTurn) -> None:
         if active.cancel_sent or active.turn_id is None or not active.host.alive:
@@ -866,77 +664,6 @@ class MuseRuntime(ProviderRuntime):
         active.cancel_requested = True
         # In the background: the turn's own `turn/completed` (or its host's end) says when it is over.
         self._tg.start_soon(self._send_cancel, state, active)
-
-    # -- approvals and questions ------------------------------------------------------------------------------
-
-    def _approval(self, state: MuseSession, active: ActiveTurn, method: str, params: Mapping[str, Any],
-                  questions: anyio.abc.TaskGroup) -> None:
-        approval_id = params.get("approvalId")
-        if not isinstance(approval_id, str) or approval_id in active.resolved:
-            return
-        if method == "approval/updated":
-            base = active.approvals.get(approval_id)
-            if base is None or _mapping(params.get("change")).get("kind") == "alreadyTerminal":
-                return
-            params = {**base, **{key: params[key] for key in ("availableChoices", "currentRequirementId", "subject")
-                                 if key in params}}
-        if active.translator is not None and params.get("turnId") not in (None, active.turn_id):
-            return
-        active.approvals[approval_id] = params
-        stage = items.approval_stage(params)
-        if stage in active.decided:
-            return
-        active.decided.add(stage)
-        questions.start_soon(self._decide, state, active, params)
-
-    async def _decide(self, state: MuseSession, active: ActiveTurn, params: Mapping[str, Any]) -> None:
-        options = items.permission_options(params)
-        choice: str | None
-        if state.mode in AUTO_DENY_MODES or not options:
-            choice = items.refusal_choice(params, prefer_abort=False)
-        else:
-            item_id = params.get("itemId")
-            item = active.translator.items.get(item_id) if active.translator and isinstance(item_id, str) else None
-            choice = await active.channel.request_permission(items.approval_tool_call(params, item), options)
-            if choice is None:
-                choice = items.refusal_choice(params, prefer_abort=active.cancel_requested)
-        approval_id = str(params.get("approvalId"))
-        if choice is None:
-            log.info("approval %s offers no deny or abort choice; leaving it to the host", approval_id)
-            return
-        if approval_id in active.resolved:
-            return
-        decide = {**items.decide_params(params, choice), "sessionId": state.session_id}
-        try:
-            await active.host.command("approval/decide", decide)
-        except (RpcError, ConnectionClosed) as exc:
-            log.info("approval/decide for %s failed: %s", approval_id, exc)
-
-    def _question(self, state: MuseSession, active: ActiveTurn, params: Mapping[str, Any],
-                  questions: anyio.abc.TaskGroup) -> None:
-        """A `userInput` question, asked through the core (an elicitation, or permission requests
-        whose options are the answers); a declined, dismissed or cancelled one is cancelled so the
-        model goes on."""
-        question_id = params.get("userInputId")
-        if not isinstance(question_id, str) or question_id in active.questions:
-            return
-        active.questions.add(question_id)
-
-        async def settle() -> None:
-            question = items.user_input_question(params)
-            answers = items.user_input_answers(question, await active.channel.ask(question))
-            try:
-                if answers is not None:
-                    await active.host.command("userInput/answer", {
-                        "sessionId": state.session_id, "userInputId": question_id, "answers": answers})
-                else:
-                    await active.host.command("userInput/cancel", {
-                        "sessionId": state.session_id, "userInputId": question_id,
-                        "reason": "The user did not answer; continue without an answer."})
-            except (RpcError, ConnectionClosed) as exc:
-                log.info("settling user input %s failed: %s", question_id, type(exc).__name__)
-
-        questions.start_soon(settle)
 
     # -- shutdown ----------------------------------------------------------------------------------------------
 
