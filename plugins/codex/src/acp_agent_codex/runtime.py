@@ -631,7 +631,7 @@ class CodexRuntime(ProviderRuntime):
             thread.choices.dirty = set(thread.choices.explicit)
         command = commands.parse(prompt)
         if command is not None and (command.name in commands.LOCAL or commands.usage_problem(command)):
-            await turn.emit(agent_text(await self._answer(server, thread, command)))
+            await turn.emit(agent_text(await commands.answer(self.clock, server, thread, self._known_models(), command)))
             return TurnEnd("end_turn")
         active = ActiveTurn(channel=turn, generation=server.generation,
                             queue=TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
@@ -792,28 +792,6 @@ class CodexRuntime(ProviderRuntime):
                     return False
                 raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
         return True
-
-    async def _answer(self, server: AppServer, thread: ThreadState, command: commands.Command) -> str:
-        """The agent's own answer to a command that runs no Codex turn."""
-        problem = commands.usage_problem(command)
-        if problem is not None:
-            return problem
-        if command.name == "mcp":
-            async with self.clock.phase(Phase.READING, label="mcpServerStatus/list"):
-                try:
-                    result = await server.call("mcpServerStatus/list", {"threadId": thread.codex_id,
-                                                                        "detail": "toolsAndAuthOnly"})
-                except ConnectionClosed:
-                    raise TurnFailed(transport_lost(Phase.READING.value, submitted=False)) from None
-                except RpcError as exc:
-                    raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
-            data = result.get("data") if isinstance(result, Mapping) else None
-            return commands.mcp_text([entry for entry in data or [] if isinstance(entry, Mapping)])
-        choices = thread.choices
-        fast = choices.fast if settings.fast_tier(self._known_models(), choices.model) is not None else None
-        return commands.status_text(thread_id=thread.thread_id, cwd=thread.cwd, roots=thread.roots,
-                                    mode=modes.mode_name(thread.mode),
-                                    model=choices.model, effort=choices.effort, fast=fast, usage=thread.usage)
 
     async def cancel(self, session_id: str) -> None:
         thread = self._threads.get(session_id)
