@@ -42,7 +42,6 @@ from acp_agent.backends.contract import (
     additional_directories,
 )
 from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
-from acp_agent.backends.executables import executable_problem
 from acp_agent.backends.phases import Phase, PhaseFailed
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureObservation
@@ -61,7 +60,6 @@ from acp_agent_codex.appserver import (
     GLOBAL_NOTICES,
     NOTIFICATIONS,
     AppServer,
-    serve_app_server,
 )
 from acp_agent_codex.classify import (
     classify_error,
@@ -71,7 +69,7 @@ from acp_agent_codex.classify import (
     transport_lost,
 )
 from acp_agent_codex.modes import DEFAULT_MODE, MODES, mode_of, policy_params, user_config_sets_policy
-from acp_agent_codex.prestart import child_environment
+from acp_agent_codex.supervisor import Supervisor
 from acp_agent_codex.threads import (
     RESUME_BYTES,
     ActiveTurn,
@@ -94,8 +92,6 @@ RESPONSIVE_S: Final = 2.0
 """How long app-server may take to answer a request that needs no work (`turn/interrupt`,
 `thread/loaded/list`) when a cancel, a close or a missed deadline asks it to: one that does not
 is frozen, and is replaced (killed with its process group; the sessions resume on a new one)."""
-STOP_TIMEOUT_S: Final = 8.0
-
 
 
 class CodexRuntime(ProviderRuntime):
@@ -104,13 +100,9 @@ class CodexRuntime(ProviderRuntime):
     def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup, binary: str,
                  early: AppServer | None = None) -> None:
         self.context = context
-        self._early = early
         self.clock = context.clock
         self._tg = task_group
-        self._binary = binary
-        self._server: AppServer | None = None
-        self._server_lock = anyio.Lock()
-        self._generation = 0
+        self._servers = Supervisor(self.clock, task_group, binary, early, self._methods, self._lost)
         self._threads: dict[str, ThreadState] = {}
         self._router = context.router
         self._router.serve(self._outside)
@@ -124,9 +116,6 @@ class CodexRuntime(ProviderRuntime):
         """The app-server thread of a session started afresh (`_start_afresh`), kept after it is
         closed so a load in this process finds its turns; `_session_ids` is its inverse."""
         self._session_ids: dict[str, str] = {}
-        self._renew = False
-        """The environment changed (new credentials): the next app-server start-up point replaces
-        the running one, once no turn runs; threads resume on the new one at their next prompt."""
         self._titles = titles.enabled(context.environ)
         self._title_threads: dict[str, titles.Collector] = {}
         """The ephemeral threads asking for a session's title, by thread id."""
@@ -134,64 +123,14 @@ class CodexRuntime(ProviderRuntime):
     # -- the app-server process -------------------------------------------------------------
 
     async def _ready(self) -> AppServer:
-        """The running app-server, started (again) under the initializing phase when needed."""
-        async with self._server_lock:
-            server = self._server
-            if server is not None and server.alive and self._renew and \
-                    not any(thread.active is not None for thread in self._threads.values()):
-                log.info("replacing codex app-server: new credentials")
-                self._renew = False
-                self._server = None
-                await self._stop(server)
-                server = None  # not a lost backend: nothing to tell the sessions
-            if server is not None and server.alive:
-                return server
-            replaced = server is not None
-            self._generation += 1
-            server = await self._start(self._generation)
-            self._server = server
+        """The running app-server, started (again) under the initializing phase when needed; the
+        sessions of a replaced one resume on the new one (`RuntimeReplaced`)."""
+        server, replaced = await self._servers.ready(
+            self.context.environ, idle=lambda: not any(thread.active is not None for thread in self._threads.values()))
         if replaced:
             for thread in list(self._threads.values()):
                 await self._router.emit(thread.thread_id, RuntimeReplaced())
         return server
-
-    async def _start(self, generation: int) -> AppServer:
-        server: AppServer | None = None
-        try:
-            async with self.clock.phase(Phase.INITIALIZING, label="codex app-server"):
-                server, self._early = self._early, None
-                if server is not None and not server.alive and server.handshaken.is_set() \
-                        and server.handshake_error is None:
-                    log.info("the early codex app-server (pid %s) exited before it was used", server.pid)
-                    server = None
-                if server is None:
-                    try:
-                        server = await self._tg.start(serve_app_server, [self._binary, "app-server"],
-                                                      child_environment(self.context.environ), generation)
-                    except OSError as exc:
-                        log.warning("codex app-server could not be started: %s", type(exc).__name__)
-                        problem = executable_problem(self._binary, self.context.environ, error=exc)
-                        raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value,
-                                                       problem or "could not be run")) from None
-                server.generation = generation
-                server.on_lost = self._on_lost
-                await server.attach(self._methods(server))
-                await server.handshaken.wait()  # started with the process: early, for the first one
-                error = server.handshake_error
-                if isinstance(error, ConnectionClosed):
-                    raise PhaseFailed(transport_lost(Phase.INITIALIZING.value, submitted=False))
-                if isinstance(error, RpcError):
-                    raise PhaseFailed(rpc_error_observation(error.code, error.message, Phase.INITIALIZING.value))
-        except BaseException:
-            if server is not None:
-                # The server's own task (in the runtime's task group) stops and reaps it, shielded;
-                # the failure answers the client now instead of after that stop.
-                server.request_stop()
-            raise
-        return server
-
-    async def _on_lost(self, server: AppServer) -> None:
-        self._lost(server)
 
     def _lost(self, server: AppServer) -> None:
         """The app-server died: its turns fail (transport lost), its waiters wake up."""
@@ -220,27 +159,10 @@ class CodexRuntime(ProviderRuntime):
             self._replace(server, f"{method} unanswered for {RESPONSIVE_S:g} s")
 
     def _replace(self, server: AppServer, why: str) -> None:
-        """A frozen app-server is killed with its process group (it leads its own session; SIGKILL
-        reaches a stopped process too) and reaped by its task; its turns end, and the next use
-        starts a new one, on which every session resumes (`RuntimeReplaced`), as after a loss."""
-        if not server.alive or server.stop_requested:
-            return
-        log.warning("replacing codex app-server (pid %s): %s", server.pid, why)
-        server.kill()
-        self._lost(server)
-        server.request_stop()
-
-    async def _stop(self, server: AppServer) -> None:
-        server.request_stop()
-        with anyio.move_on_after(STOP_TIMEOUT_S):
-            await server.stopped.wait()
+        self._servers.replace(server, why)
 
     async def aclose(self) -> None:
-        server = self._server
-        self._server = None
-        if server is not None:
-            with anyio.CancelScope(shield=True):
-                await self._stop(server)
+        await self._servers.aclose()
 
     def _methods(self, server: AppServer) -> Methods:
         notifications: dict[str, Callable[[Any], Awaitable[None]]] = {}
@@ -318,7 +240,7 @@ class CodexRuntime(ProviderRuntime):
         """A thread's notification that belongs to no running prompt of ours."""
         if method == "turn/started" and thread.orphaned:
             turn_id = turn_id_of(method, params)
-            server = self._server
+            server = self._servers.server
             if turn_id is not None and server is not None:
                 thread.orphaned = False
                 log.info("interrupting turn %s of thread %s: its prompt already ended", turn_id, thread.thread_id)
@@ -371,7 +293,7 @@ class CodexRuntime(ProviderRuntime):
         return server.models
 
     def _known_models(self) -> list[Mapping[str, Any]]:
-        server = self._server
+        server = self._servers.server
         return list(server.models or []) if server is not None else []
 
     def _choices(self, server: AppServer, thread_id: str, result: Mapping[str, Any]) -> settings.Choices:
@@ -580,7 +502,7 @@ class CodexRuntime(ProviderRuntime):
 
     async def close_session(self, session_id: str) -> None:
         thread = self._threads.pop(session_id, None)
-        server = self._server
+        server = self._servers.server
         if thread is None or server is None or not server.alive or server.generation != thread.generation:
             return
         # As for a cancel: an app-server that does not answer within the grace is frozen (replaced).
@@ -596,7 +518,7 @@ class CodexRuntime(ProviderRuntime):
         """app-server keeps the environment it started with: a new one (with `environ`) takes
         over at the next prompt that finds no turn running, and each thread resumes on it."""
         self.context = evolve(self.context, environ=dict(environ))
-        self._renew = True
+        self._servers.renew = True
         return True
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
@@ -799,7 +721,7 @@ class CodexRuntime(ProviderRuntime):
         if thread is None or active is None:
             return
         active.cancel_requested = True
-        server = self._server
+        server = self._servers.server
         if server is None or server.generation != active.generation:
             return
         await self._interrupt_or_replace(server, thread.codex_id, active.turn_id)
