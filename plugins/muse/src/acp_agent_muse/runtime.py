@@ -70,7 +70,7 @@ from acp_agent_muse.modes import (
     mapping,
     served_mode,
 )
-from acp_agent_muse.sessions import ActiveTurn, MuseSession, QueueItem
+from acp_agent_muse.sessions import ActiveTurn, Emit, MuseSession, QueueItem
 from acp_agent_muse.translate import TurnTranslator
 
 log = logging.getLogger(__name__)
@@ -225,39 +225,8 @@ class MuseRuntime(ProviderRuntime):
 
     # -- opening sessions ------------------------------------------------------------------------------------
 
-    async def _config(self, host: MuseHost, state: MuseSession) -> dict[str, Any]:
-        if not state.mcp:
-            return {}
-        if "sessionMcp" in host.granted:
-            return {"config": {"mcpServers": state.mcp}}
-        if not state.mcp_noticed:
-            state.mcp_noticed = True
-            log.warning("the Muse Code host did not grant sessionMcp; MCP servers were not passed to it")
-            await self._router.emit(state.session_id, Notice(
-                f"{HOST_TITLE} did not accept the editor's MCP servers (no sessionMcp grant); "
-                "the session runs without them."))
-        return {}
-
-    async def _open(self, host: MuseHost, state: MuseSession, *, restart: bool) -> Mapping[str, Any]:
-        """`session/resume` of the session id; `session/start` when the host does not know it."""
-        config = await self._config(host, state)
-        try:
-            result = await sessions.ask(host, "session/resume",
-                                     {"sessionId": state.session_id, "excludeItems": True, **config},
-                                     Phase.PREPARING, command=True, missing=state.session_id)
-        except SessionNotFound:
-            params: dict[str, Any] = {"sessionId": state.session_id, "workspaceRoot": state.cwd,
-                                      "approvalMode": APPROVAL_MODES[state.mode], **config}
-            if state.roots:
-                params["workspaceRoots"] = [state.cwd, *state.roots]
-            if state.model:
-                params["modelId"] = state.model
-            result = await sessions.ask(host, "session/start", params, Phase.PREPARING, command=True)
-            if restart:
-                await self._router.emit(state.session_id, Notice(
-                    f"{HOST_TITLE} no longer had this session's history; it continues as a "
-                    "new session with the same id."))
-        return mapping(result.get("session"))
+    def _emit(self, state: MuseSession) -> Emit:
+        return functools.partial(self._router.emit, state.session_id)
 
     def _setup(self, state: MuseSession) -> SessionStart:
         return SessionStart(state.session_id,
@@ -284,7 +253,7 @@ class MuseRuntime(ProviderRuntime):
             host = await self._spawn("muse serve (new session)", cwd)
             try:
                 async with self._phase(Phase.PREPARING, "session/resume|start"):
-                    served = await self._open(host, state, restart=False)
+                    served = await sessions.open_session(host, state, self._emit(state), restart=False)
                 await models.discover(host, state)
                 async with self._phase(Phase.PREPARING, "settings"):
                     await sessions.apply_settings(host, state, served)
@@ -308,7 +277,7 @@ class MuseRuntime(ProviderRuntime):
             try:
                 async with self._phase(Phase.READING, "session/resume"):
                     params: dict[str, Any] = {"sessionId": session_id, "excludeItems": not replay,
-                                              **await self._config(host, state)}
+                                              **await sessions.mcp_config(host, state, self._emit(state))}
                     if replay:
                         params["history"] = "inline"
                     try:
@@ -508,14 +477,14 @@ class MuseRuntime(ProviderRuntime):
                 return host
             if host is not None and host.alive:
                 async with self._phase(Phase.PREPARING, "session/resume (unloaded)"):
-                    served = await self._open(host, state, restart=True)
+                    served = await sessions.open_session(host, state, self._emit(state), restart=True)
                     await sessions.apply_settings(host, state, served)
                 state.needs_resume = False
                 return host
             host = await self._spawn("muse serve (restart)", state.cwd)
             try:
                 async with self._phase(Phase.PREPARING, "session/resume (restart)"):
-                    served = await self._open(host, state, restart=True)
+                    served = await sessions.open_session(host, state, self._emit(state), restart=True)
                     await sessions.apply_settings(host, state, served)
             except BaseException:
                 await self._stop(host)

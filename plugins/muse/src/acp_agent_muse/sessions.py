@@ -4,21 +4,37 @@ failures."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from attrs import define, field
 
 from acp_agent.backends.contract import SessionNotFound
+from acp_agent.backends.events import Notice
 from acp_agent.backends.phases import Phase, PhaseFailed
 from acp_agent.backends.turns import BackendTurn
 from acp_agent.wire.acp import ConfigOptionValue
 from acp_agent.wire.rpc import ConnectionClosed, RpcError
-from acp_agent_muse.classify import SESSION_NOT_FOUND_CODE, host_lost, request_error_observation, settings_not_applied
+from acp_agent_muse.classify import (
+    HOST_TITLE,
+    SESSION_NOT_FOUND_CODE,
+    host_lost,
+    request_error_observation,
+    settings_not_applied,
+)
 from acp_agent_muse.host import MuseHost
 from acp_agent_muse.modes import APPROVAL_MODES, DEFAULT_MODE, mapping, served_mode
 from acp_agent_muse.translate import TurnTranslator
+
+if TYPE_CHECKING:
+    from acp_agent.backends.events import Event
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[["Event"], Awaitable[None]]
+"""Publishes a session-scoped event (the router's, for one session)."""
 
 QueueItem = tuple[str, Mapping[str, Any]]
 
@@ -109,3 +125,39 @@ async def apply_settings(host: MuseHost, state: MuseSession, served: Mapping[str
                                                Phase.PREPARING.value))
     if not state.model and isinstance(served_model, str) and served_model:
         state.model = served_model
+
+
+async def mcp_config(host: MuseHost, state: MuseSession, emit: Emit) -> dict[str, Any]:
+    """The session's MCP servers as MSP config, if the host granted `sessionMcp` (else a notice, once)."""
+    if not state.mcp:
+        return {}
+    if "sessionMcp" in host.granted:
+        return {"config": {"mcpServers": state.mcp}}
+    if not state.mcp_noticed:
+        state.mcp_noticed = True
+        log.warning("the Muse Code host did not grant sessionMcp; MCP servers were not passed to it")
+        await emit(Notice(
+            f"{HOST_TITLE} did not accept the editor's MCP servers (no sessionMcp grant); "
+            "the session runs without them."))
+    return {}
+
+async def open_session(host: MuseHost, state: MuseSession, emit: Emit, *, restart: bool) -> Mapping[str, Any]:
+    """`session/resume` of the session id; `session/start` when the host does not know it."""
+    config = await mcp_config(host, state, emit)
+    try:
+        result = await ask(host, "session/resume",
+                           {"sessionId": state.session_id, "excludeItems": True, **config},
+                           Phase.PREPARING, command=True, missing=state.session_id)
+    except SessionNotFound:
+        params: dict[str, Any] = {"sessionId": state.session_id, "workspaceRoot": state.cwd,
+                                  "approvalMode": APPROVAL_MODES[state.mode], **config}
+        if state.roots:
+            params["workspaceRoots"] = [state.cwd, *state.roots]
+        if state.model:
+            params["modelId"] = state.model
+        result = await ask(host, "session/start", params, Phase.PREPARING, command=True)
+        if restart:
+            await emit(Notice(
+                f"{HOST_TITLE} no longer had this session's history; it continues as a "
+                "new session with the same id."))
+    return mapping(result.get("session"))
