@@ -41,7 +41,8 @@ class TurnDone:
 class Translator(Protocol):
     """Folds a turn's notifications, in order, into steps: events, failures and a `TurnDone`."""
 
-    def feed(self, method: str, params: Mapping[str, Any]) -> Iterable[Event | FailureObservation | TurnDone]: ...
+    def feed(self, method: str,
+             params: Mapping[str, Any]) -> Iterable[Event | FailureObservation | TurnDone]: ...
 
 
 Entry = TypeVar("Entry")

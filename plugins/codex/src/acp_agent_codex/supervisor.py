@@ -32,8 +32,9 @@ class Supervisor:
     """Owns the running app-server (`server`) for the runtime; `methods` gives a new one the
     runtime's handlers and `lost` is told when one dies or is killed (its turns fail)."""
 
-    def __init__(self, clock: PhaseClock, task_group: anyio.abc.TaskGroup, binary: str, early: AppServer | None,
-                 methods: Callable[[AppServer], Methods], lost: Callable[[AppServer], None]) -> None:
+    def __init__(self, clock: PhaseClock, task_group: anyio.abc.TaskGroup, binary: str,
+                 early: AppServer | None, methods: Callable[[AppServer], Methods],
+                 lost: Callable[[AppServer], None]) -> None:
         self.clock = clock
         self.server: AppServer | None = None
         self.renew = False
