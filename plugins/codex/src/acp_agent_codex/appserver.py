@@ -1,9 +1,10 @@
 """One `codex app-server` process, its JSON-RPC connection and its handshake, without the runtime.
 
-Light on purpose (anyio, attrs and the core's process and rpc layers, all loaded by the agent
-already): the first app-server, adopted from the command line (`acp_agent.startup.prestart`) or spawned,
-answers its `initialize` handshake and `model/list` as soon as the agent's event loop runs, while
-the runtime module (`acp_agent_codex.runtime`, ~20 ms of imports) is not loaded yet, so the first
+The process, its connection and its stop are the core's (`acp_agent.backends.rpc_child`); this
+module adds app-server's handshake. Light on purpose (anyio, attrs and the core's process and rpc
+layers, all loaded by the agent already): the first app-server, adopted from the command line
+(`acp_agent.startup.prestart`) or spawned, answers its `initialize` handshake and `model/list` as
+soon as the agent's event loop runs, while the runtime module is not loaded yet, so the first
 `session/new` only pays `thread/start`. Notifications app-server sends before the runtime hands
 over its handlers are kept, in order, and passed on by `attach`. The handshake's outcome is
 recorded, never raised here: the runtime raises it, typed and under the initializing phase's
@@ -15,14 +16,15 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import anyio
 import anyio.abc
 from attrs import define, field
 
-from acp_agent.backends.process import ChildProcess, EarlyProcess, adopt_child, kill_process_group, open_child
-from acp_agent.wire.rpc import Connection, ConnectionClosed, Methods, PendingRequest, RpcError
+from acp_agent.backends.process import EarlyProcess
+from acp_agent.backends.rpc_child import RpcChild
+from acp_agent.wire.rpc import ConnectionClosed, Methods, PendingRequest, RpcError
 from acp_agent_codex.prestart import (
     GREETING_REQUESTS,
     initialize_params,
@@ -43,17 +45,15 @@ NOTIFICATIONS: Final = THREAD_METHODS | GLOBAL_NOTICES | {"thread/started"}
 """Every notification the runtime handles (in wire order); kept until it attaches."""
 
 
-@define(eq=False)
-class AppServer:
-    """One running `codex app-server` and the JSON-RPC connection to it."""
+@define(eq=False, kw_only=True)
+class AppServer(RpcChild):
+    """One running `codex app-server` (the core's JSON-RPC child) and what its handshake learnt."""
 
-    child: ChildProcess
+    name: str = APP_SERVER_NAME
     generation: int
-    connection: Connection = field(init=False)
-    alive: bool = True
-    stop_requested: bool = False
-    finished: anyio.Event = field(factory=anyio.Event)
-    stopped: anyio.Event = field(factory=anyio.Event)
+    greeted: Sequence[str] = ()
+    """The requests the command line wrote when it spawned the process (`prestart.greeting`):
+    only their answers are read, in that order, from the first line on."""
     started_threads: dict[str, anyio.Event] = field(factory=dict)
     models: list[Mapping[str, Any]] | None = None
     """`model/list`'s visible entries (efforts and service tiers included), asked once per process."""
@@ -64,26 +64,18 @@ class AppServer:
     """Set once the handshake's `model/list` ended (or was never sent: the handshake failed)."""
     model_list: Any = None
     """`model/list`'s answer (`{}` if app-server refused it); None: the runtime asks again."""
-    on_lost: Callable[[AppServer], None] | None = None
-    """Called when the process exits without being asked to (the runtime fails its turns)."""
     kept: list[tuple[str, Any]] = field(factory=list)
 
-    async def call(self, method: str, params: Any) -> Any:
-        return await self.connection.request(method, params, timeout_s=NO_TIMEOUT)
+    require_version: ClassVar[bool] = False  # app-server omits `"jsonrpc": "2.0"`
 
-    def kill(self) -> None:
-        """SIGKILL the process and its process group (it leads its own session) at once: the one
-        signal a frozen (stopped) process acts on. Its task still reaps it."""
-        if self.child.returncode is None:
-            try:
-                self.child.process.kill()
-            except ProcessLookupError:
-                pass
-        kill_process_group(self.child.pid)
+    def methods(self) -> Methods:
+        """Until the runtime attaches: every notification it handles is kept, in order."""
+        return _keeping(self)
 
-    def request_stop(self) -> None:
-        self.stop_requested = True
-        self.finished.set()
+    def connected(self, group: anyio.abc.TaskGroup) -> None:
+        # Answers to a greeting are kept from the first line read (ids 0 and 1, in its order).
+        greeted = [self.connection.written_request(method) for method in self.greeted]
+        group.start_soon(_handshake, self, greeted)
 
     async def attach(self, methods: Methods) -> None:
         """Give the connection the runtime's handlers, after what arrived before them, in order."""
@@ -121,13 +113,13 @@ async def _handshake(server: AppServer, greeted: Sequence[PendingRequest] = ()) 
             await connection.notify("initialized", None)
     except (ConnectionClosed, RpcError) as exc:
         server.handshake_error = exc
-        log.debug("%s (pid %d) failed initialize: %s", APP_SERVER_NAME, server.child.pid, type(exc).__name__)
+        log.debug("%s (pid %s) failed initialize: %s", APP_SERVER_NAME, server.pid, type(exc).__name__)
         return
     finally:
         server.handshaken.set()
         if server.handshake_error is not None:
             server.listed.set()
-    log.debug("%s (pid %d) answered initialize%s", APP_SERVER_NAME, server.child.pid,
+    log.debug("%s (pid %s) answered initialize%s", APP_SERVER_NAME, server.pid,
               " (greeted when it was spawned)" if greeted else "")
     try:
         server.model_list = (await connection.answer(greeted[1], timeout_s=NO_TIMEOUT) if greeted
@@ -147,37 +139,8 @@ async def serve_app_server(argv: Sequence[str], env: Mapping[str, str], generati
     """Own one app-server (`adopted`, else spawned) until it exits or is asked to stop; its
     handshake starts as soon as it is connected (an adopted one was sent `greeting`, the
     handshake's opening, when it was spawned). Raises OSError if it cannot be spawned."""
-    spawned = (adopt_child(adopted, name=APP_SERVER_NAME) if adopted is not None
-               else open_child(argv, env=env, name=APP_SERVER_NAME))
-    async with spawned as child:
-        server = AppServer(child, generation)
-        server.connection = Connection(child.stdout, child.stdin, _keeping(server), require_version=False)
-        # Answers to a greeting are kept from the first line read (ids 0 and 1, in its order).
-        greeted = ([server.connection.written_request(method) for method in GREETING_REQUESTS]
-                   if adopted is not None and greeting else [])
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_read, server)
-                group.start_soon(_handshake, server, greeted)
-                task_status.started(server)
-                await server.finished.wait()
-                if not server.stop_requested:
-                    log.warning("%s (pid %d) exited or closed its output", APP_SERVER_NAME, child.pid)
-                    server.alive = False
-                    if server.on_lost is not None:
-                        server.on_lost(server)
-                group.cancel_scope.cancel()
-        finally:
-            server.alive = False
-            with anyio.CancelScope(shield=True):
-                await child.stop()
-                kill_process_group(child.pid)
-            server.stopped.set()
-
-
-async def _read(server: AppServer) -> None:
-    try:
-        await server.connection.serve()
-    finally:
-        server.alive = False
-        server.finished.set()
+    if adopted is not None:
+        server = AppServer(generation=generation, greeted=GREETING_REQUESTS if greeting else ())
+        await server.adopt(adopted, task_status=task_status)
+    else:
+        await AppServer(generation=generation).spawn(argv, env, task_status=task_status)

@@ -3,17 +3,27 @@
 A prompt whose first text block starts with `/name` is one of these commands. `/compact` and the
 `/review` family run a Codex turn through their own app-server request (`thread/compact/start`,
 `review/start`), whose notifications stream like any turn's; `/status` and `/mcp` have no turn
-and are answered by the agent itself from what it and app-server know. Names follow codex-acp.
+and are answered by the agent itself from what it and app-server know (`answer`). Names follow
+codex-acp.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from attrs import frozen
 
+from acp_agent.backends.contract import TurnFailed
+from acp_agent.backends.phases import Phase, PhaseClock
 from acp_agent.wire.acp import AvailableCommand, AvailableCommandInput, ContentBlock, TextContent
+from acp_agent.wire.rpc import ConnectionClosed, RpcError
+from acp_agent_codex import modes, settings
+from acp_agent_codex.classify import rpc_error_observation, transport_lost
+
+if TYPE_CHECKING:
+    from acp_agent_codex.appserver import AppServer
+    from acp_agent_codex.threads import ThreadState
 
 
 @frozen
@@ -116,3 +126,26 @@ def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:
             line += ": no tools"
         lines.append(line)
     return "\n".join(lines)
+
+
+async def answer(clock: PhaseClock, server: AppServer, thread: ThreadState, models: Sequence[Mapping[str, Any]],
+                 command: Command) -> str:
+    """The agent's own answer to a command that runs no Codex turn (`LOCAL`, or a usage problem)."""
+    problem = usage_problem(command)
+    if problem is not None:
+        return problem
+    if command.name == "mcp":
+        async with clock.phase(Phase.READING, label="mcpServerStatus/list"):
+            try:
+                result = await server.call("mcpServerStatus/list", {"threadId": thread.codex_id,
+                                                                    "detail": "toolsAndAuthOnly"})
+            except ConnectionClosed:
+                raise TurnFailed(transport_lost(Phase.READING.value, submitted=False)) from None
+            except RpcError as exc:
+                raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
+        data = result.get("data") if isinstance(result, Mapping) else None
+        return mcp_text([entry for entry in data or [] if isinstance(entry, Mapping)])
+    choices = thread.choices
+    fast = choices.fast if settings.fast_tier(models, choices.model) is not None else None
+    return status_text(thread_id=thread.thread_id, cwd=thread.cwd, roots=thread.roots, mode=modes.mode_name(thread.mode),
+                       model=choices.model, effort=choices.effort, fast=fast, usage=thread.usage)

@@ -21,19 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import glob
 import logging
-import os
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import anyio.abc
-from attrs import define, evolve, field
+from attrs import evolve
 
 from acp_agent.backends.contract import (
     ProviderRuntime,
@@ -47,10 +42,7 @@ from acp_agent.backends.contract import (
     additional_directories,
 )
 from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
-from acp_agent.backends.executables import executable_problem
-from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
 from acp_agent.backends.phases import Phase, PhaseFailed
-from acp_agent.backends.questions import Answer, Question, UrlQuestion
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureObservation
 from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
@@ -59,21 +51,15 @@ from acp_agent.wire.acp import (
     ConfigOption,
     ContentBlock,
     McpServer,
-    McpServerStdio,
-    SessionInfo,
-    SessionMode,
     SessionModeState,
-    ToolCall,
-    ToolCallUpdate,
     agent_text,
 )
 from acp_agent.wire.rpc import ConnectionClosed, Methods, RpcError
-from acp_agent_codex import codex_home, commands, find_codex, items, settings, titles
+from acp_agent_codex import approvals, codex_home, commands, find_codex, items, modes, settings, threads, titles
 from acp_agent_codex.appserver import (
     GLOBAL_NOTICES,
     NOTIFICATIONS,
     AppServer,
-    serve_app_server,
 )
 from acp_agent_codex.classify import (
     classify_error,
@@ -82,8 +68,19 @@ from acp_agent_codex.classify import (
     spawn_failed,
     transport_lost,
 )
-from acp_agent_codex.prestart import child_environment
-from acp_agent_codex.translate import TurnDone, TurnTranslator, turn_id_of
+from acp_agent_codex.modes import DEFAULT_MODE, MODES, mode_of, policy_params, user_config_sets_policy
+from acp_agent_codex.supervisor import Supervisor
+from acp_agent_codex.threads import (
+    RESUME_BYTES,
+    ActiveTurn,
+    Barrier,
+    QueueItem,
+    ThreadState,
+    mcp_config,
+    rollout_size,
+    session_info,
+)
+from acp_agent_codex.translate import TurnTranslator, turn_id_of
 
 log = logging.getLogger(__name__)
 PROVIDER = "codex"
@@ -95,202 +92,6 @@ RESPONSIVE_S: Final = 2.0
 """How long app-server may take to answer a request that needs no work (`turn/interrupt`,
 `thread/loaded/list`) when a cancel, a close or a missed deadline asks it to: one that does not
 is frozen, and is replaced (killed with its process group; the sessions resume on a new one)."""
-UNSUBSCRIBE_TIMEOUT_S: Final = 5.0
-STOP_TIMEOUT_S: Final = 8.0
-LIST_PAGE: Final = 50
-TURNS_PAGE: Final = 100
-RESUME_BYTES: Final = 8 << 20
-"""A rollout this large may take the whole read budget to resume (a 3,000-turn rollout of 20 MB took
-20 s on a loaded 2-core machine); a larger one gets a budget as many times longer."""
-
-MODES: Final = (
-    SessionMode("read-only", "Read-only", "Codex reads files; it asks before editing files or running commands."),
-    SessionMode("auto", "Workspace access",
-                "Codex edits files and runs commands in the workspace; it asks you before going beyond it."),
-    SessionMode("auto-review", "Auto review",
-                "Like Workspace access, but Codex's automatic reviewer decides the requests to go beyond the "
-                "workspace instead of asking you."),
-    SessionMode("full-access", "Full access", "Codex edits files and runs commands anywhere without asking."),
-)
-DEFAULT_MODE: Final = "auto-review"
-"""codex-acp's default (its `agent` mode): workspace-write, on-request, approvals to the reviewer."""
-# mode → (turn/start sandboxPolicy, approvalPolicy, thread/start sandbox)
-_POLICIES: Final[Mapping[str, tuple[dict[str, str], str, str]]] = {
-    "read-only": ({"type": "readOnly"}, "on-request", "read-only"),
-    "auto": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
-    "auto-review": ({"type": "workspaceWrite"}, "on-request", "workspace-write"),
-    "full-access": ({"type": "dangerFullAccess"}, "never", "danger-full-access"),
-}
-_REVIEWER: Final[Mapping[str, str]] = {"auto-review": "auto_review"}
-"""Who decides approval requests (app-server's `approvalsReviewer`) where it is not the user."""
-_MODE_OF_SANDBOX: Final[Mapping[str, str]] = {
-    "readOnly": "read-only",
-    "workspaceWrite": "auto",
-    "dangerFullAccess": "full-access",
-}
-_NOT_FOUND_MARKERS: Final = ("no rollout found", "invalid session id", "not found")
-_APPROVALS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
-# --- state --------------------------------------------------------------------------------------
-
-
-@define(eq=False)
-class _Barrier:
-    """Queued behind a turn's notifications; set once the prompt has processed everything before it."""
-
-    reached: anyio.Event = field(factory=anyio.Event)
-
-
-QueueItem = tuple[str, Mapping[str, Any]] | Notice | _Barrier
-
-
-@define(eq=False)
-class ActiveTurn:
-    channel: TurnChannel
-    generation: int
-    queue: TurnQueue[QueueItem]
-    translator: TurnTranslator = field(factory=TurnTranslator)
-    codex_turn_id: str | None = None
-    cancel_requested: bool = False
-    known: anyio.Event = field(factory=anyio.Event)
-    """Set once app-server named the turn (`codex_turn_id`), or the prompt ended without it."""
-
-
-@define(eq=False)
-class ThreadState:
-    """What the runtime knows of one session (an app-server thread)."""
-
-    thread_id: str
-    cwd: str
-    mcp_config: dict[str, Any]
-    generation: int
-    mode: str
-    choices: settings.Choices
-    active: ActiveTurn | None = None
-    roots: tuple[str, ...] = ()
-    """The workspace roots beside `cwd` (ACP `additionalDirectories`): app-server's runtime roots."""
-    usage: Mapping[str, Any] | None = None
-    """The last `thread/tokenUsage/updated`, for `/status`."""
-    mode_dirty: bool = False
-    mode_explicit: bool = False
-    orphaned: bool = False
-    """A prompt ended before app-server acknowledged its turn: interrupt that turn when it shows up."""
-    titled: bool = True
-    """The thread has a name, or its title is being (or was) generated: generate none (again)."""
-    ran: bool = True
-    """A turn was submitted: app-server has a rollout to resume. One that never ran a turn has
-    none, and is started afresh on a new app-server."""
-    codex_id: str = ""
-    """The app-server thread (`thread_id` is the ACP session id): another one once the session was
-    started afresh on a new app-server."""
-
-    def __attrs_post_init__(self) -> None:
-        self.codex_id = self.codex_id or self.thread_id
-
-
-# --- pure helpers ---------------------------------------------------------------------------------
-
-
-def user_config_sets_policy(environ: Mapping[str, str]) -> bool:
-    """Whether the user's config.toml chooses a sandbox mode or approval policy (then we pass neither).
-    Only a regular file within the settings bound is read: a FIFO or a device there is skipped
-    (logged), never waited on."""
-    path = os.path.join(codex_home(environ), "config.toml")
-    try:
-        data = read_regular_file(path, SETTINGS_LIMIT)
-    except FileNotFoundError:
-        return False
-    except UnsafeFile as exc:
-        log.warning("codex config skipped: %s", exc)
-        return True  # as for any unreadable config: codex reports it; we override nothing
-    except OSError:
-        return True  # let codex report its own configuration problems; do not override them
-    import tomllib  # only for a file to read: 5 ms on the way to the first session
-
-    try:
-        config = tomllib.loads(data.decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return True
-    profile = config.get("profile")
-    profiles = config.get("profiles")
-    chosen = profiles.get(profile) if isinstance(profile, str) and isinstance(profiles, Mapping) else None
-    tables = [config, *([chosen] if isinstance(chosen, Mapping) else [])]
-    return any("sandbox_mode" in table or "approval_policy" in table for table in tables)
-
-
-def mode_of(result: Mapping[str, Any]) -> str:
-    """The ACP mode that a thread/start or thread/resume result's sandbox amounts to."""
-    sandbox = result.get("sandbox")
-    kind = sandbox.get("type") if isinstance(sandbox, Mapping) else None
-    mode = _MODE_OF_SANDBOX.get(kind, "auto") if isinstance(kind, str) else "auto"
-    if mode == "auto" and result.get("approvalsReviewer") in ("auto_review", "guardian_subagent"):
-        return "auto-review"
-    return mode
-
-
-def policy_params(mode: str) -> dict[str, str]:
-    """thread/start, thread/resume and thread/fork fields that put a thread in `mode`."""
-    _, approval, sandbox = _POLICIES[mode]
-    return {"sandbox": sandbox, "approvalPolicy": approval, "approvalsReviewer": _REVIEWER.get(mode, "user")}
-
-
-def mcp_config(servers: Sequence[McpServer]) -> dict[str, Any]:
-    """ACP `mcpServers` as app-server config overrides (`mcp_servers.<name>`, added to the user's own)."""
-    config: dict[str, Any] = {}
-    for server in servers:
-        if isinstance(server, McpServerStdio):
-            entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
-            if server.env:
-                entry["env"] = {pair.name: pair.value for pair in server.env}
-        else:
-            entry = {"url": server.url}
-            if server.headers:
-                entry["http_headers"] = {pair.name: pair.value for pair in server.headers}
-        config[f"mcp_servers.{server.name}"] = entry
-    return config
-
-
-def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:
-    thread_id, cwd = thread.get("id"), thread.get("cwd")
-    if not isinstance(thread_id, str) or not isinstance(cwd, str):
-        return None
-    title = thread.get("name") or thread.get("preview")
-    updated = thread.get("updatedAt")
-    return SessionInfo(
-        session_id=thread_id,
-        cwd=cwd,
-        title=title.strip().splitlines()[0][:120] if isinstance(title, str) and title.strip() else None,
-        updated_at=(datetime.fromtimestamp(updated, UTC).isoformat().replace("+00:00", "Z")
-                    if isinstance(updated, int | float) else None),
-    )
-
-
-def _text(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""
-
-
-def _possibly_applied(observation: FailureObservation) -> FailureObservation:
-    """A fork whose answer was lost may have been made."""
-    return evolve(observation, mutation_possibly_applied=True)
-
-
-def _value_of(choices: settings.Choices, name: str) -> str:
-    if name == settings.MODEL:
-        return choices.model or ""
-    if name == settings.EFFORT:
-        return choices.effort or ""
-    return settings.FAST_ON if choices.fast else settings.FAST_OFF
-
-
-# --- the runtime ----------------------------------------------------------------------------------
-
-
-def rollout_size(home: str, thread_id: str) -> int:
-    """The size of the thread's rollout (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-<id>.jsonl`),
-    0 when it is not there (codex may keep it elsewhere: the budget is then the phase's own)."""
-    for path in Path(home, "sessions").glob(f"*/*/*/rollout-*-{glob.escape(thread_id)}.jsonl"):
-        with contextlib.suppress(OSError):
-            return path.stat().st_size
-    return 0
 
 
 class CodexRuntime(ProviderRuntime):
@@ -299,13 +100,9 @@ class CodexRuntime(ProviderRuntime):
     def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup, binary: str,
                  early: AppServer | None = None) -> None:
         self.context = context
-        self._early = early
         self.clock = context.clock
         self._tg = task_group
-        self._binary = binary
-        self._server: AppServer | None = None
-        self._server_lock = anyio.Lock()
-        self._generation = 0
+        self._servers = Supervisor(self.clock, task_group, binary, early, self._methods, self._lost)
         self._threads: dict[str, ThreadState] = {}
         self._router = context.router
         self._router.serve(self._outside)
@@ -319,9 +116,6 @@ class CodexRuntime(ProviderRuntime):
         """The app-server thread of a session started afresh (`_start_afresh`), kept after it is
         closed so a load in this process finds its turns; `_session_ids` is its inverse."""
         self._session_ids: dict[str, str] = {}
-        self._renew = False
-        """The environment changed (new credentials): the next app-server start-up point replaces
-        the running one, once no turn runs; threads resume on the new one at their next prompt."""
         self._titles = titles.enabled(context.environ)
         self._title_threads: dict[str, titles.Collector] = {}
         """The ephemeral threads asking for a session's title, by thread id."""
@@ -329,60 +123,13 @@ class CodexRuntime(ProviderRuntime):
     # -- the app-server process -------------------------------------------------------------
 
     async def _ready(self) -> AppServer:
-        """The running app-server, started (again) under the initializing phase when needed."""
-        async with self._server_lock:
-            server = self._server
-            if server is not None and server.alive and self._renew and \
-                    not any(thread.active is not None for thread in self._threads.values()):
-                log.info("replacing codex app-server: new credentials")
-                self._renew = False
-                self._server = None
-                await self._stop(server)
-                server = None  # not a lost backend: nothing to tell the sessions
-            if server is not None and server.alive:
-                return server
-            replaced = server is not None
-            self._generation += 1
-            server = await self._start(self._generation)
-            self._server = server
+        """The running app-server, started (again) under the initializing phase when needed; the
+        sessions of a replaced one resume on the new one (`RuntimeReplaced`)."""
+        server, replaced = await self._servers.ready(
+            self.context.environ, idle=lambda: not any(thread.active is not None for thread in self._threads.values()))
         if replaced:
             for thread in list(self._threads.values()):
                 await self._router.emit(thread.thread_id, RuntimeReplaced())
-        return server
-
-    async def _start(self, generation: int) -> AppServer:
-        server: AppServer | None = None
-        try:
-            async with self.clock.phase(Phase.INITIALIZING, label="codex app-server"):
-                server, self._early = self._early, None
-                if server is not None and not server.alive and server.handshaken.is_set() \
-                        and server.handshake_error is None:
-                    log.info("the early codex app-server (pid %d) exited before it was used", server.child.pid)
-                    server = None
-                if server is None:
-                    try:
-                        server = await self._tg.start(serve_app_server, [self._binary, "app-server"],
-                                                      child_environment(self.context.environ), generation)
-                    except OSError as exc:
-                        log.warning("codex app-server could not be started: %s", type(exc).__name__)
-                        problem = executable_problem(self._binary, self.context.environ, error=exc)
-                        raise PhaseFailed(spawn_failed(Phase.INITIALIZING.value,
-                                                       problem or "could not be run")) from None
-                server.generation = generation
-                server.on_lost = self._lost
-                await server.attach(self._methods(server))
-                await server.handshaken.wait()  # started with the process: early, for the first one
-                error = server.handshake_error
-                if isinstance(error, ConnectionClosed):
-                    raise PhaseFailed(transport_lost(Phase.INITIALIZING.value, submitted=False))
-                if isinstance(error, RpcError):
-                    raise PhaseFailed(rpc_error_observation(error.code, error.message, Phase.INITIALIZING.value))
-        except BaseException:
-            if server is not None:
-                # The server's own task (in the runtime's task group) stops and reaps it, shielded;
-                # the failure answers the client now instead of after that stop.
-                server.request_stop()
-            raise
         return server
 
     def _lost(self, server: AppServer) -> None:
@@ -412,34 +159,17 @@ class CodexRuntime(ProviderRuntime):
             self._replace(server, f"{method} unanswered for {RESPONSIVE_S:g} s")
 
     def _replace(self, server: AppServer, why: str) -> None:
-        """A frozen app-server is killed with its process group (it leads its own session; SIGKILL
-        reaches a stopped process too) and reaped by its task; its turns end, and the next use
-        starts a new one, on which every session resumes (`RuntimeReplaced`), as after a loss."""
-        if not server.alive or server.stop_requested:
-            return
-        log.warning("replacing codex app-server (pid %d): %s", server.child.pid, why)
-        server.kill()
-        self._lost(server)
-        server.request_stop()
-
-    async def _stop(self, server: AppServer) -> None:
-        server.request_stop()
-        with anyio.move_on_after(STOP_TIMEOUT_S):
-            await server.stopped.wait()
+        self._servers.replace(server, why)
 
     async def aclose(self) -> None:
-        server = self._server
-        self._server = None
-        if server is not None:
-            with anyio.CancelScope(shield=True):
-                await self._stop(server)
+        await self._servers.aclose()
 
     def _methods(self, server: AppServer) -> Methods:
         notifications: dict[str, Callable[[Any], Awaitable[None]]] = {}
         for method in NOTIFICATIONS:
             notifications[method] = self._notification_handler(server, method)
         requests: dict[str, Callable[[Any], Awaitable[Any]]] = {
-            method: self._approval_handler(server, method) for method in (*_APPROVALS, *items.QUESTION_REQUESTS)
+            method: self._approval_handler(server, method) for method in approvals.REQUESTS
         }
         return Methods(requests=requests, notifications=notifications, ordered=frozenset(notifications))
 
@@ -497,7 +227,7 @@ class CodexRuntime(ProviderRuntime):
     async def _outside(self, thread_id: str, item: Any) -> None:
         """An item no running prompt takes (anymore)."""
         thread = self._threads.get(thread_id)
-        if isinstance(item, _Barrier):
+        if isinstance(item, Barrier):
             item.reached.set()
         elif thread is None:
             return
@@ -510,7 +240,7 @@ class CodexRuntime(ProviderRuntime):
         """A thread's notification that belongs to no running prompt of ours."""
         if method == "turn/started" and thread.orphaned:
             turn_id = turn_id_of(method, params)
-            server = self._server
+            server = self._servers.server
             if turn_id is not None and server is not None:
                 thread.orphaned = False
                 log.info("interrupting turn %s of thread %s: its prompt already ended", turn_id, thread.thread_id)
@@ -563,21 +293,11 @@ class CodexRuntime(ProviderRuntime):
         return server.models
 
     def _known_models(self) -> list[Mapping[str, Any]]:
-        server = self._server
+        server = self._servers.server
         return list(server.models or []) if server is not None else []
 
     def _choices(self, server: AppServer, thread_id: str, result: Mapping[str, Any]) -> settings.Choices:
-        """What the thread runs with: as app-server reports it, with what the user chose for it in
-        this agent process before it was closed (sent with its next turn)."""
-        choices = settings.opened(server.models or [], result)
-        kept = self._kept.get(thread_id)
-        if kept is not None:
-            for name in (settings.MODEL, settings.EFFORT, settings.FAST):
-                value = _value_of(kept, name)
-                if name in kept.explicit and (name != settings.EFFORT or value in {
-                        effort for effort, _ in settings.efforts(server.models or [], choices.model)}):
-                    settings.choose(choices, server.models or [], name, value)
-        return choices
+        return threads.choices_with(server.models or [], result, self._kept.get(thread_id))
 
     def _setup(self, server: AppServer | None, thread: ThreadState) -> SessionStart:
         return SessionStart(
@@ -612,7 +332,7 @@ class CodexRuntime(ProviderRuntime):
         self._opening += 1
         try:
             async with self.clock.phase(Phase.PREPARING, label="thread/start"):
-                result = await self._prepare_call(server, "thread/start", params)
+                result = await threads.call_in(server, "thread/start", params, Phase.PREPARING)
                 thread_id = result["thread"]["id"]
                 # thread/started follows the response, after the thread's own start-up notices.
                 await server.started_threads.setdefault(thread_id, anyio.Event()).wait()
@@ -638,53 +358,15 @@ class CodexRuntime(ProviderRuntime):
         thread.mode_dirty = thread.mode_explicit
         thread.choices.dirty = set(thread.choices.explicit)
 
-    async def _prepare_call(self, server: AppServer, method: str, params: Any) -> Any:
-        """A request made while preparing a session: failures become phase failures (nothing submitted)."""
-        try:
-            return await server.call(method, params)
-        except ConnectionClosed:
-            raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False)) from None
-        except RpcError as exc:
-            raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
-
     async def _resume(self, server: AppServer, session_id: str, cwd: str, config: Mapping[str, Any],
                       phase: Phase, mode: str = DEFAULT_MODE, roots: Sequence[str] = ()) -> Mapping[str, Any]:
-        # The roots are the complete list (ACP): none named means only `cwd`, whatever was stored.
-        params: dict[str, Any] = {"threadId": session_id, "cwd": cwd, "excludeTurns": True,
-                                  "runtimeWorkspaceRoots": [cwd, *roots]}
-        if self._default_policy:
-            params.update(policy_params(mode))
-        if config:
-            params["config"] = dict(config)
-        try:
-            result = await server.call("thread/resume", params)
-        except ConnectionClosed:
-            raise PhaseFailed(transport_lost(phase.value, submitted=False)) from None
-        except RpcError as exc:
-            if any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
-                raise SessionNotFound(session_id) from None
-            raise PhaseFailed(rpc_error_observation(exc.code, exc.message, phase.value)) from None
+        params = threads.open_params(session_id, cwd, config, roots, self._policy(mode))
+        result = await threads.call_in(server, "thread/resume", params, phase, missing=session_id)
         return result if isinstance(result, Mapping) else {}
 
-    async def _pages(self, server: AppServer, session_id: str) -> AsyncIterator[tuple[list[Any], bool]]:
-        """The thread's stored turns, a page at a time, and whether the page is the last."""
-        cursor: str | None = None
-        while True:
-            params: dict[str, Any] = {"threadId": session_id, "itemsView": "full", "sortDirection": "asc",
-                                      "limit": TURNS_PAGE}
-            if cursor:
-                params["cursor"] = cursor
-            try:
-                page = await server.call("thread/turns/list", params)
-            except ConnectionClosed:
-                raise PhaseFailed(transport_lost(Phase.READING.value, submitted=False)) from None
-            except RpcError as exc:
-                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
-            cursor = page.get("nextCursor")
-            last = not isinstance(cursor, str) or not cursor
-            yield list(page.get("data") or []), last
-            if last:
-                return
+    def _policy(self, mode: str) -> dict[str, str] | None:
+        """The thread fields of `mode`; None when the user's config.toml chooses the policy."""
+        return policy_params(mode) if self._default_policy else None
 
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
@@ -730,7 +412,7 @@ class CodexRuntime(ProviderRuntime):
         self._threads[session_id] = thread
         named = result.get("thread")
         info = session_info(named) if isinstance(named, Mapping) else None
-        if info is not None and isinstance(named, Mapping) and _text(named.get("name")):
+        if info is not None and isinstance(named, Mapping) and threads.text_of(named.get("name")):
             # the thread's name, as codex-acp publishes it on load (an unnamed one keeps none)
             updated = info.updated_at if isinstance(info.updated_at, str) else None
             await channel.emit(SessionTitle(named["name"], updated))
@@ -741,7 +423,7 @@ class CodexRuntime(ProviderRuntime):
         """Send the stored turns on page by page, as they come: each page within the read budget
         of the one before (a deadline on progress: a long thread is never cut off)."""
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
-        pages = self.clock.paced(Phase.READING, self._pages(server, session_id), label="thread/turns/list")
+        pages = self.clock.paced(Phase.READING, threads.pages(server, session_id), label="thread/turns/list")
         self._opening += 1
         try:
             async with aclosing(pages):
@@ -761,21 +443,17 @@ class CodexRuntime(ProviderRuntime):
         mode = source.mode if source is not None else DEFAULT_MODE
         config = mcp_config(mcp_servers)
         roots = additional_directories(channel)
-        params: dict[str, Any] = {"threadId": self._codex_id(session_id), "cwd": cwd, "excludeTurns": True,
-                                  "runtimeWorkspaceRoots": [cwd, *roots]}
-        if self._default_policy:
-            params.update(policy_params(mode))
-        if config:
-            params["config"] = config
+        params = threads.open_params(self._codex_id(session_id), cwd, config, roots, self._policy(mode))
         self._opening += 1
         try:
             async with self.clock.phase(Phase.FORKING, label="thread/fork"):
                 try:
                     result = await server.call("thread/fork", params)
                 except ConnectionClosed:
-                    raise PhaseFailed(_possibly_applied(transport_lost(Phase.FORKING.value, submitted=False))) from None
+                    raise PhaseFailed(threads.possibly_applied(transport_lost(Phase.FORKING.value,
+                                                                              submitted=False))) from None
                 except RpcError as exc:
-                    if not any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
+                    if not threads.not_found(exc):
                         raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.FORKING.value)) from None
                     if source is None or (source.ran and source.generation != server.generation):
                         raise SessionNotFound(session_id) from None
@@ -800,13 +478,9 @@ class CodexRuntime(ProviderRuntime):
 
     def _inherit(self, server: AppServer, source: ThreadState, forked: ThreadState) -> None:
         """What the user chose for the source session goes on with its fork (sent with its first turn)."""
-        forked.mode = source.mode
-        forked.mode_dirty = forked.mode_explicit = source.mode_explicit
+        threads.inherit(server.models or [], source, forked)
         if source.mode_explicit:
             self._kept_modes[forked.thread_id] = source.mode
-        for name in (settings.MODEL, settings.EFFORT, settings.FAST):
-            if name in source.choices.explicit:
-                settings.choose(forked.choices, server.models or [], name, _value_of(source.choices, name))
         if forked.choices.explicit:
             self._kept[forked.thread_id] = forked.choices
 
@@ -814,40 +488,21 @@ class CodexRuntime(ProviderRuntime):
         """`thread/archive`, as codex-acp does: the thread leaves `thread/list` (and `session/list`)."""
         server = await self._ready()
         async with self.clock.phase(Phase.PREPARING, label="thread/archive"):
-            try:
-                await server.call("thread/archive", {"threadId": self._codex_id(session_id)})
-            except ConnectionClosed:
-                raise PhaseFailed(transport_lost(Phase.PREPARING.value, submitted=False)) from None
-            except RpcError as exc:
-                if any(marker in exc.message.lower() for marker in _NOT_FOUND_MARKERS):
-                    raise SessionNotFound(session_id) from None
-                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.PREPARING.value)) from None
+            await threads.call_in(server, "thread/archive", {"threadId": self._codex_id(session_id)},
+                                  Phase.PREPARING, missing=session_id)
         self._kept.pop(session_id, None)
         self._kept_modes.pop(session_id, None)
         self._session_ids.pop(self._codex_ids.pop(session_id, ""), None)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         server = await self._ready()
-        params: dict[str, Any] = {"limit": LIST_PAGE, "sortKey": "updated_at"}
-        if cwd:
-            params["cwd"] = cwd
-        if cursor:
-            params["cursor"] = cursor
         async with self.clock.phase(Phase.READING, label="thread/list"):
-            try:
-                result = await server.call("thread/list", params)
-            except ConnectionClosed:
-                raise PhaseFailed(transport_lost(Phase.READING.value, submitted=False)) from None
-            except RpcError as exc:
-                raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
-        sessions = [info for info in (session_info(t) for t in result.get("data") or [] if isinstance(t, Mapping))
-                    if info is not None]
-        next_cursor = result.get("nextCursor")
-        return SessionListing(sessions, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
+            result = await threads.call_in(server, "thread/list", threads.list_params(cwd, cursor), Phase.READING)
+        return threads.listing(result)
 
     async def close_session(self, session_id: str) -> None:
         thread = self._threads.pop(session_id, None)
-        server = self._server
+        server = self._servers.server
         if thread is None or server is None or not server.alive or server.generation != thread.generation:
             return
         # As for a cancel: an app-server that does not answer within the grace is frozen (replaced).
@@ -863,7 +518,7 @@ class CodexRuntime(ProviderRuntime):
         """app-server keeps the environment it started with: a new one (with `environ`) takes
         over at the next prompt that finds no turn running, and each thread resumes on it."""
         self.context = evolve(self.context, environ=dict(environ))
-        self._renew = True
+        self._servers.renew = True
         return True
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
@@ -898,10 +553,11 @@ class CodexRuntime(ProviderRuntime):
             thread.choices.dirty = set(thread.choices.explicit)
         command = commands.parse(prompt)
         if command is not None and (command.name in commands.LOCAL or commands.usage_problem(command)):
-            await turn.emit(agent_text(await self._answer(server, thread, command)))
+            await turn.emit(agent_text(await commands.answer(self.clock, server, thread, self._known_models(), command)))
             return TurnEnd("end_turn")
-        active = ActiveTurn(turn, server.generation, TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
-                              TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
+        active = ActiveTurn(channel=turn, generation=server.generation,
+                            queue=TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
+                            translator=TurnTranslator(classify=bound(self.context.hooks, PROVIDER)))
         thread.active = active
         self._router.start_turn(thread.thread_id, active.queue)
         try:
@@ -917,10 +573,10 @@ class CodexRuntime(ProviderRuntime):
             # meet it. Stop it, once the queue is closed: a reader waiting for room could not read
             # the interrupt's answer.
             with anyio.CancelScope(shield=True):
-                if active.codex_turn_id is None:
+                if active.turn_id is None:
                     thread.orphaned = True
                 await self._end_turn(thread, active)
-                await self._interrupt_or_replace(server, thread.codex_id, active.codex_turn_id)
+                await self._interrupt_or_replace(server, thread.codex_id, active.turn_id)
             raise
         finally:
             await self._end_turn(thread, active)
@@ -928,9 +584,7 @@ class CodexRuntime(ProviderRuntime):
     def _turn_params(self, thread: ThreadState, prompt: Sequence[ContentBlock]) -> dict[str, Any]:
         params: dict[str, Any] = {"threadId": thread.codex_id, "input": items.prompt_input(prompt)}
         if thread.mode_dirty:
-            sandbox_policy, approval, _ = _POLICIES[thread.mode]
-            params.update(sandboxPolicy=sandbox_policy, approvalPolicy=approval,
-                          approvalsReviewer=_REVIEWER.get(thread.mode, "user"))
+            params.update(modes.turn_policy(thread.mode))
         params.update(settings.turn_overrides(thread.choices, self._known_models()))
         return params
 
@@ -958,55 +612,43 @@ class CodexRuntime(ProviderRuntime):
             thread.choices.dirty.clear()
         codex_turn = result.get("turn") if isinstance(result, Mapping) else None
         turn_id = codex_turn.get("id") if isinstance(codex_turn, Mapping) else None
-        active.codex_turn_id = turn_id if isinstance(turn_id, str) else None
-        active.known.set()
-        if active.codex_turn_id is not None:
+        active.acknowledged(turn_id if isinstance(turn_id, str) else None)
+        if active.turn_id is not None:
             # Codex stores this id with the turn: a replayed failure then keeps the live incident id.
-            turn.adopt_turn_id(active.codex_turn_id)
-        active.queue.acknowledged()
+            turn.adopt_turn_id(active.turn_id)
         if active.cancel_requested:
             # In the background: waiting here for the answer, with the queue full and the reader
             # waiting for room, would wait for ever.
             self._tg.start_soon(self._interrupt, server, thread, active)
-        async with self.clock.phase(Phase.RUNNING, label="turn"):
-            end = await self._consume(thread, active)
-        if isinstance(end, FailureObservation):
-            turn.record_failure(end)
-            raise TurnFailed(end)
-        return end
+        return await active.run(self.clock, functools.partial(self._take, thread, active),
+                                functools.partial(self._gone, active))
 
-    async def _consume(self, thread: ThreadState, active: ActiveTurn) -> TurnEnd | FailureObservation:
-        """Fold the turn's queued notifications, in order, until the turn is over."""
-        turn = active.channel
-        while True:
-            entry = await active.queue.get()
-            if entry is None and active.cancel_requested:
-                return TurnEnd("cancelled")  # app-server did not stop the turn: it was replaced
-            if entry is None:  # app-server is gone
-                observation = transport_lost(Phase.RUNNING.value, submitted=True)
-                turn.record_failure(observation)
-                return observation
-            if isinstance(entry, _Barrier):
-                entry.reached.set()
-                continue
-            if isinstance(entry, Notice):
-                await turn.emit(entry)
-                continue
-            method, params = entry
-            turn_id = turn_id_of(method, params)
-            if active.codex_turn_id is None and method == "turn/started" and turn_id is not None:
-                active.codex_turn_id = turn_id
-                active.known.set()
-            if turn_id is not None and turn_id != active.codex_turn_id:
-                await self._outside_turn(thread, method, params)
-                continue
-            for step in active.translator.feed(method, params):
-                if isinstance(step, TurnDone):
-                    return step.end
-                if isinstance(step, FailureObservation):
-                    turn.record_failure(step)
-                else:
-                    await turn.emit(step)
+    @staticmethod
+    def _gone(active: ActiveTurn) -> TurnEnd | FailureObservation:
+        """The turn's queue ended: app-server is gone (or was replaced under a cancel)."""
+        if active.cancel_requested:
+            return TurnEnd("cancelled")  # app-server did not stop the turn: it was replaced
+        return transport_lost(Phase.RUNNING.value, submitted=True)
+
+    async def _take(self, thread: ThreadState, active: ActiveTurn,
+                    entry: QueueItem) -> tuple[str, Mapping[str, Any]] | None:
+        """A queued entry: a barrier or a notice is the runtime's; another turn's notification
+        belongs to no prompt; the rest is the translator's."""
+        if isinstance(entry, Barrier):
+            entry.reached.set()
+            return None
+        if isinstance(entry, Notice):
+            await active.channel.emit(entry)
+            return None
+        method, params = entry
+        turn_id = turn_id_of(method, params)
+        if active.turn_id is None and method == "turn/started" and turn_id is not None:
+            active.turn_id = turn_id
+            active.known.set()
+        if turn_id is not None and turn_id != active.turn_id:
+            await self._outside_turn(thread, method, params)
+            return None
+        return entry
 
     async def _end_turn(self, thread: ThreadState, active: ActiveTurn) -> None:
         """What was queued to a prompt that has ended now belongs to no prompt (runs once)."""
@@ -1028,39 +670,13 @@ class CodexRuntime(ProviderRuntime):
         thread.titled = True
         await turn.emit(SessionTitle(text))  # the core makes it one short line
         model = titles.model(server.models or [], thread.choices.model)
-        self._tg.start_soon(self._generate_title, server, thread.codex_id, thread.cwd, text, model)
-
-    async def _generate_title(self, server: AppServer, thread_id: str, cwd: str, text: str,
-                              model: str | None) -> None:
-        """Ask the model for a title in an ephemeral thread and name the session's thread with it;
-        codex's `thread/name/updated` echo becomes the `session_info_update`. Bounded; a failure
-        only costs the title."""
-        collector = titles.Collector()
-        side_id: str | None = None
-        try:
-            with anyio.move_on_after(titles.TIMEOUT_S):
-                started = await server.call("thread/start", {"cwd": cwd, "ephemeral": True, "approvalPolicy": "never",
-                                                             "sandbox": "read-only"})
-                side_id = started["thread"]["id"]
-                self._title_threads[side_id] = collector
-                await server.call("turn/start", titles.turn_params(side_id, text, model))
-                await collector.done.wait()
-                title = titles.title_of(collector.answer)
-                if title is not None and self._thread_of(thread_id) is not None and server.alive:
-                    await server.call("thread/name/set", {"threadId": thread_id, "name": title})
-        except (RpcError, ConnectionClosed, KeyError, TypeError) as exc:
-            log.info("no title for thread %s: %s", thread_id, type(exc).__name__)
-        finally:
-            if side_id is not None:
-                self._title_threads.pop(side_id, None)
-                with (anyio.CancelScope(shield=True), anyio.move_on_after(UNSUBSCRIBE_TIMEOUT_S),
-                      contextlib.suppress(RpcError, ConnectionClosed)):
-                    if server.alive:
-                        await server.call("thread/unsubscribe", {"threadId": side_id})
+        codex_id = thread.codex_id
+        self._tg.start_soon(titles.generate, server, codex_id, thread.cwd, text, model, self._title_threads,
+                            lambda: self._thread_of(codex_id) is not None)
 
     async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
-        if active.codex_turn_id is not None:
-            await self._interrupt_turn(server, thread.codex_id, active.codex_turn_id)
+        if active.turn_id is not None:
+            await self._interrupt_turn(server, thread.codex_id, active.turn_id)
 
     async def _interrupt_turn(self, server: AppServer, thread_id: str, turn_id: str) -> None:
         if not server.alive:
@@ -1081,7 +697,7 @@ class CodexRuntime(ProviderRuntime):
         server = await self._ready()
         async with self.clock.phase(Phase.SUBMITTING, label="turn/steer"):
             await active.known.wait()  # turn/start answered (or turn/started read)
-            turn_id = active.codex_turn_id
+            turn_id = active.turn_id
             if turn_id is None or thread.active is not active or server.generation != active.generation:
                 return False
             params = {"threadId": thread.codex_id, "expectedTurnId": turn_id,
@@ -1099,106 +715,24 @@ class CodexRuntime(ProviderRuntime):
                 raise PhaseFailed(rpc_error_observation(exc.code, exc.message, Phase.SUBMITTING.value)) from None
         return True
 
-    async def _answer(self, server: AppServer, thread: ThreadState, command: commands.Command) -> str:
-        """The agent's own answer to a command that runs no Codex turn."""
-        problem = commands.usage_problem(command)
-        if problem is not None:
-            return problem
-        if command.name == "mcp":
-            async with self.clock.phase(Phase.READING, label="mcpServerStatus/list"):
-                try:
-                    result = await server.call("mcpServerStatus/list", {"threadId": thread.codex_id,
-                                                                        "detail": "toolsAndAuthOnly"})
-                except ConnectionClosed:
-                    raise TurnFailed(transport_lost(Phase.READING.value, submitted=False)) from None
-                except RpcError as exc:
-                    raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
-            data = result.get("data") if isinstance(result, Mapping) else None
-            return commands.mcp_text([entry for entry in data or [] if isinstance(entry, Mapping)])
-        choices = thread.choices
-        fast = choices.fast if settings.fast_tier(self._known_models(), choices.model) is not None else None
-        mode = next((m.name for m in MODES if m.id == thread.mode), thread.mode)
-        return commands.status_text(thread_id=thread.thread_id, cwd=thread.cwd, roots=thread.roots, mode=mode,
-                                    model=choices.model, effort=choices.effort, fast=fast, usage=thread.usage)
-
     async def cancel(self, session_id: str) -> None:
         thread = self._threads.get(session_id)
         active = thread.active if thread is not None else None
         if thread is None or active is None:
             return
         active.cancel_requested = True
-        server = self._server
+        server = self._servers.server
         if server is None or server.generation != active.generation:
             return
-        await self._interrupt_or_replace(server, thread.codex_id, active.codex_turn_id)
+        await self._interrupt_or_replace(server, thread.codex_id, active.turn_id)
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
-        """An approval request (or a question): asked through the client; no answer (or a cancelled
-        one) declines."""
-        if method in items.QUESTION_REQUESTS:
-            return await self._on_question(server, method, params)
-        thread_id = params.get("threadId")
-        thread = self._thread_of(thread_id)
+        """An approval request (or a question) of a thread's running turn on this app-server."""
+        thread = self._thread_of(params.get("threadId"))
         active = thread.active if thread is not None else None
-        if active is None or active.generation != server.generation:
-            return {"decision": "decline"}
-        if not await self._caught_up(active):
-            return {"decision": "decline"}
-        item_id = params.get("itemId")
-        item = active.translator.items.get(item_id) if isinstance(item_id, str) else None
-        tool_call, options = items.approval_request(method, params, item)
-        choice = await active.channel.request_permission(tool_call, options)
-        decision = choice if choice in {option.option_id for option in options} else "decline"
-        return {"decision": decision}
-
-    async def _caught_up(self, active: ActiveTurn) -> bool:
-        """Wait until the turn's notifications queued before now reached the client (the item's
-        tool call first); False when the turn is over."""
-        barrier = _Barrier()
-        try:
-            await active.queue.put(barrier)  # this handler is its own task: it may wait for room
-        except anyio.ClosedResourceError:
-            return False
-        await barrier.reached.wait()
-        return True
-
-    async def _on_question(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
-        """A question to the user (request_user_input, an MCP server's elicitation): asked through
-        the core, which elicits or falls back to permission requests; cancel declines. An MCP
-        elicitation belongs to its server's running tool call; codex's own approval of an MCP tool
-        call is a permission request on that call (as codex-acp asks it)."""
-        thread_id = params.get("threadId")
-        thread = self._thread_of(thread_id)
-        active = thread.active if thread is not None else None
-        if active is not None and (active.generation != server.generation or not await self._caught_up(active)):
-            active = None
-        if method == "item/tool/requestUserInput":
-            question: Question | UrlQuestion | None = items.user_input_question(params)
-            answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
-            return items.user_input_result(answer)
-        call_id = items.running_mcp_call(active.translator.items, params.get("serverName")) if active else None
-        if items.is_mcp_tool_approval(params):
-            return await self._mcp_approval(active, params, call_id) if active else items.mcp_approval_result(None)
-        question = items.elicitation_question(params, call_id)
-        answer = await active.channel.ask(question) if active is not None and question else Answer("cancel")
-        return items.elicitation_result(answer)
-
-    @staticmethod
-    async def _mcp_approval(active: ActiveTurn, params: Mapping[str, Any], call_id: str | None) -> dict[str, Any]:
-        """Ask whether an MCP tool may run, on its tool call (or one of the question's own when
-        app-server announced none)."""
-        turn = active.channel
-        item_id = call_id or f"mcp-approval-{uuid.uuid4().hex[:12]}"
-        tool_call, options = items.mcp_approval_request(
-            params, item_id, active.translator.items.get(call_id) if call_id else None)
-        if call_id is None:
-            title = tool_call.title if isinstance(tool_call.title, str) else ""
-            await turn.emit(ToolCall(tool_call_id=item_id, title=title, kind="other", status="pending"))
-        choice = await turn.request_permission(tool_call, options)
-        result = items.mcp_approval_result(choice if choice in {o.option_id for o in options} else None)
-        if call_id is None:
-            await turn.emit(ToolCallUpdate(item_id, status="completed" if result["action"] == "accept" else "failed"))
-        return result
+        if active is not None and active.generation != server.generation:
+            active = None  # a prompt of an app-server now gone
+        return await approvals.answer(active, method, params)
 
 
 @asynccontextmanager
@@ -1219,3 +753,7 @@ async def open_codex_runtime(context: RuntimeContext, task_group: anyio.abc.Task
             yield runtime
         finally:
             await runtime.aclose()
+
+
+__all__ = ["MODES", "CodexRuntime", "mcp_config", "mode_of", "open_codex_runtime", "rollout_size", "session_info",
+           "user_config_sets_policy"]

@@ -3,24 +3,34 @@
 As codex-acp does, after a new session's first completed turn the agent asks the model for a short
 title in an ephemeral thread (its prompt and structured-output schema are codex-acp's), names the
 session's thread with it, and publishes codex's `thread/name/updated` echo as the title. This module
-holds the pure parts: the request, and reading the answer. `ACP_AGENT_CODEX_TITLES=0` turns it off.
+holds the request, reading the answer, and the side thread that asks (`generate`).
+`ACP_AGENT_CODEX_TITLES=0` turns it off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+import logging
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from attrs import define, field
 
 from acp_agent.wire.acp import ContentBlock, TextContent
+from acp_agent.wire.rpc import ConnectionClosed, RpcError
+
+if TYPE_CHECKING:
+    from acp_agent_codex.appserver import AppServer
+
+log = logging.getLogger(__name__)
 
 ENV: Final = "ACP_AGENT_CODEX_TITLES"
 TITLE_MODEL: Final = "gpt-5.6-luna"
 """The model codex-acp titles with; used when `model/list` offers it, else the session's model."""
 TIMEOUT_S: Final = 60.0
+UNSUBSCRIBE_TIMEOUT_S: Final = 5.0
 SOURCE_MAX_CHARS: Final = 4000
 SCHEMA: Final[Mapping[str, Any]] = {
     "type": "object",
@@ -90,3 +100,33 @@ class Collector:
             self.answer = text if isinstance(text, str) else self.answer
         elif method == "turn/completed":
             self.done.set()
+
+
+async def generate(server: AppServer, thread_id: str, cwd: str, text: str, model: str | None,
+                   collectors: MutableMapping[str, Collector], wanted: Callable[[], bool]) -> None:
+    """Ask the model for a title in an ephemeral thread and name the session's thread with it
+    (while `wanted`: the session is still open); codex's `thread/name/updated` echo becomes the
+    `session_info_update`. The side thread's notifications go to its collector in `collectors`,
+    by thread id. Bounded; a failure only costs the title."""
+    collector = Collector()
+    side_id: str | None = None
+    try:
+        with anyio.move_on_after(TIMEOUT_S):
+            started = await server.call("thread/start", {"cwd": cwd, "ephemeral": True, "approvalPolicy": "never",
+                                                         "sandbox": "read-only"})
+            side_id = started["thread"]["id"]
+            collectors[side_id] = collector
+            await server.call("turn/start", turn_params(side_id, text, model))
+            await collector.done.wait()
+            title = title_of(collector.answer)
+            if title is not None and wanted() and server.alive:
+                await server.call("thread/name/set", {"threadId": thread_id, "name": title})
+    except (RpcError, ConnectionClosed, KeyError, TypeError) as exc:
+        log.info("no title for thread %s: %s", thread_id, type(exc).__name__)
+    finally:
+        if side_id is not None:
+            collectors.pop(side_id, None)
+            with (anyio.CancelScope(shield=True), anyio.move_on_after(UNSUBSCRIBE_TIMEOUT_S),
+                  contextlib.suppress(RpcError, ConnectionClosed)):
+                if server.alive:
+                    await server.call("thread/unsubscribe", {"threadId": side_id})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from attrs import define, field, frozen
+from attrs import define, field
 
 from acp_agent.backends.events import (
     AttemptBoundary,
@@ -24,18 +24,11 @@ from acp_agent.backends.events import (
     TerminalStarted,
     TurnEnd,
 )
+from acp_agent.backends.turns import TurnDone
 from acp_agent.failures.protocol import FailureObservation
 from acp_agent.wire.acp import ToolCallUpdate, agent_text, thought_text
 from acp_agent_codex import items
 from acp_agent_codex.classify import classify_error, notice_for, observe_failure, turn_error_observation
-
-
-@frozen
-class TurnDone:
-    """The turn is over: a normal end, or the failure that ended it."""
-
-    end: TurnEnd | FailureObservation
-
 
 Step = Event | FailureObservation | TurnDone
 

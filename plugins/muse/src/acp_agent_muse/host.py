@@ -1,8 +1,8 @@
 """One `muse serve` process and the MSP connection to it (the core's JSON-RPC layer over its stdio).
 
-The process lives in its own task inside the runtime's task group: `acp_agent.backends.process.open_child`
-owns it (close stdin → SIGTERM → SIGKILL, always reaped) and the connection's reader runs until
-the host's stdout ends. Every notification is handed, in wire order, to the runtime's router;
+The process lives in its own task inside the runtime's task group: the core's JSON-RPC child
+(`acp_agent.backends.rpc_child`) owns it (close stdin → SIGTERM → SIGKILL, always reaped) and
+serves the connection until the host's stdout ends. Every notification is handed, in wire order, to the runtime's router;
 the two server-initiated requests MSP defines (`approval/request`, `userInput/request`) are
 routed the same way and answered with the empty presentation receipt.
 
@@ -14,17 +14,15 @@ backpressured` (nothing was admitted), with a short full-jitter backoff.
 from __future__ import annotations
 
 import logging
-import math
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import anyio
-import anyio.abc
 from attrs import define, field
 
-from acp_agent.backends.process import ChildProcess, kill_process_group, open_child
-from acp_agent.wire.rpc import Connection, Methods, RpcError
+from acp_agent.backends.rpc_child import RpcChild
+from acp_agent.wire.rpc import Methods, RpcError
 from acp_agent_muse.classify import is_retryable_error
 from acp_agent_muse.ids import mint
 
@@ -34,7 +32,6 @@ MAX_COMMAND_ATTEMPTS: Final = 4
 SERVER_REQUESTS: Final = ("approval/request", "userInput/request")
 
 Router = Callable[["MuseHost", str, Mapping[str, Any]], Awaitable[None]]
-LostHandler = Callable[["MuseHost"], Awaitable[None]]
 
 
 def backoff_s(attempt: int) -> float:
@@ -49,26 +46,14 @@ def notification_methods() -> list[str]:
     return sorted(name for name in NOTIFICATIONS if name != "initialized")
 
 
-@define(eq=False)
-class MuseHost:
-    """A running `muse serve`; `session_id` is the ACP session it serves (None: a read-only host)."""
+@define(eq=False, kw_only=True)
+class MuseHost(RpcChild):
+    """A running `muse serve` (the core's JSON-RPC child); `session_id` is the ACP session it
+    serves (None: a read-only host)."""
 
-    label: str
     route: Router
-    on_lost: LostHandler
     session_id: str | None = None
-    child: ChildProcess | None = None
-    connection: Connection | None = None
     initialize_result: Mapping[str, Any] = field(factory=dict)
-    alive: bool = True
-    stop_requested: bool = False
-    started: bool = False
-    finished: anyio.Event = field(factory=anyio.Event)
-    scope: anyio.CancelScope | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.child.pid if self.child is not None else None
 
     @property
     def granted(self) -> frozenset[str]:
@@ -98,42 +83,6 @@ class MuseHost:
             ordered=frozenset(names),
         )
 
-    async def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, *,
-                  task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """The host's task: spawn, serve the connection until stdout ends, stop and reap."""
-        try:
-            with anyio.CancelScope() as scope:
-                self.scope = scope
-                async with open_child(argv, env=env, cwd=cwd, name=self.label) as child:
-                    self.child = child
-                    self.connection = Connection(child.stdout, child.stdin, self.methods(),
-                                                 request_timeout_s=math.inf)
-                    self.started = True
-                    task_status.started()
-                    await self.connection.serve()
-                    log.info("%s (pid %d) closed its output", self.label, child.pid)
-        finally:
-            self.alive = False
-            if self.child is not None:
-                kill_process_group(self.child.pid)
-            self.finished.set()
-            if self.started:
-                await self.on_lost(self)  # awaited: what it emits comes before anything later
-
-    async def stop(self) -> None:
-        """Stop the process (close stdin, then signals) and wait until it is reaped."""
-        with anyio.CancelScope(shield=True):
-            self.stop_requested = True
-            if self.scope is not None:
-                self.scope.cancel()
-            if self.started:
-                await self.finished.wait()
-
-    async def call(self, method: str, params: Any) -> Any:
-        """A request; its deadline is the caller's phase. Raises RpcError or ConnectionClosed."""
-        assert self.connection is not None
-        return await self.connection.request(method, params, timeout_s=math.inf)
-
     async def command(self, method: str, params: Mapping[str, Any], *, command_id: str | None = None
                       ) -> Mapping[str, Any]:
         """A mutating command with its `commandId`; re-sent with the same id only when nothing was admitted."""
@@ -147,7 +96,7 @@ class MuseHost:
             except RpcError as exc:
                 if attempt >= MAX_COMMAND_ATTEMPTS or not is_retryable_error(exc.code, exc.data):
                     raise
-                log.info("%s %s answered %d; re-sending the same command (attempt %d)", self.label, method,
+                log.info("%s %s answered %d; re-sending the same command (attempt %d)", self.name, method,
                          exc.code, attempt + 1)
                 await anyio.sleep(backoff_s(attempt))
                 continue
@@ -155,7 +104,6 @@ class MuseHost:
 
     async def handshake(self, client_version: str) -> Mapping[str, Any]:
         """`initialize` (asking for the session MCP grant) then the `initialized` notification."""
-        assert self.connection is not None
         result = await self.call("initialize", {
             "clientInfo": {"name": "acp-agent-muse", "title": "acp-agent (Muse Code)", "version": client_version},
             "capabilities": {"requestedCapabilities": ["sessionMcp"]},

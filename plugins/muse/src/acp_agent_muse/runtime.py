@@ -30,7 +30,6 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 import attrs
-from attrs import define, field
 
 from acp_agent.backends.contract import (
     ProviderRuntime,
@@ -49,22 +48,30 @@ from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent.wire.acp import ConfigOption, ConfigOptionValue, ContentBlock, McpServer, SessionMode, SessionModeState
+from acp_agent.wire.acp import ConfigOption, ContentBlock, McpServer, SessionModeState
 from acp_agent.wire.rpc import ConnectionClosed, RpcError
-from acp_agent_muse import find_muse, items
+from acp_agent_muse import approvals, find_muse, items, models, sessions
 from acp_agent_muse.classify import (
     HOST_TITLE,
-    SESSION_NOT_FOUND_CODE,
     SESSION_NOT_LOADED_CODE,
     fingerprint_notice_text,
     host_lost,
     host_unavailable,
     request_error_observation,
-    settings_not_applied,
 )
 from acp_agent_muse.host import MuseHost
 from acp_agent_muse.ids import mint
-from acp_agent_muse.translate import TurnDone, TurnTranslator
+from acp_agent_muse.models import EFFORT
+from acp_agent_muse.modes import (
+    APPROVAL_MODES,
+    DEFAULT_MODE,
+    MODE_OF_APPROVAL,
+    MODES,
+    mapping,
+    served_mode,
+)
+from acp_agent_muse.sessions import ActiveTurn, Emit, MuseSession, QueueItem
+from acp_agent_muse.translate import TurnTranslator
 
 log = logging.getLogger(__name__)
 COMMAND_REJECTED_CODE: Final = -32030
@@ -80,38 +87,6 @@ LIST_PAGE: Final = 50
 TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
 """How many host notifications a running prompt holds before the host's reader waits (backpressure)."""
 
-MODES: Final = (
-    SessionMode("default", "Default", "Muse Code asks before any action its policy does not already allow."),
-    SessionMode("readOnly", "Read only", "Muse Code itself denies every action its policy does not already allow."),
-    SessionMode("plan", "Plan", "Muse Code works on request: it asks only when the model requests an escalation."),
-    SessionMode("bypassApprovals", "Bypass approvals", "Muse Code runs every action without asking."),
-    SessionMode("rejectApprovals", "Reject approvals",
-                "Muse Code asks, and the adapter answers every question with Muse Code's own deny choice."),
-)
-DEFAULT_MODE: Final = "default"
-APPROVAL_MODES: Final[Mapping[str, str]] = {
-    "default": "promptUnmatched",
-    "readOnly": "denyUnmatched",
-    "plan": "onRequest",
-    "bypassApprovals": "allowAll",
-    "rejectApprovals": "promptUnmatched",
-}
-MODE_OF_APPROVAL: Final[Mapping[str, str]] = {
-    "promptUnmatched": "default",
-    "denyUnmatched": "readOnly",
-    "onRequest": "plan",
-    "allowAll": "bypassApprovals",
-}
-AUTO_DENY_MODES: Final = frozenset({"rejectApprovals"})
-# Used when `model/list` fails or does not answer within its advisory budget.
-BUILTIN_MODELS: Final = (
-    ConfigOptionValue("muse-code", "Muse Code", "Muse Code's default model."),
-    ConfigOptionValue("muse-code-fast", "Muse Code Fast", "A faster, lighter model."),
-)
-_APPROVAL_METHODS: Final = frozenset({"approval/requested", "approval/request", "approval/updated"})
-_USER_INPUT_METHODS: Final = frozenset({"userInput/requested", "userInput/request"})
-
-
 def idle_release_s(environ: Mapping[str, str]) -> float:
     raw = environ.get(IDLE_VAR, "").strip()
     if raw.isdigit() and int(raw) > 0:
@@ -124,83 +99,6 @@ def _version() -> str:
         return metadata.version("acp-agent-muse")
     except metadata.PackageNotFoundError:
         return "0"
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _served_mode(session: Mapping[str, Any]) -> str | None:
-    mode = _mapping(session.get("approvalMode")).get("mode")
-    return mode if isinstance(mode, str) else None
-
-
-# --- state --------------------------------------------------------------------------------------------------
-
-
-QueueItem = tuple[str, Mapping[str, Any]]
-
-
-@define(eq=False)
-class ActiveTurn:
-    channel: TurnChannel
-    host: MuseHost
-    queue: TurnQueue[QueueItem]
-    translator: TurnTranslator | None = None
-    turn_id: str | None = None
-    cancel_requested: bool = False
-    cancel_sent: bool = False
-    known: anyio.Event = field(factory=anyio.Event)
-    """Set once the host acknowledged the turn (`turn_id`), or the prompt ended without it."""
-    approvals: dict[str, Mapping[str, Any]] = field(factory=dict)
-    decided: set[str] = field(factory=set)
-    resolved: set[str] = field(factory=set)
-    questions: set[str] = field(factory=set)
-
-
-@define(eq=False)
-class MuseSession:
-    """What the runtime knows of one ACP session (= one Muse session, same id)."""
-
-    session_id: str
-    cwd: str
-    mode: str = DEFAULT_MODE
-    model: str | None = None
-    mcp: dict[str, Any] = field(factory=dict)
-    host: MuseHost | None = None
-    active: ActiveTurn | None = None
-    lock: anyio.Lock = field(factory=anyio.Lock)
-    busy: int = 0
-    idle_scope: anyio.CancelScope | None = None
-    models: list[ConfigOptionValue] = field(factory=list)
-    efforts: dict[str, tuple[list[ConfigOptionValue], str | None]] = field(factory=dict)
-    """Per model: the reasoning-effort tiers `model/list` describes, and the model's default."""
-    effort: str | None = None
-    """The reasoning effort the user chose (sent with every `turn/start`); None: the host's default."""
-    roots: tuple[str, ...] = ()
-    """Workspace roots beside `cwd` (ACP `additionalDirectories`): MSP `workspaceRoots`."""
-    needs_resume: bool = False
-    lost: bool = False
-    closed: bool = False
-    mcp_noticed: bool = False
-    window: int | None = None
-    """The context window's size the host last reported (`session/contextUsage`)."""
-
-
-EFFORT: Final = "reasoning_effort"
-
-
-def _efforts(entry: Mapping[str, Any]) -> tuple[list[ConfigOptionValue], str | None]:
-    """A `model/list` row's described reasoning-effort tiers and its default tier."""
-    tiers: list[ConfigOptionValue] = []
-    for variant in entry.get("reasoningEffortVariants") or []:
-        tier = variant.get("tier") if isinstance(variant, Mapping) else None
-        if isinstance(tier, str) and tier:
-            description = variant.get("description")
-            tiers.append(ConfigOptionValue(tier, tier.capitalize(), description if isinstance(description, str)
-                                           else None))
-    default = entry.get("defaultReasoningEffort")
-    return tiers, default if isinstance(default, str) and default else None
 
 
 # --- the runtime -------------------------------------------------------------------------------------------
@@ -234,11 +132,11 @@ class MuseRuntime(ProviderRuntime):
         executable = find_muse(self.context.environ)
         if executable is None:
             raise PhaseFailed(host_unavailable(Phase.INITIALIZING.value, "was not found (no `muse` on PATH)"))
-        host = MuseHost(label, self._route, self._host_lost)
+        host = MuseHost(name=label, route=self._route, on_lost=self._host_lost)
         try:
             async with self._phase(Phase.INITIALIZING, f"{label}: spawn and initialize"):
                 try:
-                    await self._tg.start(host.run, [executable, "serve"], self.context.environ, cwd)
+                    await self._tg.start(host.spawn, [executable, "serve"], self.context.environ, cwd)
                 except OSError as exc:
                     problem = executable_problem(executable, self.context.environ, error=exc)
                     raise PhaseFailed(host_unavailable(Phase.INITIALIZING.value,
@@ -252,7 +150,7 @@ class MuseRuntime(ProviderRuntime):
                     raise PhaseFailed(request_error_observation(exc.code, exc.message, exc.data,
                                                                 Phase.INITIALIZING.value)) from None
         except BaseException:
-            await host.stop()
+            await self._stop(host)
             raise
         log.info("%s started (pid %s)", label, host.pid)
         self._check_fingerprint(result)
@@ -261,10 +159,10 @@ class MuseRuntime(ProviderRuntime):
     def _check_fingerprint(self, result: Mapping[str, Any]) -> None:
         from muse_code_msp import REQUIRED_HOST_VERSION, SCHEMA_FINGERPRINT
 
-        served = _mapping(result.get("schema")).get("fingerprint")
+        served = mapping(result.get("schema")).get("fingerprint")
         if served == SCHEMA_FINGERPRINT:
             return
-        version = _mapping(result.get("serverInfo")).get("version")
+        version = mapping(result.get("serverInfo")).get("version")
         text = fingerprint_notice_text(str(served), SCHEMA_FINGERPRINT, version if isinstance(version, str) else None,
                                        REQUIRED_HOST_VERSION)
         log.warning("%s", text)
@@ -295,16 +193,25 @@ class MuseRuntime(ProviderRuntime):
         else:
             log.debug("dropped %s outside a prompt of session %s", method, state.session_id)
 
-    async def _host_lost(self, host: MuseHost) -> None:
+    async def _stop(self, host: MuseHost) -> None:
+        """Stop a host (and reap it); a prompt still running on it learns it from its queue."""
+        await host.stop()
+        self._ended(host)
+
+    def _ended(self, host: MuseHost) -> None:
         self._hosts.discard(host)
+        state = self._sessions.get(host.session_id) if host.session_id else None
+        active = state.active if state is not None and state.host is host else None
+        if active is not None and active.host is host:
+            active.queue.fail()  # never waits: the reader that fills the queue has ended
+
+    async def _host_lost(self, host: MuseHost) -> None:
+        """A host that exited (or closed its output) without being asked to."""
+        self._ended(host)
         state = self._sessions.get(host.session_id) if host.session_id else None
         if state is None or state.host is not host:
             return
         active = state.active
-        if active is not None and active.host is host:
-            active.queue.fail()  # never waits: the reader that fills the queue has ended
-        if host.stop_requested:
-            return
         state.lost = True
         log.warning("the host of session %s exited unexpectedly", state.session_id)
         if active is None:
@@ -318,130 +225,13 @@ class MuseRuntime(ProviderRuntime):
 
     # -- opening sessions ------------------------------------------------------------------------------------
 
-    async def _ask(self, host: MuseHost, method: str, params: Mapping[str, Any], phase: Phase, *,
-                   command: bool = False, missing: str | None = None, mutation: bool = False) -> Mapping[str, Any]:
-        """A request within a phase: a lost host and an error answer become that phase's failures."""
-        try:
-            if command:
-                return await host.command(method, params)
-            result = await host.call(method, params)
-            return result if isinstance(result, Mapping) else {}
-        except ConnectionClosed:
-            raise PhaseFailed(host_lost(phase.value, submitted=False, mutation=mutation)) from None
-        except RpcError as exc:
-            if missing is not None and exc.code == SESSION_NOT_FOUND_CODE:
-                raise SessionNotFound(missing) from None
-            raise PhaseFailed(request_error_observation(exc.code, exc.message, exc.data, phase.value)) from None
-
-    async def _config(self, host: MuseHost, state: MuseSession) -> dict[str, Any]:
-        if not state.mcp:
-            return {}
-        if "sessionMcp" in host.granted:
-            return {"config": {"mcpServers": state.mcp}}
-        if not state.mcp_noticed:
-            state.mcp_noticed = True
-            log.warning("the Muse Code host did not grant sessionMcp; MCP servers were not passed to it")
-            await self._router.emit(state.session_id, Notice(
-                f"{HOST_TITLE} did not accept the editor's MCP servers (no sessionMcp grant); "
-                "the session runs without them."))
-        return {}
-
-    async def _open(self, host: MuseHost, state: MuseSession, *, restart: bool) -> Mapping[str, Any]:
-        """`session/resume` of the session id; `session/start` when the host does not know it."""
-        config = await self._config(host, state)
-        try:
-            result = await self._ask(host, "session/resume",
-                                     {"sessionId": state.session_id, "excludeItems": True, **config},
-                                     Phase.PREPARING, command=True, missing=state.session_id)
-        except SessionNotFound:
-            params: dict[str, Any] = {"sessionId": state.session_id, "workspaceRoot": state.cwd,
-                                      "approvalMode": APPROVAL_MODES[state.mode], **config}
-            if state.roots:
-                params["workspaceRoots"] = [state.cwd, *state.roots]
-            if state.model:
-                params["modelId"] = state.model
-            result = await self._ask(host, "session/start", params, Phase.PREPARING, command=True)
-            if restart:
-                await self._router.emit(state.session_id, Notice(
-                    f"{HOST_TITLE} no longer had this session's history; it continues as a "
-                    "new session with the same id."))
-        return _mapping(result.get("session"))
-
-    async def _apply_settings(self, host: MuseHost, state: MuseSession, served: Mapping[str, Any] | None, *,
-                              force_mode: bool = False, force_model: bool = False) -> None:
-        """Apply the approval mode and model the session should have, then verify them with `session/read`.
-
-        `served` is the session as the host last described it (None: unknown, so only the forced
-        setting is sent); verification always reads the session back.
-        """
-        wanted_mode = APPROVAL_MODES[state.mode]
-        session_id = state.session_id
-        if force_mode or (served is not None and _served_mode(served) != wanted_mode):
-            await self._ask(host, "session/setApprovalMode", {"sessionId": session_id, "mode": wanted_mode},
-                            Phase.PREPARING, command=True)
-        if state.model and (force_model or (served is not None and served.get("modelId") != state.model)):
-            await self._ask(host, "session/setModel", {"sessionId": session_id, "model": {"modelId": state.model}},
-                            Phase.PREPARING, command=True)
-        read = await self._ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
-                               Phase.PREPARING, missing=session_id)
-        session = _mapping(read.get("session"))
-        if _served_mode(session) != wanted_mode:
-            raise PhaseFailed(settings_not_applied("approval mode", wanted_mode, _served_mode(session),
-                                                   Phase.PREPARING.value))
-        served_model = session.get("modelId")
-        if state.model and served_model != state.model:
-            raise PhaseFailed(settings_not_applied("model", state.model,
-                                                   served_model if isinstance(served_model, str) else None,
-                                                   Phase.PREPARING.value))
-        if not state.model and isinstance(served_model, str) and served_model:
-            state.model = served_model
-
-    async def _discover_models(self, host: MuseHost, state: MuseSession) -> None:
-        """`model/list` within its advisory budget; the built-in catalog when it fails or is late."""
-        models: list[ConfigOptionValue] | None = None
-        with anyio.move_on_after(MODELS_BUDGET_S):
-            try:
-                result = await host.call("model/list", {"sessionId": state.session_id})
-            except (RpcError, ConnectionClosed) as exc:
-                log.info("model/list failed (%s); using the built-in catalog", type(exc).__name__)
-                result = None
-            if isinstance(result, Mapping):
-                models = []
-                for entry in result.get("models") or []:
-                    if not isinstance(entry, Mapping) or not isinstance(entry.get("modelId"), str):
-                        continue
-                    description = entry.get("description")
-                    models.append(ConfigOptionValue(entry["modelId"], str(entry.get("displayLabel") or entry["modelId"]),
-                                                    description if isinstance(description, str) else None))
-                    state.efforts[entry["modelId"]] = _efforts(entry)
-                    if not state.model and (entry.get("isActive") is True):
-                        state.model = entry["modelId"]
-        if models is None:
-            log.info("model/list gave no catalog within %.0f s; using the built-in one", MODELS_BUDGET_S)
-            models = list(BUILTIN_MODELS)
-        state.models = models
-
-    def _model_options(self, state: MuseSession) -> list[ConfigOption]:
-        values = list(state.models)
-        current = state.model or (values[0].value if values else None)
-        if current is None:
-            return []
-        if all(value.value != current for value in values):
-            values.insert(0, ConfigOptionValue(current, current))
-        options = [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
-                                description="The model Muse Code uses for the next turns.")]
-        tiers, default = state.efforts.get(current, ([], None))
-        effort = state.effort or default
-        if tiers and effort in {tier.value for tier in tiers}:
-            options.append(ConfigOption(id=EFFORT, name="Reasoning effort", current_value=str(effort),
-                                        options=list(tiers), category="thought_level",
-                                        description="How much the model reasons before it answers."))
-        return options
+    def _emit(self, state: MuseSession) -> Emit:
+        return functools.partial(self._router.emit, state.session_id)
 
     def _setup(self, state: MuseSession) -> SessionStart:
         return SessionStart(state.session_id,
                             modes=SessionModeState(current_mode_id=state.mode, available_modes=list(MODES)),
-                            config_options=self._model_options(state))
+                            config_options=models.options(state))
 
     def _adopt(self, state: MuseSession, host: MuseHost) -> None:
         host.session_id = state.session_id
@@ -463,12 +253,12 @@ class MuseRuntime(ProviderRuntime):
             host = await self._spawn("muse serve (new session)", cwd)
             try:
                 async with self._phase(Phase.PREPARING, "session/resume|start"):
-                    served = await self._open(host, state, restart=False)
-                await self._discover_models(host, state)
+                    served = await sessions.open_session(host, state, self._emit(state), restart=False)
+                await models.discover(host, state)
                 async with self._phase(Phase.PREPARING, "settings"):
-                    await self._apply_settings(host, state, served)
+                    await sessions.apply_settings(host, state, served)
             except BaseException:
-                await host.stop()
+                await self._stop(host)
                 raise
             self._adopt(state, host)
             return self._setup(state)
@@ -487,11 +277,11 @@ class MuseRuntime(ProviderRuntime):
             try:
                 async with self._phase(Phase.READING, "session/resume"):
                     params: dict[str, Any] = {"sessionId": session_id, "excludeItems": not replay,
-                                              **await self._config(host, state)}
+                                              **await sessions.mcp_config(host, state, self._emit(state))}
                     if replay:
                         params["history"] = "inline"
                     try:
-                        result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                        result = await sessions.ask(host, "session/resume", params, Phase.READING, command=True,
                                                  missing=session_id)
                     except SessionNotFound:
                         held = previous.host if previous is not None and not previous.closed else None
@@ -502,30 +292,30 @@ class MuseRuntime(ProviderRuntime):
                         log.info("a new host does not know session %s; asking the host that holds it", session_id)
                         assert previous is not None
                         self._disarm_idle(previous)
-                        await host.stop()
+                        await self._stop(host)
                         host = held
-                        result = await self._ask(host, "session/resume", params, Phase.READING, command=True,
+                        result = await sessions.ask(host, "session/resume", params, Phase.READING, command=True,
                                                  missing=session_id)
-                await self._discover_models(host, state)
+                await models.discover(host, state)
             except BaseException:
                 if previous is not None and host is previous.host:
                     self._arm_idle(previous)  # still the session's host: it stays, as before the load
                 else:
-                    await host.stop()
+                    await self._stop(host)
                 raise
-            served = _mapping(result.get("session"))
-            served_mode = _served_mode(served)
-            if previous is not None and served_mode == APPROVAL_MODES.get(previous.mode):
+            served = mapping(result.get("session"))
+            host_mode = served_mode(served)
+            if previous is not None and host_mode == APPROVAL_MODES.get(previous.mode):
                 state.mode = previous.mode
             else:
-                state.mode = MODE_OF_APPROVAL.get(served_mode or "", DEFAULT_MODE)
+                state.mode = MODE_OF_APPROVAL.get(host_mode or "", DEFAULT_MODE)
             model = served.get("modelId")
             state.model = model if isinstance(model, str) and model else state.model
             if previous is not None:
                 self._disarm_idle(previous)
                 previous.closed = True
                 if previous.host is not None and previous.host is not host:
-                    await previous.host.stop()
+                    await self._stop(previous.host)
             self._adopt(state, host)
             if replay:
                 recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
@@ -545,25 +335,25 @@ class MuseRuntime(ProviderRuntime):
             if cursor:
                 params["cursor"] = cursor
             async with self._phase(Phase.READING, "session/list"):
-                result = await self._ask(host, "session/list", params, Phase.READING)
+                result = await sessions.ask(host, "session/list", params, Phase.READING)
         finally:
-            await host.stop()
-        sessions = [info for info in (items.session_info(row, cwd) for row in result.get("sessions") or []
-                                      if isinstance(row, Mapping)) if info is not None]
+            await self._stop(host)
+        listed = [info for info in (items.session_info(row, cwd) for row in result.get("sessions") or []
+                                    if isinstance(row, Mapping)) if info is not None]
         next_cursor = result.get("nextCursor")
-        return SessionListing(sessions, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
+        return SessionListing(listed, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
 
     async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                            channel: SessionChannel) -> SessionStart:
         host = await self._spawn("muse serve (fork)", cwd)
         try:
             async with self._phase(Phase.READING, "session/read (fork source)"):
-                await self._ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
+                await sessions.ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
                                 Phase.READING, missing=session_id)
             async with self._phase(Phase.FORKING, "session/fork", mutation=True):
-                result = await self._ask(host, "session/fork", {"sessionId": session_id, "excludeItems": True},
+                result = await sessions.ask(host, "session/fork", {"sessionId": session_id, "excludeItems": True},
                                          Phase.FORKING, command=True, mutation=True)
-            served = _mapping(result.get("session"))
+            served = mapping(result.get("session"))
             new_id = served.get("sessionId")
             if not isinstance(new_id, str) or not new_id:
                 raise PhaseFailed(request_error_observation(-32603, f"{HOST_TITLE} answered session/fork without "
@@ -573,12 +363,12 @@ class MuseRuntime(ProviderRuntime):
                                 roots=additional_directories(channel), effort=self._kept_efforts.get(session_id))
             if state.effort is not None:
                 self._kept_efforts[new_id] = state.effort
-            state.mode = MODE_OF_APPROVAL.get(_served_mode(served) or "", DEFAULT_MODE)
+            state.mode = MODE_OF_APPROVAL.get(served_mode(served) or "", DEFAULT_MODE)
             model = served.get("modelId")
             state.model = model if isinstance(model, str) and model else None
-            await self._discover_models(host, state)
+            await models.discover(host, state)
         except BaseException:
-            await host.stop()
+            await self._stop(host)
             raise
         self._adopt(state, host)
         self._arm_idle(state)
@@ -600,7 +390,7 @@ class MuseRuntime(ProviderRuntime):
                         await host.command("session/leave", {"sessionId": session_id})
                     except (RpcError, ConnectionClosed) as exc:
                         log.info("session/leave failed: %s", type(exc).__name__)
-            await host.stop()  # a prompt still running learns it from its queue
+            await self._stop(host)  # a prompt still running learns it from its queue
         finally:
             if self._sessions.get(session_id) is state:
                 del self._sessions[session_id]
@@ -622,7 +412,7 @@ class MuseRuntime(ProviderRuntime):
         if config_id == EFFORT:
             # Sent with each turn/start (MSP's per-turn `reasoningEffort`): nothing to apply now.
             state.effort = self._kept_efforts[session_id] = value
-            return self._model_options(state)
+            return models.options(state)
         previous = state.model
         state.model = value
         try:
@@ -635,7 +425,7 @@ class MuseRuntime(ProviderRuntime):
             # The new model has no such tier: its own default from now on.
             state.effort = None
             self._kept_efforts.pop(session_id, None)
-        return self._model_options(state)
+        return models.options(state)
 
     async def _live_settings(self, state: MuseSession, *, force_mode: bool = False, force_model: bool = False) -> None:
         """Apply a changed setting to a running host now; a released host gets it when it restarts."""
@@ -647,7 +437,7 @@ class MuseRuntime(ProviderRuntime):
                 if host is None or not host.alive or state.needs_resume:
                     return
                 async with self._phase(Phase.PREPARING, "settings"):
-                    await self._apply_settings(host, state, None, force_mode=force_mode, force_model=force_model)
+                    await sessions.apply_settings(host, state, None, force_mode=force_mode, force_model=force_model)
         finally:
             state.busy -= 1
             self._arm_idle(state)
@@ -677,7 +467,7 @@ class MuseRuntime(ProviderRuntime):
                 log.info("releasing the idle host of session %s (pid %s)", state.session_id, host.pid)
                 state.host = None
                 state.idle_scope = None
-                await host.stop()
+                await self._stop(host)
 
     async def _ensure_host(self, state: MuseSession) -> MuseHost:
         """The session's live host: started again and the session resumed when it was released or died."""
@@ -687,17 +477,17 @@ class MuseRuntime(ProviderRuntime):
                 return host
             if host is not None and host.alive:
                 async with self._phase(Phase.PREPARING, "session/resume (unloaded)"):
-                    served = await self._open(host, state, restart=True)
-                    await self._apply_settings(host, state, served)
+                    served = await sessions.open_session(host, state, self._emit(state), restart=True)
+                    await sessions.apply_settings(host, state, served)
                 state.needs_resume = False
                 return host
             host = await self._spawn("muse serve (restart)", state.cwd)
             try:
                 async with self._phase(Phase.PREPARING, "session/resume (restart)"):
-                    served = await self._open(host, state, restart=True)
-                    await self._apply_settings(host, state, served)
+                    served = await sessions.open_session(host, state, self._emit(state), restart=True)
+                    await sessions.apply_settings(host, state, served)
             except BaseException:
-                await host.stop()
+                await self._stop(host)
                 raise
             self._adopt(state, host)
             if state.lost:
@@ -713,7 +503,7 @@ class MuseRuntime(ProviderRuntime):
         self._disarm_idle(state)
         try:
             host = await self._ensure_host(state)
-            active = ActiveTurn(turn, host, TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
+            active = ActiveTurn(channel=turn, host=host, queue=TurnQueue[QueueItem](TURN_QUEUE_ITEMS))
             state.active = active
             self._router.start_turn(session_id, active.queue)
             try:
@@ -723,7 +513,7 @@ class MuseRuntime(ProviderRuntime):
                 # shutdown): the host would queue every later turn behind it. Stop that host; the
                 # session is resumed in a new one for the next prompt.
                 log.warning("the turn of session %s did not end in time; stopping its host", state.session_id)
-                await active.host.stop()
+                await self._stop(active.host)
                 raise
             finally:
                 state.active = None
@@ -751,7 +541,7 @@ class MuseRuntime(ProviderRuntime):
         except PhaseDeadlineExceeded:
             # The acknowledgement never came: stop that host (and whatever it may be running); the
             # session is resumed in a new one for the next prompt. The deadline stays the cause.
-            await host.stop()
+            await self._stop(host)
             raise
 
     async def _run_turn(self, state: MuseSession, host: MuseHost, active: ActiveTurn,
@@ -779,55 +569,26 @@ class MuseRuntime(ProviderRuntime):
             observation = attrs.evolve(observation, execution="possiblySubmitted", outcome="unknown")
             turn.record_failure(observation)
             raise TurnFailed(observation)
-        active.turn_id = turn_id
-        active.translator = TurnTranslator(turn_id, classify=bound(self.context.hooks, PROVIDER), window=state.window)
-        active.known.set()
-        active.queue.acknowledged()
+        translator = TurnTranslator(turn_id, classify=bound(self.context.hooks, PROVIDER), window=state.window)
+        active.translator = translator
+        active.acknowledged(turn_id)
         if active.cancel_requested:
             self._tg.start_soon(self._send_cancel, state, active)
-        async with self._phase(Phase.RUNNING, "turn"), anyio.create_task_group() as questions:
-            end = await self._consume(state, active, questions)
-            questions.cancel_scope.cancel()
-        if isinstance(end, FailureObservation):
-            turn.record_failure(end)
-            raise TurnFailed(end)
-        return end
-
-    async def _consume(self, state: MuseSession, active: ActiveTurn,
-                       questions: anyio.abc.TaskGroup) -> TurnEnd | FailureObservation:
-        """Fold the session's notifications, in order, until the turn is over."""
-        turn = active.channel
-        translator = active.translator
-        assert translator is not None
-        while True:
-            entry = await active.queue.get()
-            if entry is None:  # the host is gone
-                if active.cancel_requested and active.host.stop_requested:
-                    return TurnEnd("cancelled")  # we stopped the host of a cancelled turn (close, logout)
-                return host_lost(Phase.RUNNING.value, submitted=True)
-            method, params = entry
-            if method in _APPROVAL_METHODS:
-                self._approval(state, active, method, params, questions)
-                continue
-            if method == "approval/resolved":
-                if isinstance(params.get("approvalId"), str):
-                    active.resolved.add(params["approvalId"])
-                continue
-            if method in _USER_INPUT_METHODS:
-                self._question(state, active, params, questions)
-                continue
-            if method == "session/closed":
-                state.needs_resume = True
-                continue
-            steps = translator.feed(method, params)
+        try:
+            async with self._phase(Phase.RUNNING, "turn"), anyio.create_task_group() as questions:
+                end = await active.consume(functools.partial(approvals.take, state, active, questions),
+                                           functools.partial(self._gone, active))
+                questions.cancel_scope.cancel()
+        finally:
             state.window = translator.window
-            for step in steps:
-                if isinstance(step, TurnDone):
-                    return step.end
-                if isinstance(step, FailureObservation):
-                    turn.record_failure(step)
-                else:
-                    await turn.emit(step)
+        return active.outcome(end)
+
+    @staticmethod
+    def _gone(active: ActiveTurn) -> TurnEnd | FailureObservation:
+        """The turn's queue ended: its host is gone."""
+        if active.cancel_requested and active.host.stop_requested:
+            return TurnEnd("cancelled")  # we stopped the host of a cancelled turn (close, logout)
+        return host_lost(Phase.RUNNING.value, submitted=True)
 
     async def _send_cancel(self, state: MuseSession, active: ActiveTurn) -> None:
         if active.cancel_sent or active.turn_id is None or not active.host.alive:
@@ -873,77 +634,6 @@ class MuseRuntime(ProviderRuntime):
         # In the background: the turn's own `turn/completed` (or its host's end) says when it is over.
         self._tg.start_soon(self._send_cancel, state, active)
 
-    # -- approvals and questions ------------------------------------------------------------------------------
-
-    def _approval(self, state: MuseSession, active: ActiveTurn, method: str, params: Mapping[str, Any],
-                  questions: anyio.abc.TaskGroup) -> None:
-        approval_id = params.get("approvalId")
-        if not isinstance(approval_id, str) or approval_id in active.resolved:
-            return
-        if method == "approval/updated":
-            base = active.approvals.get(approval_id)
-            if base is None or _mapping(params.get("change")).get("kind") == "alreadyTerminal":
-                return
-            params = {**base, **{key: params[key] for key in ("availableChoices", "currentRequirementId", "subject")
-                                 if key in params}}
-        if active.translator is not None and params.get("turnId") not in (None, active.turn_id):
-            return
-        active.approvals[approval_id] = params
-        stage = items.approval_stage(params)
-        if stage in active.decided:
-            return
-        active.decided.add(stage)
-        questions.start_soon(self._decide, state, active, params)
-
-    async def _decide(self, state: MuseSession, active: ActiveTurn, params: Mapping[str, Any]) -> None:
-        options = items.permission_options(params)
-        choice: str | None
-        if state.mode in AUTO_DENY_MODES or not options:
-            choice = items.refusal_choice(params, prefer_abort=False)
-        else:
-            item_id = params.get("itemId")
-            item = active.translator.items.get(item_id) if active.translator and isinstance(item_id, str) else None
-            choice = await active.channel.request_permission(items.approval_tool_call(params, item), options)
-            if choice is None:
-                choice = items.refusal_choice(params, prefer_abort=active.cancel_requested)
-        approval_id = str(params.get("approvalId"))
-        if choice is None:
-            log.info("approval %s offers no deny or abort choice; leaving it to the host", approval_id)
-            return
-        if approval_id in active.resolved:
-            return
-        decide = {**items.decide_params(params, choice), "sessionId": state.session_id}
-        try:
-            await active.host.command("approval/decide", decide)
-        except (RpcError, ConnectionClosed) as exc:
-            log.info("approval/decide for %s failed: %s", approval_id, exc)
-
-    def _question(self, state: MuseSession, active: ActiveTurn, params: Mapping[str, Any],
-                  questions: anyio.abc.TaskGroup) -> None:
-        """A `userInput` question, asked through the core (an elicitation, or permission requests
-        whose options are the answers); a declined, dismissed or cancelled one is cancelled so the
-        model goes on."""
-        question_id = params.get("userInputId")
-        if not isinstance(question_id, str) or question_id in active.questions:
-            return
-        active.questions.add(question_id)
-
-        async def settle() -> None:
-            question = items.user_input_question(params)
-            answers = items.user_input_answers(question, await active.channel.ask(question))
-            try:
-                if answers is not None:
-                    await active.host.command("userInput/answer", {
-                        "sessionId": state.session_id, "userInputId": question_id, "answers": answers})
-                else:
-                    await active.host.command("userInput/cancel", {
-                        "sessionId": state.session_id, "userInputId": question_id,
-                        "reason": "The user did not answer; continue without an answer."})
-            except (RpcError, ConnectionClosed) as exc:
-                log.info("settling user input %s failed: %s", question_id, type(exc).__name__)
-
-        questions.start_soon(settle)
-
     # -- shutdown ----------------------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -954,7 +644,7 @@ class MuseRuntime(ProviderRuntime):
             hosts = list(self._hosts)
             async with anyio.create_task_group() as stopping:
                 for host in hosts:
-                    stopping.start_soon(host.stop)
+                    stopping.start_soon(self._stop, host)
 
 
 @asynccontextmanager
