@@ -18,7 +18,7 @@ import tempfile
 import time
 import unicodedata
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +44,7 @@ from acp_agent.backends.contract import (
 )
 from acp_agent.backends.events import RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
 from acp_agent.backends.files import UnsafeFile
+from acp_agent.backends.idle import IdleRelease, idle_release_s
 from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.failures.hooks import bound
 from acp_agent.failures.protocol import FailureKind, FailureObservation
@@ -111,14 +112,6 @@ def max_live_clis(environ: Mapping[str, str]) -> int | None:
     if raw.isdigit():
         return int(raw) if int(raw) > 0 else None
     return DEFAULT_MAX_LIVE
-
-
-def idle_release_s(environ: Mapping[str, str]) -> float | None:
-    """After how long without use a session's CLI is released (None: never, when set to 0)."""
-    raw = environ.get(IDLE_VAR, "").strip()
-    if raw.isdigit():
-        return int(raw) / 1000 if int(raw) > 0 else None
-    return DEFAULT_IDLE_MS / 1000
 
 
 def available_modes(environ: Mapping[str, str], *, auto: bool = True) -> list[tuple[str, str, str]]:
@@ -275,11 +268,9 @@ class ClaudeRuntime(ProviderRuntime):
         self._files = 0
         _remove_stale_dirs()  # MCP secrets that agents killed before their `aclose` left behind
         self.max_live = max_live_clis(context.environ)
-        self.idle_s = idle_release_s(context.environ)
-        self._expiry = anyio.CancelScope()
-        self._expiry_changed = anyio.Event()
-        if self.idle_s is not None:
-            task_group.start_soon(self._release_expired, self.idle_s)
+        self._idle_release = IdleRelease(idle_release_s(context.environ, IDLE_VAR, default_ms=DEFAULT_IDLE_MS),
+                                         self._idle_since, functools.partial(self._release, why="idle"))
+        task_group.start_soon(self._idle_release.run)
         self._spare = self._claim_spare()
 
     # -- the spare CLI: started by the command line, offered to the first new session -------------
@@ -417,7 +408,7 @@ class ClaudeRuntime(ProviderRuntime):
         session.prompted = session.prompted or resume
         session.last_used = time.monotonic()
         self._make_room(keep=session)
-        self._expiry_changed.set()
+        self._idle_release.touched()
 
     def _choose_defaults(self, session: ClaudeSession, configured: tuple[str | None, str | None]) -> None:
         """A new session's model and permission mode, once the CLI has listed its models (as
@@ -465,21 +456,8 @@ class ClaudeRuntime(ProviderRuntime):
 
             self._tg.start_soon(stop)
 
-    async def _release_expired(self, idle_s: float) -> None:
-        """Release CLIs unused for `idle_s`; wakes when the next one is due or a CLI starts."""
-        with self._expiry:
-            while True:
-                now = time.monotonic()
-                due = now + idle_s
-                for session in list(self.sessions.values()):
-                    if self._idle(session):
-                        if session.last_used + idle_s <= now:
-                            self._release(session, "idle")
-                        else:
-                            due = min(due, session.last_used + idle_s)
-                self._expiry_changed = anyio.Event()
-                with anyio.move_on_after(due - now):
-                    await self._expiry_changed.wait()
+    def _idle_since(self) -> Iterator[tuple[ClaudeSession, float]]:
+        return ((s, s.last_used) for s in self.sessions.values() if self._idle(s))
 
     async def _revive(self, session: ClaudeSession) -> None:
         """A CLI again for a released session: resuming its transcript, or, never prompted (no
@@ -1221,7 +1199,7 @@ class ClaudeRuntime(ProviderRuntime):
     async def aclose(self) -> None:
         """Stop every session's CLI and remove the private files; stops of failed attempts still
         running in the runtime's task group finish before `open_runtime` returns."""
-        self._expiry.cancel()
+        self._idle_release.stop()
         sessions, self.sessions = list(self.sessions.values()), {}
         spare_cli, self._spare = self._spare, None
         try:
