@@ -30,7 +30,7 @@ from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent_claude import asking, commands, settings, store
 from acp_agent_claude.prestart import BYPASS_REFUSED, SPARE_MODE, bypass_allowed, command, environment, spare
 from acp_agent_claude.session import PROVIDER, ClaudeSession, available_modes
-from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError, RequestHandler
+from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 
 log = logging.getLogger(__name__)
 
@@ -131,87 +131,46 @@ def _running(pid: int) -> bool:
 
 
 @define(eq=False)
-class SpareCLI:
-    """The spare as it was started: its session id, command and environment."""
+class Spare:
+    """The CLI the command line started for the first session (`acp_agent_claude.prestart`), with
+    the session id, command and environment it was started with."""
 
     session_id: str
     argv: list[str]
     env: dict[str, str]
     cli: ClaudeCLI
 
+    @classmethod
+    def claim(cls, context: RuntimeContext, task_group: anyio.abc.TaskGroup) -> Spare | None:
+        """Own the spare the command line started under the session id it is tagged with (it was
+        built from the agent's own environment and directory, hence `os.environ` here)."""
+        started_as = context.prestarted.tag(PROVIDER)
+        wanted = spare(os.environ, started_as) if started_as is not None else None
+        popen = context.prestarted.take(PROVIDER, wanted[1], wanted[2]) if wanted is not None else None
+        if wanted is None or popen is None:
+            return None
+        cli = ClaudeCLI.adopt(popen, _before_adoption)
+        task_group.start_soon(cli.run)
+        return cls(wanted[0], wanted[1], wanted[2], cli)
+
+    def fits(self, session: ClaudeSession, cli_path: str | None, environ: Mapping[str, str]) -> bool:
+        """Whether the session would start exactly this command (but for the permission mode, set
+        after the handshake) with exactly this environment (so its cwd and credentials)."""
+        if cli_path is None or session.mcp_servers or not self.cli.alive:
+            return False
+        env = environment(environ, session.credentials, session.cwd)
+        argv = command(cli_path, session_id=self.session_id, resume=False, mode=SPARE_MODE,
+                       model=session.model, mcp_config=None, effort=session.effort, fast=session.fast,
+                       add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
+        return argv == self.argv and env == self.env
+
+    async def stop(self) -> None:
+        """Stop it at once: unused, it holds no transcript and no turn."""
+        await self.cli.stop(grace_s=0, term_s=0)
+
 
 async def _before_adoption(request: dict[str, Any]) -> dict[str, Any]:
     raise ControlError(f"no session yet for {request.get('subtype')}")
-
-
-class Spare:
-    """The spare, if there is one and no session has taken or refused it yet; its reader and its
-    stop run in `task_group`."""
-
-    def __init__(self, context: RuntimeContext, cli_path: str | None, task_group: anyio.abc.TaskGroup) -> None:
-        self._cli_path = cli_path
-        self._tg = task_group
-        self._spare = self._claim(context)
-
-    def _claim(self, context: RuntimeContext) -> SpareCLI | None:
-        """Own the spare the command line started under the session id it is tagged with (it was
-        built from the agent's own environment and directory, hence `os.environ` here); whether a
-        session may use it is `_fits`'s call."""
-        started_as = context.prestarted.tag(PROVIDER)
-        wanted = spare(os.environ, started_as) if started_as is not None else None
-        if wanted is None:
-            return None
-        session_id, argv, env = wanted
-        popen = context.prestarted.take(PROVIDER, argv, env)
-        if popen is None:
-            return None
-        cli = ClaudeCLI.adopt(popen, _before_adoption)
-        self._tg.start_soon(cli.run)
-        return SpareCLI(session_id, argv, env, cli)
-
-    def _fits(self, spare_cli: SpareCLI, session: ClaudeSession, environ: Mapping[str, str]) -> bool:
-        """Whether the session would start exactly the spare's command (but for the permission
-        mode, set after the handshake) with exactly its environment (so its cwd and credentials)."""
-        if self._cli_path is None or session.mcp_servers or not spare_cli.cli.alive:
-            return False
-        env = environment(environ, session.credentials, session.cwd)
-        argv = command(self._cli_path, session_id=spare_cli.session_id, resume=False, mode=SPARE_MODE,
-                       model=session.model, mcp_config=None, effort=session.effort, fast=session.fast,
-                       add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
-        return argv == spare_cli.argv and env == spare_cli.env
-
-    def adopt(self, session: ClaudeSession, environ: Mapping[str, str],
-              on_request: RequestHandler) -> ClaudeCLI | None:
-        """The spare for the first new session if it fits (the session takes its id); else it is
-        stopped, and the session starts its own CLI."""
-        spare_cli, self._spare = self._spare, None
-        if spare_cli is None:
-            return None
-        if not self._fits(spare_cli, session, environ):
-            self._drop(spare_cli, "it does not fit the first session")
-            return None
-        session.session_id = spare_cli.session_id
-        spare_cli.cli.on_request = on_request
-        log.debug("session %s adopts the spare claude CLI (pid %d)", session.session_id,
-                  spare_cli.cli.process.pid)
-        return spare_cli.cli
-
-    def drop(self, why: str) -> None:
-        spare_cli, self._spare = self._spare, None
-        if spare_cli is not None:
-            self._drop(spare_cli, why)
-
-    def _drop(self, spare_cli: SpareCLI, why: str) -> None:
-        """Stop an unused spare at once: it holds no transcript and no turn."""
-        log.debug("stopping the spare claude CLI (pid %d): %s", spare_cli.cli.process.pid, why)
-        self._tg.start_soon(functools.partial(spare_cli.cli.stop, grace_s=0, term_s=0))
-
-    async def stop(self) -> None:
-        """At the agent's exit: a spare never used is killed."""
-        spare_cli, self._spare = self._spare, None
-        if spare_cli is not None:
-            log.debug("stopping the spare claude CLI (pid %d): never used", spare_cli.cli.process.pid)
-            await spare_cli.cli.stop(grace_s=0, term_s=0)
 
 
 class LiveCLIs:
@@ -230,10 +189,26 @@ class LiveCLIs:
         self._idle_release = IdleRelease(idle_release_s(context.environ, IDLE_VAR, default_ms=DEFAULT_IDLE_MS),
                                          self._idle_since, functools.partial(self.release, why="idle"))
         task_group.start_soon(self._idle_release.run)
-        self.spare = Spare(context, cli_path, task_group)
+        self._spare = Spare.claim(context, task_group)
 
     def adopt_spare(self, session: ClaudeSession) -> ClaudeCLI | None:
-        return self.spare.adopt(session, self.context.environ, functools.partial(self._on_request, session))
+        """The spare for the first new session if it fits (the session takes its id); else it is
+        stopped, and the session starts its own CLI."""
+        spare_cli = self._spare
+        if spare_cli is None or not spare_cli.fits(session, self.cli_path, self.context.environ):
+            self.drop_spare("it does not fit the first session")
+            return None
+        self._spare = None
+        session.session_id = spare_cli.session_id
+        spare_cli.cli.on_request = functools.partial(self._on_request, session)
+        log.debug("session %s adopts the spare claude CLI (pid %d)", session.session_id, spare_cli.cli.process.pid)
+        return spare_cli.cli
+
+    def drop_spare(self, why: str) -> None:
+        spare_cli, self._spare = self._spare, None
+        if spare_cli is not None:
+            log.debug("stopping the spare claude CLI (pid %d): %s", spare_cli.cli.process.pid, why)
+            self._tg.start_soon(spare_cli.stop)
 
     async def _on_request(self, session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
         return await asking.answer(session, self.context.environ, request)
@@ -412,9 +387,12 @@ class LiveCLIs:
     async def aclose(self, sessions: list[ClaudeSession]) -> None:
         """Stop the spare and every one of `sessions`' CLIs at once, then remove the private files."""
         self._idle_release.stop()
+        spare_cli, self._spare = self._spare, None
         try:
             async with anyio.create_task_group() as task_group:
-                task_group.start_soon(self.spare.stop)
+                if spare_cli is not None:
+                    log.debug("stopping the spare claude CLI (pid %d): never used", spare_cli.cli.process.pid)
+                    task_group.start_soon(spare_cli.stop)
                 for session in sessions:
                     if session.cli is not None:
                         task_group.start_soon(self.stop_at_exit, session, session.cli)

@@ -96,7 +96,7 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def load_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                            *, replay: bool) -> SessionStart:
-        self.clis.spare.drop("the first session is a loaded one")
+        self.clis.drop_spare("the first session is a loaded one")
         await self.transcripts.check(session_id, cwd)
         if not await self.transcripts.found(session_id, cwd):
             live = self.sessions.get(session_id)
@@ -138,7 +138,7 @@ class ClaudeRuntime(ProviderRuntime):
         """A copy of the stored transcript under a new id, opened like a resumed session with the
         source's settings. A source the agent holds that was never prompted has nothing to copy:
         the fork starts empty."""
-        self.clis.spare.drop("the first session is a fork")
+        self.clis.drop_spare("the first session is a fork")
         source = self.sessions.get(session_id)
         if source is not None and not source.prompted:
             return await self.new_session(cwd, mcp_servers, channel)

@@ -288,15 +288,6 @@ class ClaudeCLI:
                 except ProcessLookupError:
                     pass
 
-    def kill(self) -> None:
-        """SIGKILL the CLI and its process group now (the agent is exiting; nothing is in flight)."""
-        kill_process_group(self.group)
-        if self.process.returncode is None:
-            try:
-                self.process.kill()
-            except ProcessLookupError:
-                pass
-
 
 def _exited(process: anyio.abc.Process) -> bool:
     return process.returncode is not None
