@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_agent_claude import prestart, runtime
+from acp_agent_claude import prestart, session
 
 
 @pytest.mark.parametrize(("uid", "env", "allowed"), [
@@ -24,7 +24,7 @@ def test_bypass_is_allowed_where_the_cli_allows_it(monkeypatch: pytest.MonkeyPat
     for name in ("IS_SANDBOX", "CLAUDE_CODE_BUBBLEWRAP"):
         monkeypatch.delenv(name, raising=False)
     assert prestart.bypass_allowed(env) is allowed
-    offered = [mode[0] for mode in runtime.available_modes(env)]
+    offered = [mode[0] for mode in session.available_modes(env)]
     assert ("bypassPermissions" in offered) is allowed
     assert offered[:4] == ["default", "acceptEdits", "plan", "auto"]
 
@@ -33,9 +33,9 @@ def test_the_agents_own_environment_counts(monkeypatch: pytest.MonkeyPatch) -> N
     """A CLI inherits the agent's environment: IS_SANDBOX=1 there allows the mode to root."""
     monkeypatch.setattr(prestart.os, "geteuid", lambda: 0)
     monkeypatch.setenv("IS_SANDBOX", "1")
-    assert "bypassPermissions" in [mode[0] for mode in runtime.available_modes({})]
+    assert "bypassPermissions" in [mode[0] for mode in session.available_modes({})]
     monkeypatch.setenv("IS_SANDBOX", "0")
-    assert "bypassPermissions" not in [mode[0] for mode in runtime.available_modes({})]
+    assert "bypassPermissions" not in [mode[0] for mode in session.available_modes({})]
 
 
 def test_a_cli_that_may_enter_bypass_is_started_so_it_can() -> None:

@@ -20,14 +20,16 @@ from typing import Any
 import anyio
 import pytest
 
-import acp_agent_claude.runtime as runtime_module
 from acp_agent.backends.contract import RuntimeContext
 from acp_agent.backends.events import Event
 from acp_agent.backends.phases import Deadlines, PhaseClock, PhaseDeadlineExceeded
 from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.redaction import Redactor
 from acp_agent.wire.acp import AgentMessageChunk, ToolCall, UserMessageChunk
-from acp_agent_claude.runtime import ClaudeRuntime, ClaudeSession
+from acp_agent_claude import store
+from acp_agent_claude.clis import LiveCLIs
+from acp_agent_claude.runtime import ClaudeRuntime
+from acp_agent_claude.session import ClaudeSession
 from tests.claude import long_transcript
 from tests.claude.e2e_support import claude_agent
 from tests.fakes.anthropic_api import FakeAnthropicAPI
@@ -80,15 +82,15 @@ async def runtime(monkeypatch: pytest.MonkeyPatch, path: Path, read_ms: int = 20
                   connected: list[str | None] | None = None) -> AsyncIterator[ClaudeRuntime]:
     """A Claude runtime whose transcript is `path` and whose CLI start only records when the
     stored mode reached it (no CLI runs: these tests are about the read)."""
-    async def connect(self: ClaudeRuntime, session: ClaudeSession, *, resume: bool,
+    async def connect(self: LiveCLIs, session: ClaudeSession, *, resume: bool,
                       mode_known: anyio.Event | None = None, **_: Any) -> None:
         assert connected is not None and mode_known is not None
         connected.append("started")
         await mode_known.wait()
         connected.append(session.resumed_mode)
 
-    monkeypatch.setattr(runtime_module, "_transcript_path", lambda session_id, directory: path)
-    monkeypatch.setattr(ClaudeRuntime, "_connect", connect)
+    monkeypatch.setattr(store, "find_transcript", lambda session_id, directory: path)
+    monkeypatch.setattr(LiveCLIs, "connect", connect)
     environ = {"ACP_AGENT_CLAUDE_IDLE_RELEASE_MS": "0"}
     context = RuntimeContext(hooks=installed_hooks(), environ=environ, clock=PhaseClock(Deadlines(read_ms=read_ms), "Claude"),
                              redact=Redactor.from_environment(environ))
@@ -125,7 +127,7 @@ async def test_the_replay_streams_as_it_is_read_in_one_pass_with_the_mode(
     with fifo(tmp_path, write) as path:
         async with runtime(monkeypatch, path, connected=connected) as claude:
             session = ClaudeSession(SESSION, str(tmp_path), choose_mode=True)
-            await claude._replay_and_resume(session, channel, replay=True, read_mode=True)
+            await claude.transcripts.replay_and_resume(session, channel, replay=True, read_mode=True)
     assert written_end.is_set()
     assert texts(channel.events) == expected(2_000)
     assert sum(isinstance(event, ToolCall) for event in channel.events) == 2_000
@@ -146,7 +148,7 @@ async def test_a_slow_read_that_keeps_going_is_not_cut_off(tmp_path: Path, monke
     with fifo(tmp_path, write) as path:
         async with runtime(monkeypatch, path, read_ms=300, connected=[]) as claude:
             session = ClaudeSession(SESSION, str(tmp_path), choose_mode=True)
-            await claude._replay_and_resume(session, channel, replay=True, read_mode=True)
+            await claude.transcripts.replay_and_resume(session, channel, replay=True, read_mode=True)
     assert texts(channel.events) == expected(12)
 
 
@@ -164,7 +166,7 @@ async def test_a_stalled_read_meets_the_deadline(tmp_path: Path, monkeypatch: py
         async with runtime(monkeypatch, path, read_ms=300, connected=[]) as claude:
             session = ClaudeSession(SESSION, str(tmp_path), choose_mode=True)
             with pytest.raises(PhaseDeadlineExceeded) as caught:
-                await claude._replay_and_resume(session, channel, replay=True, read_mode=True)
+                await claude.transcripts.replay_and_resume(session, channel, replay=True, read_mode=True)
             release.set()
     assert "within 300 ms" in str(caught.value)
     assert texts(channel.events) == expected(3)
@@ -196,11 +198,11 @@ def test_the_transcript_is_found_where_the_cli_writes_it_without_the_sdk(
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
     session_id = long_transcript.install(tmp_path / "config", work, 1)
     path = long_transcript.project_dir(tmp_path / "config", work) / f"{session_id}.jsonl"
-    assert runtime_module._written_transcript(session_id, str(work)) == path
-    assert runtime_module._written_transcript(SESSION, str(work)) is None  # not written
-    assert runtime_module._written_transcript("../../etc/passwd", str(work)) is None  # not a session id
+    assert store.written_transcript(session_id, str(work)) == path
+    assert store.written_transcript(SESSION, str(work)) is None  # not written
+    assert store.written_transcript("../../etc/passwd", str(work)) is None  # not a session id
     (path.parent / f"{SESSION}.jsonl").write_bytes(b"")
-    assert runtime_module._written_transcript(SESSION, str(work)) is None  # empty: the SDK decides
+    assert store.written_transcript(SESSION, str(work)) is None  # empty: the SDK decides
 
 
 async def test_a_resume_reads_only_the_mode_and_replays_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -214,6 +216,6 @@ async def test_a_resume_reads_only_the_mode_and_replays_nothing(tmp_path: Path, 
     with fifo(tmp_path, write) as path:
         async with runtime(monkeypatch, path, connected=connected) as claude:
             session = ClaudeSession(SESSION, str(tmp_path), choose_mode=True)
-            await claude._replay_and_resume(session, channel, replay=False, read_mode=True)
+            await claude.transcripts.replay_and_resume(session, channel, replay=False, read_mode=True)
     assert channel.events == []
     assert connected == ["started", "acceptEdits"]

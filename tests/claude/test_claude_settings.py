@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_agent.wire.acp import ImageContent, TextContent
-from acp_agent_claude import commands, settings
+from acp_agent_claude import commands, history, settings
 
 MODELS = [
     {"value": "default", "displayName": "Default", "supportsEffort": True,
@@ -102,13 +102,16 @@ def test_status_names_credential_sources_only() -> None:
 
 
 def test_a_transcripts_last_user_record_names_its_mode() -> None:
+    import io
     import json
 
     lines = [json.dumps({"type": "user", "permissionMode": "plan", "message": {"content": "hi"}}),
              json.dumps({"type": "assistant", "message": {"content": '"permissionMode": "bypassPermissions"'}}),
              "{broken"]
-    assert settings.transcript_mode("\n".join(lines)) == "plan"
-    assert settings.transcript_mode("") is None
+    for text, mode in (("\n".join(lines), "plan"), ("", None)):
+        reader = history.TranscriptReader(entries=False)
+        reader.read(io.BytesIO(text.encode()), lambda batch: None)
+        assert reader.mode == mode
     offered = ["default", "acceptEdits", "plan"]
     assert settings.initial_mode(None, True, offered, resumed="plan") == "plan"
     assert settings.initial_mode("acceptEdits", True, offered, resumed="auto") == "acceptEdits"  # not offered

@@ -11,7 +11,8 @@ import time
 import anyio
 import pytest
 
-from acp_agent_claude.runtime import SETTLED_S, ClaudeRuntime, ClaudeSession
+from acp_agent_claude.clis import SETTLED_S, LiveCLIs
+from acp_agent_claude.session import ClaudeSession
 from acp_agent_claude.transport import ClaudeCLI
 from tests.claude.test_claude_transport import no_request
 
@@ -46,7 +47,7 @@ async def test_a_cli_killed_as_the_exit_planned_is_no_warning(caplog: pytest.Log
     try:
         with caplog.at_level(logging.DEBUG, logger="acp_agent_claude"):
             if settled:
-                await ClaudeRuntime._stop_at_exit(session, cli)
+                await LiveCLIs.stop_at_exit(session, cli)
             else:  # the orderly stop, shortened: a CLI deaf to EOF and SIGTERM past it is news
                 await cli.stop(grace_s=0.01, term_s=0.01)
     finally:

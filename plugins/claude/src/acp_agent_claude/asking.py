@@ -1,22 +1,28 @@
-"""Tools through which Claude Code asks the user something rather than for permission.
+"""The CLI's own control requests (`answer`): permission to use a tool, AskUserQuestion and
+ExitPlanMode among them, and an MCP server's elicitation. The agent registers no hook callbacks
+and no in-process MCP servers, so any other request is refused.
 
 AskUserQuestion and ExitPlanMode reach the agent as `can_use_tool` control requests. The first is
 a question (`acp_agent.sessions.questions`: an ACP elicitation, else permission requests whose options are
 the answers), answered to the CLI as the tool's `updatedInput` with `answers`, as
 claude-agent-acp's `elicitation.js` does. The second offers claude-agent-acp's choices for
 leaving plan mode (approve and switch to a mode, or keep planning). An MCP server's elicitation
-arrives as an `elicitation` control request and is asked the same way. Pure translation: the
-runtime asks and answers.
+arrives as an `elicitation` control request and is asked the same way.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from acp_agent.backends.contract import TurnChannel
 from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
-from acp_agent.wire.acp import PermissionOption
+from acp_agent.wire.acp import CurrentModeUpdate, PermissionOption, ToolCallUpdate
+from acp_agent_claude import content
+from acp_agent_claude.session import ClaudeSession, available_modes
+from acp_agent_claude.transport import ControlError
 
 ASK_TOOL: Final = "AskUserQuestion"
 EXIT_PLAN_TOOL: Final = "ExitPlanMode"
@@ -113,3 +119,112 @@ def elicitation_result(answer: Answer) -> dict[str, Any]:
     if answer.action == "accept":
         return {"action": "accept", "content": dict(answer.content)}
     return {"action": answer.action}
+
+
+PERMISSION_OPTIONS = (
+    PermissionOption("allow", "Allow", "allow_once"),
+    PermissionOption("allow_always", "Always allow", "allow_always"),
+    PermissionOption("reject", "Reject", "reject_once"),
+)
+CANCELLED = {"behavior": "deny", "message": "The turn was cancelled.", "interrupt": True}
+
+
+async def answer(session: ClaudeSession, environ: Mapping[str, str], request: dict[str, Any]) -> dict[str, Any]:
+    """The answer to one control request of the session's CLI; `environ` is the one its CLIs
+    start with (which modes a plan can leave to)."""
+    subtype = request.get("subtype")
+    if subtype not in ("can_use_tool", "elicitation"):
+        raise ControlError(f"unsupported control request {subtype}")
+    session.asking += 1
+    try:
+        if subtype == "elicitation":
+            return await _elicit(session, request)
+        return await _can_use_tool(session, environ, request)
+    finally:
+        session.asking -= 1
+
+
+async def _elicit(session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:
+    """An MCP server asks the user (a form or a URL): asked through the core; outside a turn,
+    or for a request it cannot carry, the answer is `cancel`."""
+    asked = elicitation_question(request)
+    turn = session.turn
+    if asked is None or turn is None or session.cancelling():
+        return {"action": "cancel"}
+    return elicitation_result(await turn.ask(asked))
+
+
+async def _can_use_tool(session: ClaudeSession, environ: Mapping[str, str],
+                        request: dict[str, Any]) -> dict[str, Any]:
+    tool_name = str(request.get("tool_name"))
+    raw_input = request.get("input")
+    tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+    turn = session.turn
+    if turn is None or session.cancelling():
+        return dict(CANCELLED)
+    if tool_name == ASK_TOOL:
+        tool_use_id = request.get("tool_use_id")
+        return await _ask_user(session, turn, tool_input, tool_use_id if isinstance(tool_use_id, str) else None)
+    call = content.tool_call(request.get("tool_use_id") or f"permission-{uuid.uuid4()}", tool_name, tool_input,
+                             session.cwd)
+    exit_plan = tool_name == EXIT_PLAN_TOOL
+    update = ToolCallUpdate(tool_call_id=call.tool_call_id,
+                            title=EXIT_PLAN_TITLE if exit_plan else request.get("title") or call.title,
+                            kind=call.kind, status="pending", content=call.content, locations=call.locations,
+                            raw_input=dict(tool_input))
+    if exit_plan:
+        modes = [mode[0] for mode in available_modes(environ)]
+        return await _leave_plan_mode(session, turn, update, tool_input, modes)
+    choice = await turn.request_permission(update, PERMISSION_OPTIONS)
+    if choice in ("allow", "allow_always"):
+        # Allowed: the CLI runs the tool now; its result completes or fails the call.
+        await turn.emit(ToolCallUpdate(tool_call_id=call.tool_call_id, status="in_progress"))
+    if choice == "allow":
+        return {"behavior": "allow", "updatedInput": tool_input}
+    if choice == "allow_always":
+        suggestions = request.get("permission_suggestions")
+        allowed: dict[str, Any] = {"behavior": "allow", "updatedInput": tool_input}
+        if isinstance(suggestions, list) and suggestions:
+            allowed["updatedPermissions"] = suggestions
+        return allowed
+    denied: dict[str, Any] = {"behavior": "deny", "message": "The user rejected this tool call."}
+    if choice is None and session.cancelling():
+        denied["interrupt"] = True
+    return denied
+
+
+async def _ask_user(session: ClaudeSession, turn: TurnChannel, tool_input: dict[str, Any],
+                    tool_use_id: str | None) -> dict[str, Any]:
+    """AskUserQuestion: the core asks (elicitation or permission options) on the tool's own
+    call; the answers go back as the tool's input. A dismissed question (or a cancelled turn)
+    refuses the tool."""
+    asked = question(tool_input, tool_use_id)
+    if asked is None:
+        return {"behavior": "deny", "message": "AskUserQuestion called with no valid questions."}
+    answered = await turn.ask(asked)
+    if answered.action == "cancel":
+        denied: dict[str, Any] = {"behavior": "deny", "message": "The user dismissed the question."}
+        if session.cancelling():
+            denied["interrupt"] = True
+        return denied
+    return {"behavior": "allow", "updatedInput": answered_input(tool_input, answered)}
+
+
+async def _leave_plan_mode(session: ClaudeSession, turn: TurnChannel, update: ToolCallUpdate,
+                           tool_input: dict[str, Any], modes: list[str]) -> dict[str, Any]:
+    """ExitPlanMode: approve the plan and switch to a mode (the CLI switches; the client hears
+    `current_mode_update`), or keep planning (the turn stops, as in claude-agent-acp)."""
+    choice = await turn.request_permission(update, exit_plan_options(modes))
+    mode = EXIT_PLAN_MODES.get(choice or "")
+    if mode is None:
+        cancelled = choice is None and session.cancelling()
+        if session.fold is not None:
+            # The interrupt ends the turn with an error result: an intended stop, so the
+            # turn ends `cancelled` (as claude-agent-acp maps it) and the user types feedback.
+            session.fold.cancel_requested = True
+        message = "The turn was cancelled." if cancelled else "User chose to keep planning"
+        return {"behavior": "deny", "message": message, "interrupt": True}
+    session.mode = mode
+    await turn.emit(ToolCallUpdate(tool_call_id=update.tool_call_id, status="in_progress"))
+    await turn.emit(CurrentModeUpdate(current_mode_id=mode))
+    return exit_plan_approval(tool_input, mode)

@@ -89,20 +89,6 @@ def preferred_model(models: Sequence[dict[str, Any]], environ: Mapping[str, str]
     return None
 
 
-def transcript_mode(text: str) -> str | None:
-    """The permission mode of a stored transcript's last user record (where a resume goes on)."""
-    for line in reversed(text.splitlines()):
-        if '"permissionMode"' not in line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("type") == "user" and isinstance(record.get("permissionMode"), str):
-            return str(record["permissionMode"])
-    return None
-
-
 def initial_mode(configured_mode: str | None, auto_supported: bool, offered: Sequence[str],
                  resumed: str | None = None) -> str:
     """A session's starting permission mode, as claude-agent-acp's `resolveInitialPermissionMode`:

@@ -12,20 +12,29 @@ same way before the SDK reads the one transcript (`check_transcript`).
 
 One race is left: a transcript replaced by a FIFO between the check and the SDK's open (only a
 local process racing the agent can do that; the store is the user's own directory).
+
+`read` runs any of these (and the SDK's readers) on a worker thread within the reading deadline.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
 import re
+import stat
 import subprocess
 import unicodedata
+import uuid
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
 
 from acp_agent.backends.files import UnsafeFile, regular_file_stat
+from acp_agent.backends.phases import Phase, PhaseClock
 
 if TYPE_CHECKING:
     from claude_agent_sdk import SDKSessionInfo
@@ -86,23 +95,13 @@ def check_transcript(session_id: str, directory: str | None) -> None:
     """Raise `UnsafeFile` (logged) when the transcript the SDK would read for `session_id` is not
     a regular file, before a load or fork has the SDK open it; the first regular one ends the
     search, as the SDK's own lookup ends there."""
-    name = f"{session_id}.jsonl"
-    if not TRANSCRIPT.match(name):
-        return
-    for store, _ in project_dirs(directory):
-        try:
-            regular_file_stat(os.path.join(store, name))
-        except UnsafeFile as exc:
-            log.warning("claude store entry refused: %s", exc)
-            raise
-        except OSError:
-            continue
-        return
+    transcript_path(session_id, directory, refuse_unsafe=True)
 
 
-def transcript_path(session_id: str, directory: str) -> str | None:
+def transcript_path(session_id: str, directory: str | None, *, refuse_unsafe: bool = False) -> str | None:
     """The regular file holding `session_id`'s transcript, searched where the SDK searches (the
-    project's store directory, then its git worktrees'); None when there is none."""
+    project's store directory, then its git worktrees'); None when there is none. One that is not
+    a regular file is passed over, or, `refuse_unsafe`, refused."""
     name = f"{session_id}.jsonl"
     if not TRANSCRIPT.match(name):
         return None
@@ -110,10 +109,61 @@ def transcript_path(session_id: str, directory: str) -> str | None:
         path = os.path.join(store, name)
         try:
             regular_file_stat(path)
-        except OSError:  # absent, or not a regular file (UnsafeFile)
+        except UnsafeFile as exc:
+            if refuse_unsafe:
+                log.warning("claude store entry refused: %s", exc)
+                raise
+            continue
+        except OSError:  # absent
             continue
         return path
     return None
+
+
+def written_transcript(session_id: str, directory: str) -> Path | None:
+    """The transcript where the CLI writes it for `directory` (`<config>/projects/<directory with
+    every other character than a letter or digit a dash>/<id>.jsonl`), found without importing
+    claude-agent-sdk (a slow import: the load's first update would wait for it). None
+    where only the SDK's fuller search can tell (no such file, a path long enough to be hashed,
+    a git worktree's transcript, an id that is not a UUID)."""
+    try:
+        uuid.UUID(session_id)
+    except ValueError:
+        return None
+    name = re.sub(r"[^a-zA-Z0-9]", "-", unicodedata.normalize("NFC", os.path.realpath(directory)))
+    if len(name) > LONG_KEY:
+        return None
+    path = Path(projects_dir(), name, f"{session_id}.jsonl")
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return path if stat.S_ISREG(status.st_mode) and status.st_size > 0 else None
+
+
+def find_transcript(session_id: str, directory: str) -> Path | None:
+    """The session's stored transcript, found as claude-agent-sdk finds it (the project directory,
+    then its git worktrees): where the CLI writes it, else by the store's search."""
+    written = written_transcript(session_id, directory)
+    if written is not None:
+        return written
+    found = transcript_path(session_id, directory)
+    return Path(found) if found is not None else None
+
+
+async def read(clock: PhaseClock, function: Any, *args: Any, label: str = "claude transcript", **kwargs: Any) -> Any:
+    """`function(*args, **kwargs)` on a worker thread (files are read off the event loop), within
+    the reading deadline."""
+    async with clock.phase(Phase.READING, label=label):
+        return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), abandon_on_cancel=True)
+
+
+async def stored(clock: PhaseClock, session_id: str, directory: str) -> bool:
+    """Whether claude-agent-sdk finds the session's transcript for `directory` (its worktrees too):
+    whether a CLI wrote it (one killed early never did)."""
+    from claude_agent_sdk import get_session_info
+
+    return await read(clock, get_session_info, session_id, directory=directory) is not None
 
 
 def list_sessions(directory: str | None, *, limit: int, offset: int = 0) -> list[SDKSessionInfo]:

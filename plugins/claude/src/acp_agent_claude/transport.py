@@ -37,8 +37,7 @@ MESSAGE_BUFFER = 256  # lines read ahead of the turn; beyond, the reader waits a
 GATHER_S = 0.001
 """Before each read of the CLI's output after the first, what it writes meanwhile gathers this long
 (`LineReader`): it writes every streamed delta on its own, and a read per delta costs the agent
-more than the delta's own work (a 2,000-chunk answer: 275 → 195 ms of CPU, first → last chunk
-1.40 → 1.14× the raw CLI's; bench/README.md). A line waits at most 1 ms more."""
+more than the delta's own work (bench/README.md has the figures). A line waits at most 1 ms more."""
 
 Message = dict[str, Any]
 RequestHandler = Callable[[Message], Awaitable[Message]]
@@ -287,15 +286,6 @@ class ClaudeCLI:
                     self.process.send_signal(signum)
                 except ProcessLookupError:
                     pass
-
-    def kill(self) -> None:
-        """SIGKILL the CLI and its process group now (the agent is exiting; nothing is in flight)."""
-        kill_process_group(self.group)
-        if self.process.returncode is None:
-            try:
-                self.process.kill()
-            except ProcessLookupError:
-                pass
 
 
 def _exited(process: anyio.abc.Process) -> bool:

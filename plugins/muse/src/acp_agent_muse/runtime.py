@@ -31,6 +31,7 @@ import anyio
 import anyio.abc
 import attrs
 
+from acp_agent.backends import idle
 from acp_agent.backends.contract import (
     ProviderRuntime,
     RuntimeContext,
@@ -88,10 +89,8 @@ TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
 """How many host notifications a running prompt holds before the host's reader waits (backpressure)."""
 
 def idle_release_s(environ: Mapping[str, str]) -> float:
-    raw = environ.get(IDLE_VAR, "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw) / 1000
-    return DEFAULT_IDLE_MS / 1000
+    """The core's reader; a host is always released in the end (0 is the default, not never)."""
+    return idle.idle_release_s(environ, IDLE_VAR, default_ms=DEFAULT_IDLE_MS) or DEFAULT_IDLE_MS / 1000
 
 
 def _version() -> str:

@@ -1,0 +1,244 @@
+"""A Claude turn: the user message submitted to the session's CLI, its lines folded into events
+(`TurnFold`) until the result that ends it, messages steered into it, its interrupt, the
+locally answered commands (`/mcp`, `/status`), and the title asked for after it."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+import attrs
+
+from acp_agent.backends.contract import TurnChannel
+from acp_agent.backends.events import SessionFailure, SessionTitle, TurnEnd
+from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded
+from acp_agent.failures.hooks import bound
+from acp_agent.failures.protocol import FailureObservation
+from acp_agent.wire.acp import AgentMessageChunk, ContentBlock, TextContent
+from acp_agent_claude import classify, commands, content, settings, titles
+from acp_agent_claude.clis import LiveCLIs
+from acp_agent_claude.fold import TurnFold
+from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession
+from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
+
+log = logging.getLogger(__name__)
+
+INTERRUPT_BUDGET_S = 5.0
+
+
+class _NotSubmitted(Exception):
+    """Writing the user message to the CLI failed: the CLI is gone and nothing was submitted."""
+
+
+class Turns:
+    """Runs the sessions' turns on the CLIs `clis` keeps; the title requests run in `task_group`."""
+
+    def __init__(self, clis: LiveCLIs, task_group: anyio.abc.TaskGroup) -> None:
+        self._clis = clis
+        self._tg = task_group
+
+    def _fold(self, session: ClaudeSession) -> TurnFold:
+        return TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
+                        window=session.window)
+
+    def _user_message(self, session: ClaudeSession, prompt: Sequence[ContentBlock], message_id: str) -> dict[str, Any]:
+        return {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},
+                "parent_tool_use_id": None, "session_id": session.session_id, "uuid": message_id}
+
+    async def run(self, session: ClaudeSession, prompt: Sequence[ContentBlock],
+                  turn: TurnChannel) -> TurnEnd | FailureObservation:
+        """One prompt on the session (whose lock the caller holds): its CLI made ready (replaced
+        if it died, revived if released, renewed for new credentials), then the turn."""
+        if session.live and session.cli is not None and not session.cli.alive:
+            await self._lost_while_idle(session, turn)
+        if session.renew:
+            # New credentials (a sign-in, a key stored meanwhile): a CLI with them takes over
+            # the session, resuming its transcript, as a released session comes back.
+            session.renew = False
+            if session.live and not session.released:
+                self._clis.release(session, "new credentials")
+        await self._clis.ensure(session, turn)
+        local = commands.local_command(prompt)
+        if local == commands.MCP:
+            return await self._answer_mcp(session, turn)
+        if local == commands.STATUS:
+            await turn.emit(AgentMessageChunk(TextContent(self._status(session))))
+            return TurnEnd("end_turn")
+        session.fold, session.turn = self._fold(session), turn
+        session.steers.clear()
+        session.steer_running = session.turn_over = False
+        try:
+            try:
+                return await self._submit(session, prompt, turn)
+            except _NotSubmitted:
+                # The CLI had died before our message reached it: replace it and submit for the first time.
+                await self._lost_while_idle(session, turn)
+                await self._clis.ensure(session, turn)
+                session.fold = self._fold(session)
+                try:
+                    return await self._submit(session, prompt, turn)
+                except _NotSubmitted:
+                    session.dead = True
+                    return attrs.evolve(classify.lost_while_idle(), execution="notSubmitted",
+                                        phase=Phase.SUBMITTING.value)
+        finally:
+            session.turn = None
+            session.turn_over = True
+            if session.steers:
+                # A steered message the CLI never started (the turn was cancelled or cut
+                # off): it could still run and answer into the next prompt. Replaced first.
+                session.dead = True
+            session.last_used = time.monotonic()
+
+    async def _submit(self, session: ClaudeSession, prompt: Sequence[ContentBlock],
+                      turn: TurnChannel) -> TurnEnd | FailureObservation:
+        fold, cli, clock = session.fold, session.cli, self._clis.context.clock
+        assert fold is not None and cli is not None
+        try:
+            async with clock.phase(Phase.SUBMITTING, label="claude"):
+                try:
+                    await cli.send_user(self._user_message(session, prompt, turn.turn_id))
+                except CLIGone:
+                    log.info("claude CLI took no input")
+                    raise _NotSubmitted from None
+                session.prompted = True
+                first = await cli.receive()
+            await self._handle(session, fold, first, turn)
+            if not self._turn_ended(session, fold):
+                async with clock.phase(Phase.RUNNING, label="claude"):
+                    while not self._turn_ended(session, fold):
+                        await self._handle(session, fold, await cli.receive(), turn)
+        except anyio.EndOfStream:
+            pass
+        except PhaseDeadlineExceeded as exc:
+            turn.record_failure(exc.observation)
+            self._clis.abandon(session)
+            raise
+        except BaseException:
+            # Cut off before the turn's result (the cancel grace ran out, shutdown, or an error
+            # while handling a line): the CLI may still be on this turn and its stream would hand
+            # the rest to the next prompt. The CLI is replaced before the next prompt instead.
+            if fold.outcome is None:
+                session.dead = True
+            raise
+        if fold.outcome is None:
+            self._clis.abandon(session)
+            return fold.finish_without_result()
+        return fold.outcome
+
+    @staticmethod
+    async def _handle(session: ClaudeSession, fold: TurnFold, message: dict[str, Any], turn: TurnChannel) -> None:
+        steered = message.get("command_uuid")
+        if message.get("type") == "command_lifecycle" and isinstance(steered, str) and steered in session.steers:
+            # The CLI took up (or dropped) a steered message; a started one owes a result.
+            if message.get("state") in ("started", "cancelled", "completed"):
+                session.steers.discard(steered)
+                session.steer_running = session.steer_running or message.get("state") == "started"
+        elif message.get("type") == "result":
+            session.steer_running = False
+        for event in fold.feed(message):
+            await turn.emit(event)
+
+    @staticmethod
+    def _turn_ended(session: ClaudeSession, fold: TurnFold) -> bool:
+        """Whether the turn is over: its result is in and no steered message is queued or running
+        (a steer at priority `now` aborts the cycle, whose result comes first; the steered
+        message's own cycle ends with the result that answers the turn). A cancel ends it at once."""
+        if not fold.finished:
+            return False
+        if (session.steers or session.steer_running) and not fold.cancel_requested:
+            fold.outcome = None  # the aborted cycle's result: the turn goes on with the steer
+            return False
+        session.turn_over = True
+        return True
+
+    async def steer(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
+        """A user message into the running turn, as claude-agent-acp sends it: priority `now`
+        (the CLI aborts the current cycle and runs the message next), `later` while a permission
+        request or question is open (so the user's answer is not thrown away). Its output streams
+        into `turn`, which ends with the result after it. False when the turn is already over."""
+        if (session.turn is not turn or session.turn_over or session.cli is None or session.dead
+                or session.fold is None or session.cancelling()):
+            return False
+        steer_id = str(uuid.uuid4())
+        message = {**self._user_message(session, prompt, steer_id), "priority": "later" if session.asking else "now"}
+        session.steers.add(steer_id)  # before the write: the turn must not end without it
+        try:
+            async with self._clis.context.clock.phase(Phase.SUBMITTING, label="claude steer"):
+                await session.cli.send_user(message)
+        except CLIGone:
+            session.steers.discard(steer_id)
+            log.info("claude CLI took no steered input")
+            return False
+        return True
+
+    @staticmethod
+    async def cancel(session: ClaudeSession) -> None:
+        if session.fold is None or session.turn is None:
+            return
+        session.fold.cancel_requested = True
+        if session.cli is not None and not session.dead:
+            try:
+                await session.cli.request("interrupt", timeout_s=INTERRUPT_BUDGET_S)
+            except (CLIGone, ControlError) as exc:
+                log.info("claude interrupt failed: %s", type(exc).__name__)
+
+    @staticmethod
+    async def _lost_while_idle(session: ClaudeSession, turn: TurnChannel) -> None:
+        log.warning("claude CLI of session %s exited between turns", session.session_id)
+        session.dead = True
+        await turn.emit(SessionFailure(classify.lost_while_idle()))
+
+    @staticmethod
+    async def _answer_mcp(session: ClaudeSession, turn: TurnChannel) -> TurnEnd:
+        """`/mcp`, which the CLI answers only with a count in stream-json: its servers' states."""
+        assert session.cli is not None
+        try:
+            status = await session.cli.request("mcp_status")
+        except (CLIGone, ControlError) as exc:
+            log.info("claude mcp_status failed: %s", type(exc).__name__)
+            status = None
+        session.last_used = time.monotonic()
+        answer = commands.mcp_text(status) if status is not None else "The MCP servers' state is not available."
+        await turn.emit(AgentMessageChunk(TextContent(answer)))
+        return TurnEnd("end_turn")
+
+    @staticmethod
+    def _status(session: ClaudeSession) -> str:
+        """`/status`: what the session runs with, from the agent's state and the CLI's report."""
+        info = settings.model_info(session.models, session.model)
+        model = str(session.model or "default")
+        if info is not None:
+            name = str(info.get("displayName") or info.get("value"))
+            resolved = info.get("resolvedModel")
+            model = f"{name} ({resolved})" if isinstance(resolved, str) and resolved else name
+        mode = next((name for mode_id, name, _ in MODES if mode_id == session.mode), session.mode)
+        fast = session.fast if settings.supports_fast_mode(session.models, session.model) else None
+        return commands.status_text(version=session.version, session_id=session.session_id, cwd=session.cwd,
+                                    directories=session.add_dirs, model=model, mode=mode, effort=session.effort,
+                                    fast=fast, account=session.account)
+
+    async def ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
+        """A new session's first turn that ended publishes its prompt as the title at once (as
+        the Codex provider does; claude-agent-acp shows the stored first prompt where the CLI
+        gives no title). Until the CLI has named the session, each turn that ended asks it for a
+        title, in the background, which replaces the prompt. Not before the turn: the CLI stores
+        the title in the transcript at once, and a transcript holding only a title is one
+        `--resume` cannot open (a CLI lost in its first turn would leave the session unresumable)."""
+        if session.untitled and (shown := titles.provisional(prompt)):
+            session.untitled = False
+            await turn.emit(SessionTitle(shown))  # the core makes it one short line
+        text = titles.description(prompt)
+        if session.titled or not text or session.cli is None or session.dead:
+            return
+        session.titled = True
+
+        async def ask(cli: ClaudeCLI) -> None:
+            session.titled = await titles.publish(cli, text, turn.emit)
+
+        self._tg.start_soon(ask, session.cli)
