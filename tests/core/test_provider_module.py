@@ -15,6 +15,7 @@ from acp_agent import provider
 
 ROOT = Path(__file__).resolve().parents[2]
 
+PROVIDERS = [ROOT / "plugins" / name / "src" for name in ("claude", "codex", "muse")]
 EXAMPLE = ROOT / "tests" / "example_provider" / "src"
 
 
@@ -65,7 +66,7 @@ def _core_imports(source: Path) -> set[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize("source", [EXAMPLE], ids=lambda path: path.parent.name)
+@pytest.mark.parametrize("source", [*PROVIDERS, EXAMPLE], ids=lambda path: path.parent.name)
 def test_a_provider_takes_its_core_names_from_this_module(source: Path) -> None:
     """Every core name a provider imports comes from `acp_agent.provider`, but for what its
     command-line start-up (`prestart.py`, which runs before the agent's imports) needs."""

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     )
     from acp_agent.backends.executables import executable_problem, program_unavailable
     from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file, regular_file_stat
-    from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
+    from acp_agent.backends.idle import IdleRelease, idle_release_s
+    from acp_agent.backends.phases import Phase, PhaseClock, PhaseDeadlineExceeded, PhaseFailed
     from acp_agent.backends.process import (
         ChildProcess,
         EarlyProcess,
@@ -63,6 +64,8 @@ if TYPE_CHECKING:
         write_launcher,
     )
     from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+    from acp_agent.backends.rpc_child import RpcChild
+    from acp_agent.backends.turns import BackendTurn, TurnDone
     from acp_agent.failures.hooks import bound, redact_legacy
     from acp_agent.failures.protocol import (
         POLICY,
@@ -73,6 +76,7 @@ if TYPE_CHECKING:
         Source,
         split_title,
     )
+    from acp_agent.sessions.presentation import now_iso
     from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
     from acp_agent.sessions.routing import SessionRouter
     from acp_agent.wire.acp import (
@@ -118,40 +122,47 @@ if TYPE_CHECKING:
 NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent": ("hookimpl",),
     "acp_agent.backends.contract": (
-        "BackendStatus", "CredentialSpec", "NotSupported", "PrestartedBackends", "ProviderRuntime", "ProviderSpec",
-        "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing", "SessionNotFound",
-        "SessionStart", "TerminalLogin", "TurnChannel", "TurnFailed", "additional_directories",
+        "BackendStatus", "CredentialSpec", "NotSupported", "PrestartedBackends", "ProviderRuntime",
+        "ProviderSpec", "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing",
+        "SessionNotFound", "SessionStart", "TerminalLogin", "TurnChannel", "TurnFailed",
+        "additional_directories",
     ),
     "acp_agent.backends.events": (
         "AttemptBoundary", "AuthConfirmed", "Compaction", "Event", "HistoryFailure", "Notice",
         "RetryProgress", "RuntimeReplaced", "SessionFailure", "SessionTitle", "TerminalExited",
         "TerminalOutput", "TerminalStarted", "TurnEnd",
     ),
-    "acp_agent.backends.executables": ("executable_problem", "program_unavailable"),
-    "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat"),
-    "acp_agent.backends.phases": ("Phase", "PhaseDeadlineExceeded", "PhaseFailed"),
+    "acp_agent.backends.executables": ("executable_problem", "program_unavailable",),
+    "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat",),
+    "acp_agent.backends.idle": ("IdleRelease", "idle_release_s",),
+    "acp_agent.backends.phases": ("Phase", "PhaseClock", "PhaseDeadlineExceeded", "PhaseFailed",),
     "acp_agent.backends.process": (
-        "ChildProcess", "EarlyProcess", "adopt_child", "adopted_process", "drain_stderr", "kill_process_group", "open_child",
-        "parent_death_argv", "write_launcher",
+        "ChildProcess", "EarlyProcess", "adopt_child", "adopted_process", "drain_stderr",
+        "kill_process_group", "open_child", "parent_death_argv", "write_launcher",
     ),
-    "acp_agent.backends.questions": ("Answer", "Choice", "Question", "QuestionField", "UrlQuestion"),
-    "acp_agent.failures.hooks": ("bound", "redact_legacy"),
+    "acp_agent.backends.questions": ("Answer", "Choice", "Question", "QuestionField", "UrlQuestion",),
+    "acp_agent.backends.rpc_child": ("RpcChild",),
+    "acp_agent.backends.turns": ("BackendTurn", "TurnDone",),
+    "acp_agent.failures.hooks": ("bound", "redact_legacy",),
     "acp_agent.failures.protocol": (
         "POLICY", "TITLE_LIMIT", "Category", "FailureKind", "FailureObservation", "Source", "split_title",
     ),
-    "acp_agent.sessions.queue": ("DEFAULT_MAX_ITEMS", "TurnQueue"),
+    "acp_agent.sessions.presentation": ("now_iso",),
+    "acp_agent.sessions.queue": ("DEFAULT_MAX_ITEMS", "TurnQueue",),
     "acp_agent.sessions.routing": ("SessionRouter",),
     "acp_agent.wire.acp": (
         "AgentMessageChunk", "AgentThoughtChunk", "AvailableCommand", "AvailableCommandInput",
         "AvailableCommandsUpdate", "ConfigOption", "ConfigOptionValue", "ContentBlock", "CurrentModeUpdate",
         "ImageContent", "McpServer", "McpServerHttp", "McpServerStdio", "PermissionKind", "PermissionOption",
         "Plan", "PlanEntry", "SessionInfo", "SessionMode", "SessionModeState", "TextContent", "ToolCall",
-        "ToolCallContent", "ToolCallUpdate", "ToolContent", "ToolDiff", "ToolKind", "ToolLocation", "ToolStatus",
-        "UsageUpdate", "UserMessageChunk", "agent_text", "thought_text", "user_text",
+        "ToolCallContent", "ToolCallUpdate", "ToolContent", "ToolDiff", "ToolKind", "ToolLocation",
+        "ToolStatus", "UsageUpdate", "UserMessageChunk", "agent_text", "thought_text", "user_text",
     ),
     "acp_agent.wire.convert": ("UNSET",),
-    "acp_agent.wire.prompt": ("TextStyle", "prompt_parts"),
-    "acp_agent.wire.rpc": ("Connection", "ConnectionClosed", "LineReader", "Methods", "PendingRequest", "RpcError"),
+    "acp_agent.wire.prompt": ("TextStyle", "prompt_parts",),
+    "acp_agent.wire.rpc": (
+        "Connection", "ConnectionClosed", "LineReader", "Methods", "PendingRequest", "RpcError",
+    ),
 }
 """Where each name lives: module -> names."""
 
@@ -172,6 +183,7 @@ __all__ = [
     "AvailableCommandInput",
     "AvailableCommandsUpdate",
     "BackendStatus",
+    "BackendTurn",
     "Category",
     "ChildProcess",
     "Choice",
@@ -188,6 +200,7 @@ __all__ = [
     "FailureKind",
     "FailureObservation",
     "HistoryFailure",
+    "IdleRelease",
     "ImageContent",
     "LineReader",
     "McpServer",
@@ -200,6 +213,7 @@ __all__ = [
     "PermissionKind",
     "PermissionOption",
     "Phase",
+    "PhaseClock",
     "PhaseDeadlineExceeded",
     "PhaseFailed",
     "Plan",
@@ -210,6 +224,7 @@ __all__ = [
     "Question",
     "QuestionField",
     "RetryProgress",
+    "RpcChild",
     "RpcError",
     "RuntimeCapabilities",
     "RuntimeContext",
@@ -240,6 +255,7 @@ __all__ = [
     "ToolLocation",
     "ToolStatus",
     "TurnChannel",
+    "TurnDone",
     "TurnEnd",
     "TurnFailed",
     "TurnQueue",
@@ -255,7 +271,9 @@ __all__ = [
     "drain_stderr",
     "executable_problem",
     "hookimpl",
+    "idle_release_s",
     "kill_process_group",
+    "now_iso",
     "open_child",
     "parent_death_argv",
     "program_unavailable",

@@ -12,19 +12,10 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from acp_agent import hookimpl
-from acp_agent.backends.contract import (
-    BackendStatus,
-    CredentialSpec,
-    ProviderSpec,
-    RuntimeCapabilities,
-    TerminalLogin,
-)
+from acp_agent.provider import BackendStatus, CredentialSpec, ProviderSpec, RuntimeCapabilities, TerminalLogin, hookimpl
 
 if TYPE_CHECKING:
-    from acp_agent.backends.contract import ProviderRuntime, RuntimeContext
-    from acp_agent.backends.events import HistoryFailure
-    from acp_agent.failures.protocol import FailureKind, FailureObservation
+    from acp_agent.provider import FailureKind, FailureObservation, HistoryFailure, ProviderRuntime, RuntimeContext
 
 def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
     """The Claude Code CLI to run (`acp_agent_claude.locate.find_cli`, loaded when first asked:
@@ -59,8 +50,7 @@ def check_cli(environ: Mapping[str, str]) -> None:
     path = find_cli(environ)
     if not path:
         return
-    from acp_agent.backends.executables import executable_problem
-    from acp_agent.backends.phases import PhaseFailed
+    from acp_agent.provider import PhaseFailed, executable_problem
     from acp_agent_claude.classify import cli_unavailable
 
     problem = executable_problem(path, environ)

@@ -17,9 +17,17 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from acp_agent.backends.contract import TurnChannel
-from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
-from acp_agent.wire.acp import CurrentModeUpdate, PermissionOption, ToolCallUpdate
+from acp_agent.provider import (
+    Answer,
+    Choice,
+    CurrentModeUpdate,
+    PermissionOption,
+    Question,
+    QuestionField,
+    ToolCallUpdate,
+    TurnChannel,
+    UrlQuestion,
+)
 from acp_agent_claude import content
 from acp_agent_claude.session import ClaudeSession, available_modes
 from acp_agent_claude.transport import ControlError

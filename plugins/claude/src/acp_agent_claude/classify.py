@@ -13,9 +13,7 @@ from typing import Any
 
 import attrs
 
-from acp_agent.backends.events import Notice, RetryProgress
-from acp_agent.backends.executables import program_unavailable
-from acp_agent.failures.protocol import Category, FailureKind, FailureObservation
+from acp_agent.provider import Category, FailureKind, FailureObservation, Notice, RetryProgress, program_unavailable
 
 SYNTHETIC_MODEL = "<synthetic>"
 CONNECTION_LOST = "The connection to Claude was lost."

@@ -22,11 +22,17 @@ import anyio
 import anyio.abc
 from attrs import define
 
-from acp_agent.backends.contract import RuntimeContext, TurnChannel
-from acp_agent.backends.events import RuntimeReplaced
-from acp_agent.backends.idle import IdleRelease, idle_release_s
-from acp_agent.backends.phases import Phase, PhaseFailed
-from acp_agent.failures.protocol import FailureKind, FailureObservation
+from acp_agent.provider import (
+    FailureKind,
+    FailureObservation,
+    IdleRelease,
+    Phase,
+    PhaseFailed,
+    RuntimeContext,
+    RuntimeReplaced,
+    TurnChannel,
+    idle_release_s,
+)
 from acp_agent_claude import asking, commands, settings, store
 from acp_agent_claude.prestart import BYPASS_REFUSED, SPARE_MODE, bypass_allowed, command, environment, spare
 from acp_agent_claude.session import PROVIDER, ClaudeSession, available_modes

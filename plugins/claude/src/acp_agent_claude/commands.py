@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from acp_agent.wire.acp import ContentBlock, TextContent
+from acp_agent.provider import ContentBlock, TextContent
 
 MCP = "/mcp"
 STATUS = "/status"

@@ -13,7 +13,8 @@ from typing import Any
 
 from attrs import define
 
-from acp_agent.wire.acp import (
+from acp_agent.provider import (
+    UNSET,
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
@@ -23,6 +24,7 @@ from acp_agent.wire.acp import (
     Plan,
     PlanEntry,
     TextContent,
+    TextStyle,
     ToolCall,
     ToolCallContent,
     ToolCallUpdate,
@@ -32,10 +34,9 @@ from acp_agent.wire.acp import (
     ToolLocation,
     UsageUpdate,
     agent_text,
+    prompt_parts,
     thought_text,
 )
-from acp_agent.wire.convert import UNSET
-from acp_agent.wire.prompt import TextStyle, prompt_parts
 
 log = logging.getLogger(__name__)
 

@@ -16,17 +16,21 @@ from typing import Any
 
 from attrs import define, field
 
-from acp_agent.backends.events import (
+from acp_agent.provider import (
     AuthConfirmed,
     Compaction,
     Event,
+    FailureKind,
+    FailureObservation,
     TerminalExited,
     TerminalOutput,
     TerminalStarted,
+    ToolCallUpdate,
     TurnEnd,
+    UsageUpdate,
+    agent_text,
+    thought_text,
 )
-from acp_agent.failures.protocol import FailureKind, FailureObservation
-from acp_agent.wire.acp import ToolCallUpdate, UsageUpdate, agent_text, thought_text
 from acp_agent_claude import classify, content, subagents
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 

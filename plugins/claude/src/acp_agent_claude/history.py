@@ -17,13 +17,7 @@ from typing import Any, BinaryIO
 
 import attrs
 
-from acp_agent.backends.events import Event, HistoryFailure
-from acp_agent.failures.protocol import FailureKind
-from acp_agent.wire.acp import (
-    agent_text,
-    thought_text,
-    user_text,
-)
+from acp_agent.provider import Event, FailureKind, HistoryFailure, agent_text, thought_text, user_text
 from acp_agent_claude import classify, content
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 

@@ -15,7 +15,11 @@ from typing import Any
 import anyio.abc
 import attrs
 
-from acp_agent.backends.contract import (
+from acp_agent.provider import (
+    ConfigOption,
+    ContentBlock,
+    FailureObservation,
+    McpServer,
     ProviderRuntime,
     RuntimeContext,
     SessionChannel,
@@ -23,12 +27,10 @@ from acp_agent.backends.contract import (
     SessionNotFound,
     SessionStart,
     TurnChannel,
+    TurnEnd,
     TurnFailed,
     additional_directories,
 )
-from acp_agent.backends.events import TurnEnd
-from acp_agent.failures.protocol import FailureObservation
-from acp_agent.wire.acp import ConfigOption, ContentBlock, McpServer
 from acp_agent_claude import content, settings
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.prestart import BYPASS_REFUSED, bypass_allowed, environment

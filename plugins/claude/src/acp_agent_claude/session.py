@@ -10,16 +10,17 @@ from typing import Any
 import anyio
 from attrs import define, field
 
-from acp_agent.backends.contract import SessionChannel, TurnChannel
-from acp_agent.wire.acp import (
+from acp_agent.provider import (
+    UNSET,
     AvailableCommand,
     AvailableCommandInput,
     AvailableCommandsUpdate,
     ConfigOption,
+    SessionChannel,
     SessionMode,
     SessionModeState,
+    TurnChannel,
 )
-from acp_agent.wire.convert import UNSET
 from acp_agent_claude import content, settings
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.prestart import bypass_allowed, environment

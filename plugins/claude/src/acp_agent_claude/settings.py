@@ -22,9 +22,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
-from acp_agent.wire.acp import ConfigOption, ConfigOptionValue
-from acp_agent.wire.convert import UNSET
+from acp_agent.provider import SETTINGS_LIMIT, UNSET, ConfigOption, ConfigOptionValue, UnsafeFile, read_regular_file
 
 MODEL = "model"
 EFFORT = "effort"

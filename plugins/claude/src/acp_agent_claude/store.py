@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from acp_agent.backends.files import UnsafeFile, regular_file_stat
-from acp_agent.backends.phases import Phase, PhaseClock
+from acp_agent.provider import Phase, PhaseClock, UnsafeFile, regular_file_stat
 
 if TYPE_CHECKING:
     from claude_agent_sdk import SDKSessionInfo

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import attrs
 
-from acp_agent.wire.acp import TextContent, ToolCall, ToolCallUpdate, ToolContent
+from acp_agent.provider import TextContent, ToolCall, ToolCallUpdate, ToolContent
 
 Call = TypeVar("Call", ToolCall, ToolCallUpdate)
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from attrs import define, field
 
-from acp_agent.wire.acp import Plan, PlanEntry
+from acp_agent.provider import Plan, PlanEntry
 
 TASK_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet"})
 Status = Literal["pending", "in_progress", "completed"]

@@ -9,9 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from acp_agent.backends.events import Event, SessionTitle
-from acp_agent.sessions.presentation import now_iso
-from acp_agent.wire.acp import ContentBlock, TextContent
+from acp_agent.provider import ContentBlock, Event, SessionTitle, TextContent, now_iso
 from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
 
 log = logging.getLogger(__name__)

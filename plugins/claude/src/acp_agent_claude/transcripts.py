@@ -16,11 +16,7 @@ import anyio.abc
 import anyio.from_thread
 import anyio.to_thread
 
-from acp_agent.backends.contract import SessionChannel, SessionListing, SessionNotFound
-from acp_agent.backends.files import UnsafeFile
-from acp_agent.backends.phases import Phase, PhaseClock
-from acp_agent.wire.acp import SessionInfo
-from acp_agent.wire.convert import UNSET
+from acp_agent.provider import UNSET, Phase, PhaseClock, SessionChannel, SessionInfo, SessionListing, SessionNotFound, UnsafeFile
 from acp_agent_claude import history, store
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.session import PROVIDER, ClaudeSession

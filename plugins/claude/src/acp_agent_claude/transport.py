@@ -25,8 +25,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_agent.backends.process import EarlyProcess, adopted_process, drain_stderr, kill_process_group, parent_death_argv
-from acp_agent.wire.rpc import LineReader
+from acp_agent.provider import EarlyProcess, LineReader, adopted_process, drain_stderr, kill_process_group, parent_death_argv
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,19 @@ import anyio
 import anyio.abc
 import attrs
 
-from acp_agent.backends.contract import TurnChannel
-from acp_agent.backends.events import SessionFailure, SessionTitle, TurnEnd
-from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded
-from acp_agent.failures.hooks import bound
-from acp_agent.failures.protocol import FailureObservation
-from acp_agent.wire.acp import AgentMessageChunk, ContentBlock, TextContent
+from acp_agent.provider import (
+    AgentMessageChunk,
+    ContentBlock,
+    FailureObservation,
+    Phase,
+    PhaseDeadlineExceeded,
+    SessionFailure,
+    SessionTitle,
+    TextContent,
+    TurnChannel,
+    TurnEnd,
+    bound,
+)
 from acp_agent_claude import classify, commands, content, settings, titles
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.fold import TurnFold

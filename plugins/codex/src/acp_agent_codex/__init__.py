@@ -13,8 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from acp_agent import hookimpl
-from acp_agent.backends.contract import (
+from acp_agent.provider import (
     BackendStatus,
     CredentialSpec,
     ProviderRuntime,
@@ -22,13 +21,13 @@ from acp_agent.backends.contract import (
     RuntimeCapabilities,
     RuntimeContext,
     TerminalLogin,
+    hookimpl,
 )
 from acp_agent_codex.prestart import BIN_VAR as BIN_VAR
 from acp_agent_codex.prestart import find_codex as find_codex
 
 if TYPE_CHECKING:  # the transcript's types load with the runtime, not on every start
-    from acp_agent.backends.events import HistoryFailure
-    from acp_agent.failures.protocol import FailureKind, FailureObservation
+    from acp_agent.provider import FailureKind, FailureObservation, HistoryFailure
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,7 @@ from typing import Any, Final
 
 import anyio
 
-from acp_agent.backends.questions import Answer, Question, UrlQuestion
-from acp_agent.wire.acp import ToolCall, ToolCallUpdate
+from acp_agent.provider import Answer, Question, ToolCall, ToolCallUpdate, UrlQuestion
 from acp_agent_codex import items
 from acp_agent_codex.threads import ActiveTurn, Barrier, tool_items
 

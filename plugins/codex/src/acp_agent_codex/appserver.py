@@ -22,9 +22,7 @@ import anyio
 import anyio.abc
 from attrs import define, field
 
-from acp_agent.backends.process import EarlyProcess
-from acp_agent.backends.rpc_child import RpcChild
-from acp_agent.wire.rpc import ConnectionClosed, Methods, PendingRequest, RpcError
+from acp_agent.provider import ConnectionClosed, EarlyProcess, Methods, PendingRequest, RpcChild, RpcError
 from acp_agent_codex.prestart import (
     GREETING_REQUESTS,
     initialize_params,

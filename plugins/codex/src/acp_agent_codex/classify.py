@@ -14,9 +14,17 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.backends.events import Notice, RetryProgress
-from acp_agent.backends.executables import program_unavailable
-from acp_agent.failures.protocol import POLICY, TITLE_LIMIT, FailureKind, FailureObservation, Source, split_title
+from acp_agent.provider import (
+    POLICY,
+    TITLE_LIMIT,
+    FailureKind,
+    FailureObservation,
+    Notice,
+    RetryProgress,
+    Source,
+    program_unavailable,
+    split_title,
+)
 
 TRANSPORT_LOST_TITLE: Final = "The connection to Codex was lost."
 

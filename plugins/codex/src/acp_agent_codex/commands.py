@@ -14,10 +14,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 from attrs import frozen
 
-from acp_agent.backends.contract import TurnFailed
-from acp_agent.backends.phases import Phase, PhaseClock
-from acp_agent.wire.acp import AvailableCommand, AvailableCommandInput, ContentBlock, TextContent
-from acp_agent.wire.rpc import ConnectionClosed, RpcError
+from acp_agent.provider import (
+    AvailableCommand,
+    AvailableCommandInput,
+    ConnectionClosed,
+    ContentBlock,
+    Phase,
+    PhaseClock,
+    RpcError,
+    TextContent,
+    TurnFailed,
+)
 from acp_agent_codex import modes, settings
 from acp_agent_codex.classify import rpc_error_observation, transport_lost
 

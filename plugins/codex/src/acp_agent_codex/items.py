@@ -16,16 +16,24 @@ from typing import Any, Final, Literal, TypeGuard
 
 import attrs
 
-from acp_agent.backends.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
-from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
-from acp_agent.failures.hooks import redact_legacy
-from acp_agent.wire.acp import (
+from acp_agent.provider import (
+    Answer,
+    Choice,
+    Compaction,
     ContentBlock,
+    Event,
+    HistoryFailure,
     ImageContent,
     PermissionOption,
     Plan,
     PlanEntry,
+    Question,
+    QuestionField,
+    SessionTitle,
+    TerminalExited,
+    TerminalStarted,
     TextContent,
+    TextStyle,
     ToolCall,
     ToolCallContent,
     ToolCallUpdate,
@@ -34,13 +42,15 @@ from acp_agent.wire.acp import (
     ToolKind,
     ToolLocation,
     ToolStatus,
+    UrlQuestion,
     UsageUpdate,
     UserMessageChunk,
     agent_text,
+    prompt_parts,
+    redact_legacy,
     thought_text,
     user_text,
 )
-from acp_agent.wire.prompt import TextStyle, prompt_parts
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]

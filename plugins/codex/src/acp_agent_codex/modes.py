@@ -12,8 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final
 
-from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file
-from acp_agent.wire.acp import SessionMode
+from acp_agent.provider import SETTINGS_LIMIT, SessionMode, UnsafeFile, read_regular_file
 from acp_agent_codex import codex_home
 
 log = logging.getLogger(__name__)

@@ -30,31 +30,37 @@ import anyio
 import anyio.abc
 from attrs import evolve
 
-from acp_agent.backends.contract import (
-    ProviderRuntime,
-    RuntimeContext,
-    SessionChannel,
-    SessionListing,
-    SessionNotFound,
-    SessionStart,
-    TurnChannel,
-    TurnFailed,
-    additional_directories,
-)
-from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, SessionTitle, TurnEnd
-from acp_agent.backends.phases import Phase, PhaseFailed
-from acp_agent.failures.hooks import bound
-from acp_agent.failures.protocol import FailureObservation
-from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent.wire.acp import (
+from acp_agent.provider import (
+    DEFAULT_MAX_ITEMS,
     AvailableCommandsUpdate,
     ConfigOption,
+    ConnectionClosed,
     ContentBlock,
+    FailureObservation,
     McpServer,
+    Methods,
+    Notice,
+    Phase,
+    PhaseFailed,
+    ProviderRuntime,
+    RpcError,
+    RuntimeContext,
+    RuntimeReplaced,
+    SessionChannel,
+    SessionFailure,
+    SessionListing,
     SessionModeState,
+    SessionNotFound,
+    SessionStart,
+    SessionTitle,
+    TurnChannel,
+    TurnEnd,
+    TurnFailed,
+    TurnQueue,
+    additional_directories,
     agent_text,
+    bound,
 )
-from acp_agent.wire.rpc import ConnectionClosed, Methods, RpcError
 from acp_agent_codex import approvals, codex_home, commands, find_codex, items, modes, settings, threads, titles
 from acp_agent_codex.appserver import (
     GLOBAL_NOTICES,

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from attrs import define, field
 
-from acp_agent.wire.acp import ConfigOption, ConfigOptionValue
+from acp_agent.provider import ConfigOption, ConfigOptionValue
 
 MODEL: Final = "model"
 EFFORT: Final = "reasoning_effort"

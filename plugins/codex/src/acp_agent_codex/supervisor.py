@@ -16,9 +16,7 @@ from typing import Final
 import anyio
 import anyio.abc
 
-from acp_agent.backends.executables import executable_problem
-from acp_agent.backends.phases import Phase, PhaseClock, PhaseFailed
-from acp_agent.wire.rpc import ConnectionClosed, Methods, RpcError
+from acp_agent.provider import ConnectionClosed, Methods, Phase, PhaseClock, PhaseFailed, RpcError, executable_problem
 from acp_agent_codex.appserver import AppServer, serve_app_server
 from acp_agent_codex.classify import rpc_error_observation, spawn_failed, transport_lost
 from acp_agent_codex.prestart import child_environment

@@ -15,13 +15,20 @@ from typing import Any, Final
 import anyio
 from attrs import define, evolve, field
 
-from acp_agent.backends.contract import SessionListing, SessionNotFound
-from acp_agent.backends.events import Notice
-from acp_agent.backends.phases import Phase, PhaseFailed
-from acp_agent.backends.turns import BackendTurn
-from acp_agent.failures.protocol import FailureObservation
-from acp_agent.wire.acp import McpServer, McpServerStdio, SessionInfo
-from acp_agent.wire.rpc import ConnectionClosed, RpcError
+from acp_agent.provider import (
+    BackendTurn,
+    ConnectionClosed,
+    FailureObservation,
+    McpServer,
+    McpServerStdio,
+    Notice,
+    Phase,
+    PhaseFailed,
+    RpcError,
+    SessionInfo,
+    SessionListing,
+    SessionNotFound,
+)
 from acp_agent_codex import settings
 from acp_agent_codex.appserver import AppServer
 from acp_agent_codex.classify import rpc_error_observation, transport_lost

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 from attrs import define, field
 
-from acp_agent.wire.acp import ContentBlock, TextContent
-from acp_agent.wire.rpc import ConnectionClosed, RpcError
+from acp_agent.provider import ConnectionClosed, ContentBlock, RpcError, TextContent
 
 if TYPE_CHECKING:
     from acp_agent_codex.appserver import AppServer

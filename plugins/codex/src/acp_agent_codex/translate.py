@@ -13,20 +13,22 @@ from typing import Any
 
 from attrs import define, field
 
-from acp_agent.backends.events import (
+from acp_agent.provider import (
     AttemptBoundary,
     AuthConfirmed,
     Compaction,
     Event,
+    FailureObservation,
     RetryProgress,
     TerminalExited,
     TerminalOutput,
     TerminalStarted,
+    ToolCallUpdate,
+    TurnDone,
     TurnEnd,
+    agent_text,
+    thought_text,
 )
-from acp_agent.backends.turns import TurnDone
-from acp_agent.failures.protocol import FailureObservation
-from acp_agent.wire.acp import ToolCallUpdate, agent_text, thought_text
 from acp_agent_codex import items
 from acp_agent_codex.classify import classify_error, notice_for, observe_failure, turn_error_observation
 

@@ -12,8 +12,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from acp_agent import hookimpl
-from acp_agent.backends.contract import (
+from acp_agent.provider import (
     BackendStatus,
     CredentialSpec,
     ProviderRuntime,
@@ -21,11 +20,11 @@ from acp_agent.backends.contract import (
     RuntimeCapabilities,
     RuntimeContext,
     TerminalLogin,
+    hookimpl,
 )
 
 if TYPE_CHECKING:  # the transcript's types load with the runtime, not on every start
-    from acp_agent.backends.events import HistoryFailure
-    from acp_agent.failures.protocol import FailureKind, FailureObservation
+    from acp_agent.provider import FailureKind, FailureObservation, HistoryFailure
 
 EXECUTABLE_VAR = "MUSE_CODE_EXECUTABLE"
 BINARY_NAME = "muse"

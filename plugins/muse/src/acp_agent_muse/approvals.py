@@ -10,7 +10,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from acp_agent.wire.rpc import ConnectionClosed, RpcError
+from acp_agent.provider import ConnectionClosed, RpcError
 from acp_agent_muse import items
 from acp_agent_muse.modes import AUTO_DENY_MODES, mapping
 from acp_agent_muse.sessions import ActiveTurn, MuseSession, QueueItem

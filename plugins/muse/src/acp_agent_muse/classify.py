@@ -14,9 +14,7 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.backends.events import RetryProgress, TurnEnd
-from acp_agent.backends.executables import program_unavailable
-from acp_agent.failures.protocol import FailureKind, FailureObservation, Source
+from acp_agent.provider import FailureKind, FailureObservation, RetryProgress, Source, TurnEnd, program_unavailable
 
 HOST_TITLE: Final = "Muse Code"
 

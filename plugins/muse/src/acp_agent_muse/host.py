@@ -21,8 +21,7 @@ from typing import Any, Final
 import anyio
 from attrs import define, field
 
-from acp_agent.backends.rpc_child import RpcChild
-from acp_agent.wire.rpc import Methods, RpcError
+from acp_agent.provider import Methods, RpcChild, RpcError
 from acp_agent_muse.classify import is_retryable_error
 from acp_agent_muse.ids import mint
 

@@ -17,14 +17,17 @@ from typing import Any, Final, Literal, TypeGuard
 
 import attrs
 
-from acp_agent.backends.events import Compaction, Event, HistoryFailure, SessionTitle, TerminalExited, TerminalStarted
-from acp_agent.backends.questions import Answer, Choice, Question, QuestionField
-from acp_agent.failures.hooks import redact_legacy
-from acp_agent.failures.protocol import FailureObservation
-from acp_agent.wire.acp import (
+from acp_agent.provider import (
+    UNSET,
     AgentMessageChunk,
     AgentThoughtChunk,
+    Answer,
+    Choice,
+    Compaction,
     ContentBlock,
+    Event,
+    FailureObservation,
+    HistoryFailure,
     ImageContent,
     McpServer,
     McpServerHttp,
@@ -33,8 +36,14 @@ from acp_agent.wire.acp import (
     PermissionOption,
     Plan,
     PlanEntry,
+    Question,
+    QuestionField,
     SessionInfo,
+    SessionTitle,
+    TerminalExited,
+    TerminalStarted,
     TextContent,
+    TextStyle,
     ToolCall,
     ToolCallContent,
     ToolCallUpdate,
@@ -44,11 +53,11 @@ from acp_agent.wire.acp import (
     ToolStatus,
     UsageUpdate,
     agent_text,
+    prompt_parts,
+    redact_legacy,
     thought_text,
     user_text,
 )
-from acp_agent.wire.convert import UNSET
-from acp_agent.wire.prompt import TextStyle, prompt_parts
 from acp_agent_muse.classify import classify_terminal
 
 JsonObject = Mapping[str, Any]

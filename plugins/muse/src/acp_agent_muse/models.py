@@ -9,8 +9,7 @@ from typing import Any, Final
 
 import anyio
 
-from acp_agent.wire.acp import ConfigOption, ConfigOptionValue
-from acp_agent.wire.rpc import ConnectionClosed, RpcError
+from acp_agent.provider import ConfigOption, ConfigOptionValue, ConnectionClosed, RpcError
 from acp_agent_muse.host import MuseHost
 from acp_agent_muse.sessions import MuseSession
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from acp_agent.wire.acp import SessionMode
+from acp_agent.provider import SessionMode
 
 MODES: Final = (
     SessionMode("default", "Default", "Muse Code asks before any action its policy does not already allow."),

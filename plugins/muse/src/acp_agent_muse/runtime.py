@@ -31,26 +31,39 @@ import anyio
 import anyio.abc
 import attrs
 
-from acp_agent.backends import idle
-from acp_agent.backends.contract import (
+from acp_agent.provider import (
+    DEFAULT_MAX_ITEMS,
+    ConfigOption,
+    ConnectionClosed,
+    ContentBlock,
+    FailureKind,
+    FailureObservation,
+    McpServer,
+    Notice,
+    Phase,
+    PhaseDeadlineExceeded,
+    PhaseFailed,
     ProviderRuntime,
+    RpcError,
     RuntimeContext,
+    RuntimeReplaced,
     SessionChannel,
+    SessionFailure,
     SessionListing,
+    SessionModeState,
     SessionNotFound,
     SessionStart,
     TurnChannel,
+    TurnEnd,
     TurnFailed,
+    TurnQueue,
     additional_directories,
+    bound,
+    executable_problem,
 )
-from acp_agent.backends.events import Notice, RuntimeReplaced, SessionFailure, TurnEnd
-from acp_agent.backends.executables import executable_problem
-from acp_agent.backends.phases import Phase, PhaseDeadlineExceeded, PhaseFailed
-from acp_agent.failures.hooks import bound
-from acp_agent.failures.protocol import FailureKind, FailureObservation
-from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
-from acp_agent.wire.acp import ConfigOption, ContentBlock, McpServer, SessionModeState
-from acp_agent.wire.rpc import ConnectionClosed, RpcError
+from acp_agent.provider import (
+    idle_release_s as read_idle_release,
+)
 from acp_agent_muse import approvals, find_muse, items, models, sessions
 from acp_agent_muse.classify import (
     HOST_TITLE,
@@ -90,7 +103,7 @@ TURN_QUEUE_ITEMS = DEFAULT_MAX_ITEMS
 
 def idle_release_s(environ: Mapping[str, str]) -> float:
     """The core's reader; a host is always released in the end (0 is the default, not never)."""
-    return idle.idle_release_s(environ, IDLE_VAR, default_ms=DEFAULT_IDLE_MS) or DEFAULT_IDLE_MS / 1000
+    return read_idle_release(environ, IDLE_VAR, default_ms=DEFAULT_IDLE_MS) or DEFAULT_IDLE_MS / 1000
 
 
 def _version() -> str:

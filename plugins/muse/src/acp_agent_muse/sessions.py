@@ -11,12 +11,16 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from attrs import define, field
 
-from acp_agent.backends.contract import SessionNotFound
-from acp_agent.backends.events import Notice
-from acp_agent.backends.phases import Phase, PhaseFailed
-from acp_agent.backends.turns import BackendTurn
-from acp_agent.wire.acp import ConfigOptionValue
-from acp_agent.wire.rpc import ConnectionClosed, RpcError
+from acp_agent.provider import (
+    BackendTurn,
+    ConfigOptionValue,
+    ConnectionClosed,
+    Notice,
+    Phase,
+    PhaseFailed,
+    RpcError,
+    SessionNotFound,
+)
 from acp_agent_muse.classify import (
     HOST_TITLE,
     SESSION_NOT_FOUND_CODE,
@@ -29,7 +33,7 @@ from acp_agent_muse.modes import APPROVAL_MODES, DEFAULT_MODE, mapping, served_m
 from acp_agent_muse.translate import TurnTranslator
 
 if TYPE_CHECKING:
-    from acp_agent.backends.events import Event
+    from acp_agent.provider import Event
 
 log = logging.getLogger(__name__)
 

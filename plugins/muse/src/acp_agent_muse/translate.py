@@ -13,19 +13,19 @@ from typing import Any
 
 from attrs import define, field
 
-from acp_agent.backends.events import (
+from acp_agent.provider import (
     AttemptBoundary,
     AuthConfirmed,
     Event,
+    FailureObservation,
     RetryProgress,
     TerminalExited,
     TerminalOutput,
     TerminalStarted,
+    TurnDone,
     TurnEnd,
+    UsageUpdate,
 )
-from acp_agent.backends.turns import TurnDone
-from acp_agent.failures.protocol import FailureObservation
-from acp_agent.wire.acp import UsageUpdate
 from acp_agent_muse import items
 from acp_agent_muse.classify import classify_terminal, observe_failure, retry_progress
 
