@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,28 @@ def freeze_app_server(agent: CodexAgent, frozen: list[int]) -> int:
     return pid
 
 
+async def freeze_the_turn_and_end_it(agent: CodexAgent, api: FakeResponsesAPI, frozen: list[int], session_id: str,
+                                     end: Callable[[], Awaitable[object]]) -> tuple[Any, int]:
+    """Prompt `alpha-first`; once its turn reached the model, freeze app-server and `end` the
+    prompt (a cancel, a close). The prompt's outcome (within the answer deadline) and the frozen
+    app-server's PID, once that process is gone."""
+    outcome: list[Any] = []
+    answered = anyio.Event()
+    async with anyio.create_task_group() as group:
+        async def run() -> None:
+            outcome.append(await prompt_outcome(agent, session_id, "alpha-first"))
+            answered.set()
+
+        group.start_soon(run)
+        await wait_for_turn_requests(api, 1)
+        pid = freeze_app_server(agent, frozen)
+        with anyio.fail_after(ANSWER_DEADLINE_S):
+            await end()
+            await answered.wait()
+    await wait_ended([pid], within_s=GONE_DEADLINE_S)
+    return outcome[0], pid
+
+
 async def test_a_cancel_replaces_a_frozen_app_server(tmp_path: Path) -> None:
     """The app-server freezes mid-turn: the cancel answers `cancelled` by the cancel grace, the
     frozen process is killed, and the session's next prompt runs on a new app-server."""
@@ -68,23 +90,11 @@ async def test_a_cancel_replaces_a_frozen_app_server(tmp_path: Path) -> None:
         home = write_codex_home(api, tmp_path)
         async with codex_agent(home, tmp_path, capable=True) as agent:
             session = await agent.conn.new_session(cwd=workspace(tmp_path))
-            outcome: list[Any] = []
-            answered = anyio.Event()
-            async with anyio.create_task_group() as group:
-                async def run() -> None:
-                    outcome.append(await prompt_outcome(agent, session.session_id, "alpha-first"))
-                    answered.set()
-
-                group.start_soon(run)
-                await wait_for_turn_requests(api, 1)
-                pid = freeze_app_server(agent, frozen)
-                await agent.conn.cancel(session_id=session.session_id)
-                with anyio.fail_after(ANSWER_DEADLINE_S):
-                    await answered.wait()
-            await wait_ended([pid], within_s=GONE_DEADLINE_S)
+            outcome, pid = await freeze_the_turn_and_end_it(
+                agent, api, frozen, session.session_id, lambda: agent.conn.cancel(session_id=session.session_id))
             second = await own_answer(agent, session.session_id, "bravo-second", timeout_s=60)
             assert app_server_pid(agent.process.pid) != pid
-    assert outcome[0].stop_reason == "cancelled", outcome
+    assert outcome.stop_reason == "cancelled", outcome
     assert second == "echo: bravo-second"
     assert agent.frames.problems == []
 
@@ -116,24 +126,12 @@ async def test_a_close_during_a_frozen_turn_answers_and_ends_the_app_server(tmp_
         home = write_codex_home(api, tmp_path)
         async with codex_agent(home, tmp_path, capable=True) as agent:
             session = await agent.conn.new_session(cwd=workspace(tmp_path))
-            outcome: list[Any] = []
-            answered = anyio.Event()
-            async with anyio.create_task_group() as group:
-                async def run() -> None:
-                    outcome.append(await prompt_outcome(agent, session.session_id, "alpha-first"))
-                    answered.set()
-
-                group.start_soon(run)
-                await wait_for_turn_requests(api, 1)
-                pid = freeze_app_server(agent, frozen)
-                with anyio.fail_after(ANSWER_DEADLINE_S):
-                    await agent.conn.close_session(session_id=session.session_id)
-                    await answered.wait()
-            await wait_ended([pid], within_s=GONE_DEADLINE_S)
+            outcome, _ = await freeze_the_turn_and_end_it(
+                agent, api, frozen, session.session_id, lambda: agent.conn.close_session(session_id=session.session_id))
             again = await agent.conn.new_session(cwd=workspace(tmp_path))
             answer = await own_answer(agent, again.session_id, "bravo-second", timeout_s=60)
-    assert not isinstance(outcome[0], acp.RequestError), outcome
-    assert outcome[0].stop_reason == "cancelled", outcome
+    assert not isinstance(outcome, acp.RequestError), outcome
+    assert outcome.stop_reason == "cancelled", outcome
     assert answer == "echo: bravo-second"
     assert agent.frames.problems == []
 
@@ -186,20 +184,8 @@ async def test_a_session_that_never_ran_a_turn_goes_on_after_a_replacement(tmp_p
         async with codex_agent(home, tmp_path, capable=capable) as agent:
             cwd = workspace(tmp_path)
             a, b, c = [await agent.conn.new_session(cwd=cwd) for _ in range(3)]
-            outcome: list[Any] = []
-            answered = anyio.Event()
-            async with anyio.create_task_group() as group:
-                async def run() -> None:
-                    outcome.append(await prompt_outcome(agent, a.session_id, "alpha-first"))
-                    answered.set()
-
-                group.start_soon(run)
-                await wait_for_turn_requests(api, 1)
-                pid = freeze_app_server(agent, frozen)
-                await agent.conn.cancel(session_id=a.session_id)
-                with anyio.fail_after(ANSWER_DEADLINE_S):
-                    await answered.wait()
-            await wait_ended([pid], within_s=GONE_DEADLINE_S)
+            outcome, _ = await freeze_the_turn_and_end_it(
+                agent, api, frozen, a.session_id, lambda: agent.conn.cancel(session_id=a.session_id))
             first = await own_answer(agent, b.session_id, "bravo-first", timeout_s=60)
             assert first == "echo: bravo-first"  # an AIR client's failure is answered end_turn
             with anyio.fail_after(30):
@@ -210,7 +196,7 @@ async def test_a_session_that_never_ran_a_turn_goes_on_after_a_replacement(tmp_p
                 before = len(replayed_texts(agent, b.session_id, "user_message_chunk"))
                 await agent.conn.load_session(cwd=cwd, session_id=b.session_id)
             replayed = replayed_texts(agent, b.session_id, "user_message_chunk")[before:]
-    assert outcome[0].stop_reason == "cancelled", outcome
+    assert outcome.stop_reason == "cancelled", outcome
     assert third == "echo: charlie-first"
     assert replayed == ["bravo-first"]
     assert agent.frames.problems == []
