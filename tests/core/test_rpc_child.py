@@ -13,6 +13,7 @@ import pytest
 
 from acp_agent.backends.rpc_child import RpcChild
 from acp_agent.wire.rpc import ConnectionClosed
+from tests.e2e.processes import gone
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -24,14 +25,6 @@ for line in sys.stdin:
         sys.exit(3)
     print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": message.get("params")}), flush=True)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 class Recorder:
@@ -54,7 +47,7 @@ async def test_a_call_is_answered_and_a_requested_stop_is_no_loss() -> None:
         with anyio.fail_after(10):
             await child.stop()
     assert child.stopped.is_set() and not child.alive and child.stop_requested
-    assert not alive(pid)
+    assert gone(pid)
     assert recorder.lost == []
 
 
@@ -82,7 +75,7 @@ async def test_a_frozen_child_is_killed_with_its_group_and_reaped() -> None:
         with anyio.fail_after(10):
             await recorder.told.wait()  # killed without a stop being asked for: a loss
             await child.stopped.wait()
-    assert not alive(pid)
+    assert gone(pid)
     assert child.child is not None and child.child.returncode == -signal.SIGKILL
 
 
