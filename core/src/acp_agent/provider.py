@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         kill_process_group,
         open_child,
         parent_death_argv,
+        stop_process,
         write_launcher,
     )
     from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
@@ -138,7 +139,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent.backends.phases": ("Phase", "PhaseClock", "PhaseDeadlineExceeded", "PhaseFailed",),
     "acp_agent.backends.process": (
         "ChildProcess", "EarlyProcess", "adopt_child", "adopted_process", "drain_stderr",
-        "kill_process_group", "open_child", "parent_death_argv", "write_launcher",
+        "kill_process_group", "open_child", "parent_death_argv", "stop_process", "write_launcher",
     ),
     "acp_agent.backends.questions": ("Answer", "Choice", "Question", "QuestionField", "UrlQuestion",),
     "acp_agent.backends.rpc_child": ("RpcChild",),
@@ -282,6 +283,7 @@ __all__ = [
     "redact_legacy",
     "regular_file_stat",
     "split_title",
+    "stop_process",
     "thought_text",
     "user_text",
     "write_launcher",

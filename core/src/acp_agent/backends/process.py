@@ -16,7 +16,7 @@ import shlex
 import signal
 import stat
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol
@@ -131,25 +131,46 @@ class ChildProcess:
 
     async def stop(self, *, grace_s: float = 2.0, term_s: float = 2.0) -> None:
         """Close stdin, then SIGTERM, then SIGKILL; always reaps. Safe to call more than once."""
-        with anyio.CancelScope(shield=True):
-            if self.process.returncode is None:
-                try:
-                    await self.stdin.aclose()
-                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass
-                for deadline, action in ((grace_s, None), (term_s, signal.SIGTERM), (5.0, signal.SIGKILL)):
-                    if action is not None and self.process.returncode is None:
-                        try:
-                            self.process.send_signal(action)
-                        except ProcessLookupError:
-                            pass
-                    with anyio.move_on_after(deadline):
-                        await self.process.wait()
-                    if self.returncode is not None:
-                        break
-            self.exited.set()
-            log.debug("%s (pid %d) stopped with %s", self.name, self.pid, self.process.returncode)
+        await stop_process(self.process, self.stdin.aclose, grace_s=grace_s, term_s=term_s)
+        self.exited.set()
+        log.debug("%s (pid %d) stopped with %s", self.name, self.pid, self.process.returncode)
 
+
+KILL_WAIT_S = 5.0
+"""After SIGKILL, how long a stop waits for the process to be reaped."""
+
+
+async def stop_process(process: anyio.abc.Process, close_input: Callable[[], Awaitable[None]], *, grace_s: float,
+                       term_s: float, signal_process: Callable[[signal.Signals], None] | None = None,
+                       on_kill: Callable[[], None] | None = None) -> None:
+    """The one stop sequence of a backend: close its input and wait `grace_s`, SIGTERM and wait
+    `term_s`, SIGKILL and wait until it is reaped (each wait bounded), in a shielded scope so that
+    cancellation cannot leave it running. `signal_process` sends the signals (default: to the
+    process); `on_kill` is told before a SIGKILL. Returns at once for a process that has exited."""
+    send = signal_process or process.send_signal
+    with anyio.CancelScope(shield=True):
+        if _reaped(process):
+            return
+        try:
+            await close_input()
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        for deadline, action in ((grace_s, None), (term_s, signal.SIGTERM), (KILL_WAIT_S, signal.SIGKILL)):
+            if action is not None and not _reaped(process):
+                if action is signal.SIGKILL and on_kill is not None:
+                    on_kill()
+                try:
+                    send(action)
+                except ProcessLookupError:
+                    pass
+            with anyio.move_on_after(deadline):
+                await process.wait()
+            if _reaped(process):
+                break
+
+
+def _reaped(process: anyio.abc.Process) -> bool:
+    return process.returncode is not None
 
 STDERR_LINE_BYTES = 64 * 1024
 """A longer stderr line is dropped, not buffered (its size is logged instead)."""

@@ -25,13 +25,20 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_agent.provider import EarlyProcess, LineReader, adopted_process, drain_stderr, kill_process_group, parent_death_argv
+from acp_agent.provider import (
+    EarlyProcess,
+    LineReader,
+    adopted_process,
+    drain_stderr,
+    kill_process_group,
+    parent_death_argv,
+    stop_process,
+)
 
 log = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a transcript-sized tool result is one line; beyond this it is dropped
 CONTROL_TIMEOUT_S = 60.0  # the SDK's bound on a control request that no phase deadline covers
-REAP_BUDGET_S = 5.0
 MESSAGE_BUFFER = 256  # lines read ahead of the turn; beyond, the reader waits and the CLI blocks writing
 GATHER_S = 0.001
 """Before each read of the CLI's output after the first, what it writes meanwhile gathers this long
@@ -248,24 +255,20 @@ class ClaudeCLI:
         nothing)."""
         process = self.process
         began = time.monotonic()
+
+        async def close_input() -> None:
+            if process.stdin is not None:
+                async with self._write_lock:
+                    await process.stdin.aclose()
+
+        def warn() -> None:
+            if term_s > 0:
+                log.log(logging.WARNING if grace_s > 0 else logging.DEBUG,
+                        "claude CLI (pid %s) did not stop in time; killing it", process.pid)
+
         with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                if process.stdin is not None:
-                    async with self._write_lock:
-                        try:
-                            await process.stdin.aclose()
-                        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                            pass
-                for deadline, action in ((grace_s, None), (term_s, signal.SIGTERM), (REAP_BUDGET_S, signal.SIGKILL)):
-                    if action is not None and process.returncode is None:
-                        if action is signal.SIGKILL and term_s > 0:
-                            log.log(logging.WARNING if grace_s > 0 else logging.DEBUG,
-                                    "claude CLI (pid %s) did not stop in time; killing it", process.pid)
-                        self._signal(action)
-                    with anyio.move_on_after(deadline):
-                        await process.wait()
-                    if _exited(process):
-                        break
+            await stop_process(process, close_input, grace_s=grace_s, term_s=term_s, signal_process=self._signal,
+                               on_kill=warn)
             kill_process_group(self.group)
             self._reading.cancel()
             log.debug("claude CLI (pid %s) stopped with %s after %.0f ms", process.pid, process.returncode,
@@ -286,6 +289,3 @@ class ClaudeCLI:
                 except ProcessLookupError:
                     pass
 
-
-def _exited(process: anyio.abc.Process) -> bool:
-    return process.returncode is not None
