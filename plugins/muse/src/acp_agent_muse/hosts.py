@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from importlib import metadata
 from typing import Any, Final
@@ -19,6 +20,7 @@ from acp_agent.provider import (
     ConnectionClosed,
     FailureKind,
     FailureObservation,
+    IdleRelease,
     Notice,
     Phase,
     PhaseFailed,
@@ -71,7 +73,8 @@ class LiveHosts:
         self._tg = task_group
         self._sessions = sessions
         self._hosts: set[MuseHost] = set()
-        self._idle_s = idle_release_s(context.environ)
+        self._idle = IdleRelease(idle_release_s(context.environ), self._idle_since, self._release)
+        task_group.start_soon(self._idle.run)
         self._version = _version()
         self._fingerprint_noticed = False
         self._router = context.router
@@ -193,6 +196,9 @@ class LiveHosts:
             host = state.host
             restart = host is None or not host.alive
             if host is None or not host.alive:
+                if state.stopping is not None:
+                    await state.stopping.wait()  # a released host's stop (bounded by its stop sequence)
+                    state.stopping = None
                 host = await self.spawn("muse serve (restart)", state.cwd)
             elif not state.needs_resume:
                 return host
@@ -217,48 +223,49 @@ class LiveHosts:
     # -- idle release ---------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def using(self, state: MuseSession) -> AsyncIterator[None]:
-        """The session is in use: its host is not released until the session has been idle a while."""
-        state.busy += 1
-        self.disarm_idle(state)
+    async def using(self, *states: MuseSession | None) -> AsyncIterator[None]:
+        """The sessions are in use: their hosts are not released until they have been idle a while."""
+        used = [state for state in states if state is not None]
+        for state in used:
+            state.busy += 1
         try:
             yield
         finally:
-            state.busy -= 1
-            self.arm_idle(state)
+            for state in used:
+                state.busy -= 1
+                self.touched(state)
 
-    @staticmethod
-    def disarm_idle(state: MuseSession) -> None:
-        if state.idle_scope is not None:
-            state.idle_scope.cancel()
-            state.idle_scope = None
+    def touched(self, state: MuseSession) -> None:
+        """The session was just used: its host's release is timed from now."""
+        state.last_used = time.monotonic()
+        self._idle.touched()
 
-    def arm_idle(self, state: MuseSession) -> None:
-        self.disarm_idle(state)
-        if state.busy or state.closed or state.host is None or not state.host.alive:
-            return
-        scope = anyio.CancelScope()
-        state.idle_scope = scope
-        self._tg.start_soon(self._release_when_idle, state, scope)
+    def _idle_since(self) -> Iterator[tuple[MuseSession, float]]:
+        return ((state, state.last_used) for state in self._sessions.values()
+                if not state.busy and not state.closed and state.host is not None and state.host.alive)
 
-    async def _release_when_idle(self, state: MuseSession, scope: anyio.CancelScope) -> None:
-        with scope:
-            await anyio.sleep(self._idle_s)
-            async with state.lock:
-                host = state.host
-                if state.busy or state.idle_scope is not scope or host is None or not host.alive:
-                    return
-                log.info("releasing the idle host of session %s (pid %s)", state.session_id, host.pid)
-                state.host = None
-                state.idle_scope = None
+    def _release(self, state: MuseSession) -> None:
+        """Stop an idle session's host in the background; the session's next use starts another
+        (resuming the session) once this one has stopped."""
+        host, state.host = state.host, None
+        assert host is not None
+        log.info("releasing the idle host of session %s (pid %s)", state.session_id, host.pid)
+        stopped = state.stopping = anyio.Event()
+
+        async def stop() -> None:
+            try:
                 await self.stop(host)
+            finally:
+                stopped.set()
+
+        self._tg.start_soon(stop)
 
     async def aclose(self) -> None:
         """Stop every host at once (the sessions are closed: none is released or restarted)."""
         with anyio.CancelScope(shield=True):
+            self._idle.stop()
             for state in self._sessions.values():
                 state.closed = True
-                self.disarm_idle(state)
             async with anyio.create_task_group() as stopping:
                 for host in list(self._hosts):
                     stopping.start_soon(self.stop, host)

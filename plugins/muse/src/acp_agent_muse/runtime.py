@@ -122,7 +122,7 @@ class MuseRuntime(ProviderRuntime):
         previous = self._sessions.get(session_id)
         state = MuseSession(session_id, cwd, mcp=items.mcp_servers(mcp_servers),
                             roots=additional_directories(channel), effort=self._kept_efforts.get(session_id))
-        async with self.hosts.using(state):
+        async with self.hosts.using(state, previous):  # previous's host may answer for the load
             host = await self.hosts.spawn("muse serve (load)" if replay else "muse serve (resume)", cwd)
             try:
                 async with self._phase(Phase.READING, "session/resume"):
@@ -141,16 +141,13 @@ class MuseRuntime(ProviderRuntime):
                         # one too): the host that holds this session answers for it.
                         log.info("a new host does not know session %s; asking the host that holds it", session_id)
                         assert previous is not None
-                        self.hosts.disarm_idle(previous)
                         await self.hosts.stop(host)
                         host = held
                         result = await sessions.ask(host, "session/resume", params, Phase.READING, command=True,
                                                  missing=session_id)
                 await models.discover(host, state)
             except BaseException:
-                if previous is not None and host is previous.host:
-                    self.hosts.arm_idle(previous)  # still the session's host: it stays, as before the load
-                else:
+                if previous is None or host is not previous.host:  # else it stays the session's host
                     await self.hosts.stop(host)
                 raise
             served = mapping(result.get("session"))
@@ -162,7 +159,6 @@ class MuseRuntime(ProviderRuntime):
             model = served.get("modelId")
             state.model = model if isinstance(model, str) and model else state.model
             if previous is not None:
-                self.hosts.disarm_idle(previous)
                 previous.closed = True
                 if previous.host is not None and previous.host is not host:
                     await self.hosts.stop(previous.host)
@@ -218,7 +214,7 @@ class MuseRuntime(ProviderRuntime):
             await self.hosts.stop(host)
             raise
         self.hosts.adopt(state, host)
-        self.hosts.arm_idle(state)
+        self.hosts.touched(state)
         return self._setup(state)
 
     async def close_session(self, session_id: str) -> None:
@@ -226,7 +222,6 @@ class MuseRuntime(ProviderRuntime):
         if state is None:
             return
         state.closed = True
-        self.hosts.disarm_idle(state)
         host = state.host
         try:
             if host is None:
