@@ -69,7 +69,7 @@ async def test_a_host_loss_failure_is_emitted_before_what_follows_it(tmp_path: P
     handled = anyio.Event()
     after = Notice("after the loss")
     async with open_muse_runtime(context) as runtime:
-        original = runtime._host_lost
+        original = runtime.hosts.lost
 
         def lost(host: Any) -> Any:
             result = original(host)
@@ -83,7 +83,7 @@ async def test_a_host_loss_failure_is_emitted_before_what_follows_it(tmp_path: P
 
             return awaited()
 
-        runtime._host_lost = lost  # type: ignore[method-assign]
+        runtime.hosts.lost = lost  # type: ignore[method-assign]
         start = await runtime.new_session(str(tmp_path), [], channel)
         channel.session_id = start.session_id
         await context.router.open(start.session_id, channel.emit)  # as the core does once announced

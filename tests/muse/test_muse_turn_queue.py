@@ -60,7 +60,7 @@ def count_routed(runtime: MuseRuntime) -> tuple[list[int], anyio.Event]:
     """
     routed = [0]
     done = anyio.Event()
-    original = runtime._route
+    original = runtime.hosts.route
 
     def count(method: str) -> None:
         if method == "item/delta":
@@ -80,7 +80,7 @@ def count_routed(runtime: MuseRuntime) -> tuple[list[int], anyio.Event]:
 
         return routed_then_counted()
 
-    runtime._route = counting  # type: ignore[method-assign]
+    runtime.hosts.route = counting  # type: ignore[method-assign]
     return routed, done
 
 

@@ -68,7 +68,10 @@ class MuseSession:
     active: ActiveTurn | None = None
     lock: anyio.Lock = field(factory=anyio.Lock)
     busy: int = 0
-    idle_scope: anyio.CancelScope | None = None
+    last_used: float = 0.0
+    """When the session was last in use (`time.monotonic()`): its idle host's release is timed from it."""
+    stopping: anyio.Event | None = None
+    """Set once its released host has stopped: the next host waits for that (one host per session)."""
     models: list[ConfigOptionValue] = field(factory=list)
     efforts: dict[str, tuple[list[ConfigOptionValue], str | None]] = field(factory=dict)
     """Per model: the reasoning-effort tiers `model/list` describes, and the model's default."""
