@@ -129,10 +129,10 @@ class Turns:
         if active.turn_id is not None:
             # Codex stores this id with the turn: a replayed failure then keeps the live incident id.
             turn.adopt_turn_id(active.turn_id)
-            if active.cancel_requested:
-                # In the background: waiting here for the answer, with the queue full and the reader
-                # waiting for room, would wait for ever.
-                self._tg.start_soon(self.interrupt_turn, server, thread.codex_id, active.turn_id)
+        if active.cancel_requested:
+            # In the background: waiting here for the answer, with the queue full and the reader
+            # waiting for room, would wait for ever.
+            self._tg.start_soon(self._interrupt, server, thread, active)
         return await active.run(self._servers.clock, functools.partial(self._take, thread, active),
                                 functools.partial(self._gone, active))
 
@@ -259,6 +259,10 @@ class Turns:
         elif server.alive:
             await self._servers.within_grace(server, "thread/loaded/list",
                                              self._servers.ask(server, "thread/loaded/list", {}))
+
+    async def _interrupt(self, server: AppServer, thread: ThreadState, active: ActiveTurn) -> None:
+        if active.turn_id is not None:  # acknowledged, or read from its turn/started meanwhile
+            await self.interrupt_turn(server, thread.codex_id, active.turn_id)
 
     async def interrupt_turn(self, server: AppServer, thread_id: str, turn_id: str) -> None:
         if not server.alive:
