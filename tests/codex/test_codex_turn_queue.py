@@ -29,7 +29,7 @@ from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.protocol import FailureObservation
 from acp_agent.failures.redaction import Redactor
 from acp_agent.wire.acp import TextContent
-from acp_agent_codex import runtime as codex_runtime
+from acp_agent_codex import turns as codex_turns
 from acp_agent_codex.runtime import CodexRuntime, open_codex_runtime
 from tests.codex.e2e_support import stand_in_env
 from tests.fakes.held_turn import HeldTurn, first_of
@@ -84,13 +84,13 @@ def count_routed(runtime: CodexRuntime, total: int) -> tuple[list[int], anyio.Ev
 def answered_interrupts(runtime: CodexRuntime) -> list[str]:
     """The turn ids whose `turn/interrupt` app-server answered, as they are answered."""
     answered: list[str] = []
-    original = runtime._interrupt_turn
+    original = runtime.turns.interrupt_turn
 
     async def interrupt(server: Any, thread_id: str, turn_id: str) -> None:
         await original(server, thread_id, turn_id)
         answered.append(turn_id)
 
-    runtime._interrupt_turn = interrupt  # type: ignore[method-assign]
+    runtime.turns.interrupt_turn = interrupt  # type: ignore[method-assign]
     return answered
 
 
@@ -119,7 +119,7 @@ async def wait_for_backpressure(runtime: CodexRuntime, session_id: str, all_rout
 
 @pytest.fixture(autouse=True)
 def small_queue(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(codex_runtime, "TURN_QUEUE_ITEMS", BOUND, raising=False)
+    monkeypatch.setattr(codex_turns, "TURN_QUEUE_ITEMS", BOUND, raising=False)
 
 
 async def test_a_held_consumer_stalls_the_reader_and_every_delta_arrives_in_order(tmp_path: Path) -> None:
@@ -176,7 +176,7 @@ async def test_a_prompt_cancelled_with_a_full_queue_interrupts_its_turn(
 
     The interrupt's own time limit is lifted: were its answer left unread, the test would hang.
     """
-    monkeypatch.setattr(codex_runtime, "INTERRUPT_TIMEOUT_S", 3600.0)
+    monkeypatch.setattr(codex_turns, "INTERRUPT_TIMEOUT_S", 3600.0)
     turn, outcome = HeldTurn(), []
     async with codex(tmp_path, {"turn/start": {"after": [STARTED, *deltas()]}}) as runtime:
         _, all_routed = count_routed(runtime, DELTAS)

@@ -10,13 +10,23 @@ session or a turn did on an older one is known to be gone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
 
 import anyio
 import anyio.abc
+from attrs import evolve
 
-from acp_agent.provider import ConnectionClosed, Methods, Phase, PhaseClock, PhaseFailed, RpcError, executable_problem
+from acp_agent.provider import (
+    ConnectionClosed,
+    Methods,
+    Phase,
+    PhaseFailed,
+    RpcError,
+    RuntimeContext,
+    executable_problem,
+)
+from acp_agent_codex import settings
 from acp_agent_codex.appserver import AppServer, serve_app_server
 from acp_agent_codex.classify import rpc_error_observation, spawn_failed, transport_lost
 from acp_agent_codex.prestart import child_environment
@@ -24,16 +34,23 @@ from acp_agent_codex.prestart import child_environment
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S: Final = 8.0
+RESPONSIVE_S: Final = 2.0
+"""How long app-server may take to answer a request that needs no work (`turn/interrupt`,
+`thread/loaded/list`, `thread/unsubscribe`) when a cancel, a close or a missed deadline asks it
+to: one that does not is frozen, and is replaced (killed with its process group; the sessions
+resume on a new one)."""
 
 
 class Supervisor:
-    """Owns the running app-server (`server`) for the runtime; `methods` gives a new one the
-    runtime's handlers and `lost` is told when one dies or is killed (its turns fail)."""
+    """Owns the running app-server (`server`) and the runtime's `context` (whose environment a
+    new app-server gets); `methods` gives a new one the runtime's handlers and `lost` is told when
+    one dies or is killed (its turns fail)."""
 
-    def __init__(self, clock: PhaseClock, task_group: anyio.abc.TaskGroup, binary: str,
+    def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup, binary: str,
                  early: AppServer | None, methods: Callable[[AppServer], Methods],
                  lost: Callable[[AppServer], None]) -> None:
-        self.clock = clock
+        self.context = context
+        self.clock = context.clock
         self.server: AppServer | None = None
         self.renew = False
         """The environment changed (new credentials): the next start-up point replaces the
@@ -46,7 +63,13 @@ class Supervisor:
         self._lock = anyio.Lock()
         self._generation = 0
 
-    async def ready(self, environ: Mapping[str, str], idle: Callable[[], bool]) -> tuple[AppServer, bool]:
+    def renew_environment(self, environ: Mapping[str, str]) -> None:
+        """app-server keeps the environment it started with: a new one (with `environ`) takes
+        over at the next start-up point that finds no turn running."""
+        self.context = evolve(self.context, environ=dict(environ))
+        self.renew = True
+
+    async def ready(self, idle: Callable[[], bool]) -> tuple[AppServer, bool]:
         """The running app-server, started (again) under the initializing phase when needed, and
         whether it replaced one that was lost (its sessions resume on it). `idle`: no turn runs."""
         async with self._lock:
@@ -61,7 +84,7 @@ class Supervisor:
                 return server, False
             replaced = server is not None
             self._generation += 1
-            server = await self._start(self._generation, environ)
+            server = await self._start(self._generation, self.context.environ)
             self.server = server
         return server, replaced
 
@@ -113,6 +136,41 @@ class Supervisor:
         server.kill()
         self._lost(server)
         server.request_stop()
+
+    async def within_grace(self, server: AppServer, method: str, answered: Awaitable[None]) -> None:
+        """Wait for `answered` (`method`'s answer); an app-server that gives none within
+        RESPONSIVE_S is frozen, and is replaced."""
+        with anyio.move_on_after(RESPONSIVE_S) as waited:
+            await answered
+        if waited.cancelled_caught:
+            self.replace(server, f"{method} unanswered for {RESPONSIVE_S:g} s")
+
+    @staticmethod
+    async def ask(server: AppServer, method: str, params: Mapping[str, Any]) -> None:
+        """A request whose answer only says app-server is responsive (an error is an answer too)."""
+        try:
+            await server.call(method, params)
+        except (RpcError, ConnectionClosed) as exc:
+            log.info("%s failed: %s", method, type(exc).__name__)
+
+    async def models(self, server: AppServer) -> list[Mapping[str, Any]]:
+        """The models `server` offers (asked with its handshake, else now)."""
+        if server.models is None:
+            await server.listed.wait()  # asked with the handshake, as app-server started
+            result = server.model_list
+            if result is None:
+                try:
+                    result = await server.call("model/list", {})
+                except RpcError as exc:
+                    log.info("model/list failed: %s", exc.message)
+                    result = {}
+            server.models = settings.visible_models(result)
+        return server.models
+
+    def known_models(self) -> list[Mapping[str, Any]]:
+        """The models of the running app-server, as far as it has listed them."""
+        server = self.server
+        return list(server.models or []) if server is not None else []
 
     async def _stop(self, server: AppServer) -> None:
         server.request_stop()
