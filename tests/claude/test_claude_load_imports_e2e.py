@@ -18,7 +18,7 @@ import pytest
 
 from tests.claude import long_transcript
 from tests.claude.e2e_support import claude_env
-from tests.e2e.harness import CAPABLE_META, agent_under_importtime, imported_modules, send_frame
+from tests.e2e.harness import CAPABLE_META, agent_under_importtime, send_frame
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
@@ -33,12 +33,11 @@ def test_a_loads_first_update_comes_before_the_sdk_is_imported(tmp_path: Path, m
         capabilities["_meta"] = meta
     work = tmp_path / "work"
     work.mkdir()
-    stderr_path = tmp_path / "stderr.txt"
     with FakeAnthropicAPI([]) as api:
         env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "ACP_AGENT_"))}
         env.update(claude_env(api, tmp_path))
         session_id = long_transcript.install(Path(env["CLAUDE_CONFIG_DIR"]), work, 50)
-        with agent_under_importtime("claude", env, tmp_path, stderr_path, DEADLINE_S) as (process, frames):
+        with agent_under_importtime("claude", env, tmp_path, DEADLINE_S) as (process, frames):
             assert process.stdin is not None
             send_frame(process, {"id": 1, "method": "initialize",
                                  "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
@@ -50,7 +49,7 @@ def test_a_loads_first_update_comes_before_the_sdk_is_imported(tmp_path: Path, m
                 assert frame.get("id") != 2, f"the load answered before any update: {frame}"
                 if frame.get("method") == "session/update":
                     break
-            modules = imported_modules(stderr_path.read_bytes())  # what was loaded by the first update
+            modules = list(frames.imported)  # what was loaded by the first update
             assert frames.answer(2).get("result") is not None
             process.stdin.close()
             assert process.wait(timeout=DEADLINE_S) == 0

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.codex.e2e_support import codex_env, workspace, write_codex_home
-from tests.e2e.harness import CAPABLE_META, agent_under_importtime, imported_modules, send_frame
+from tests.e2e.harness import CAPABLE_META, agent_under_importtime, send_frame
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -32,12 +32,11 @@ def test_a_first_codex_session_is_ready_without_launcher_or_turn_only_modules(
     if meta is not None:
         capabilities["_meta"] = meta
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "ACP_AGENT_"))}
-    stderr_path = tmp_path / "stderr.txt"
     with FakeResponsesAPI([]) as api:
         # A key in the environment, as a user who exports it has it: without one the keyring's
         # backends load once `initialize` is answered (in a thread), and they import shutil.
         env.update(codex_env(write_codex_home(api, tmp_path)), HOME=str(tmp_path), OPENAI_API_KEY="sk-test-000000")
-        with agent_under_importtime("codex", env, tmp_path, stderr_path, DEADLINE_S) as (process, frames):
+        with agent_under_importtime("codex", env, tmp_path, DEADLINE_S) as (process, frames):
             assert process.stdin is not None
             send_frame(process, {"id": 1, "method": "initialize",
                                  "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
@@ -45,7 +44,7 @@ def test_a_first_codex_session_is_ready_without_launcher_or_turn_only_modules(
             send_frame(process, {"id": 2, "method": "session/new",
                                  "params": {"cwd": workspace(tmp_path), "mcpServers": []}})
             assert frames.answer(2)["result"]["sessionId"]
-            modules = imported_modules(stderr_path.read_bytes())  # what was loaded by the time it was ready
+            modules = list(frames.imported)  # what was loaded by the time it was ready
             process.stdin.close()
             assert process.wait(timeout=DEADLINE_S) == 0
     assert "acp_agent_codex.runtime" in modules and "asyncio" in modules  # the output was read

@@ -225,13 +225,19 @@ def agent_executable() -> str:
 
 class PipeFrames:
     """The frames an agent process writes to a pipe, read one line at a time with a deadline and
-    without an event loop (for tests that also read the process's stderr at a precise moment)."""
+    without an event loop.
 
-    def __init__(self, fd: int, deadline_s: float = 60.0) -> None:
+    With `importtime`, the agent's stderr is the same pipe (`stderr=subprocess.STDOUT` under
+    `python -X importtime`): the pipe keeps the order in which the agent wrote, so `imported`
+    holds exactly the modules it reported before the last frame `next` returned (a stderr read
+    after the frame arrived could also see what the agent imported meanwhile)."""
+
+    def __init__(self, fd: int, deadline_s: float = 60.0, *, importtime: bool = False) -> None:
         self.fd, self.deadline_s, self.buffer = fd, deadline_s, b""
+        self.importtime = importtime
+        self.imported: list[str] = []
 
-    def next(self) -> dict[str, Any]:
-        deadline = time.monotonic() + self.deadline_s
+    def _line(self, deadline: float) -> bytes:
         while b"\n" not in self.buffer:
             ready, _, _ = select.select([self.fd], [], [], max(deadline - time.monotonic(), 0))
             if not ready:
@@ -241,8 +247,17 @@ class PipeFrames:
                 raise AssertionError(f"the agent closed stdout; read {self.buffer!r}")
             self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
-        message: dict[str, Any] = json.loads(line)
-        return message
+        return line
+
+    def next(self) -> dict[str, Any]:
+        deadline = time.monotonic() + self.deadline_s
+        while True:
+            line = self._line(deadline)
+            if self.importtime and not line.startswith(b"{"):
+                self.imported += imported_modules(line)  # the import report (or another stderr line)
+                continue
+            message: dict[str, Any] = json.loads(line)
+            return message
 
     def answer(self, request_id: int) -> dict[str, Any]:
         """The answer to request `request_id` (what comes before it is passed over)."""
@@ -265,18 +280,17 @@ def reaped(process: subprocess.Popen[bytes], deadline_s: float = 60.0) -> Iterat
 
 
 @contextmanager
-def agent_under_importtime(provider: str, env: Mapping[str, str], cwd: Path, stderr_path: Path,
+def agent_under_importtime(provider: str, env: Mapping[str, str], cwd: Path,
                            deadline_s: float = 60.0) -> Iterator[tuple[subprocess.Popen[bytes], PipeFrames]]:
-    """The real console script serving `provider` under `python -X importtime`, its stderr (the
-    import report, see `imported_modules`) written to `stderr_path`; killed and reaped if the
-    block leaves it running."""
-    with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", provider],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env),
-                                   cwd=cwd)
+    """The real console script serving `provider` under `python -X importtime`, its import report
+    in the same pipe as its frames (`PipeFrames.imported`); killed and reaped if the block leaves
+    it running."""
+    process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", provider],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(env),
+                               cwd=cwd)
     with reaped(process, deadline_s):
         assert process.stdout is not None and process.stdin is not None
-        yield process, PipeFrames(process.stdout.fileno(), deadline_s)
+        yield process, PipeFrames(process.stdout.fileno(), deadline_s, importtime=True)
 
 
 def send_frame(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:

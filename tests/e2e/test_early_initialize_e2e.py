@@ -3,7 +3,7 @@ needs is answered before the event loop starts (issue 11, target 6), with the an
 gives, and what the client sent after it is served as usual.
 
 The request is in the pipe before the agent is spawned, so it is waiting by construction; the
-modules imported before the answer come from `-X importtime` (line-buffered stderr). No time is
+modules imported before the answer come from `-X importtime`, whose report shares the answer's pipe. No time is
 asserted.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, imported_modules, reaped
+from tests.e2e.harness import CAPABLE_META, PipeFrames, agent_executable, reaped
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,24 +45,22 @@ def serve(tmp_path: Path, first: list[dict[str, Any]], *, provider: str = "scrip
           session: bool = True) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
     """Spawn the agent with `first` already in its stdin; then (`session`) open a session and
     prompt it. Returns the initialize answer, the modules imported before it, the later frames."""
-    stderr_path = tmp_path / "stderr.txt"
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("PYTHON", "ACP_AGENT_"))}
     env.update(HOME=str(tmp_path), CODEX_HOME=str(tmp_path / ".codex"), SCRIPTED_API_KEY="scripted-key-0000",
                ANTHROPIC_API_KEY="sk-ant-test-000000", OPENAI_API_KEY="sk-test-000000")
     read_end, write_end = os.pipe()
     os.write(write_end, b"".join(frame(message) for message in first))
-    with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", provider],
-                                   stdin=read_end, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=tmp_path)
+    process = subprocess.Popen([sys.executable, "-X", "importtime", agent_executable(), "--provider", provider],
+                               stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     os.close(read_end)
     later: list[dict[str, Any]] = []
     with reaped(process, DEADLINE_S):
         try:
             assert process.stdout is not None
-            lines = PipeFrames(process.stdout.fileno(), DEADLINE_S)
+            lines = PipeFrames(process.stdout.fileno(), DEADLINE_S, importtime=True)
             answer = lines.next()
-            seen = stderr_path.read_bytes()  # what was imported before the answer was written
+            seen = list(lines.imported)  # imported before the answer was written (one pipe: in order)
             if session:
                 os.write(write_end, frame({"jsonrpc": "2.0", "id": 2, "method": "session/new",
                                            "params": {"cwd": str(tmp_path), "mcpServers": []}}))
@@ -78,7 +76,7 @@ def serve(tmp_path: Path, first: list[dict[str, Any]], *, provider: str = "scrip
         finally:
             if write_end >= 0:
                 os.close(write_end)
-    return answer, imported_modules(seen), later
+    return answer, seen, later
 
 
 @pytest.mark.parametrize("meta", [None, CAPABLE_META], ids=["plain client", "negotiates the extension"])

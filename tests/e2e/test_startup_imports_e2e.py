@@ -21,7 +21,7 @@ import pytest
 
 import acp_agent
 import acp_agent_claude
-from tests.e2e.harness import PipeFrames, agent_executable, imported_modules, reaped
+from tests.e2e.harness import PipeFrames, agent_executable, reaped
 
 SESSION_TIME = (
     "acp_agent.wire.acp_session",  # the ~56 session wire classes
@@ -79,7 +79,6 @@ def claude_only_path(tmp_path: Path) -> list[str]:
 
 def imported_before_initialize(tmp_path: Path) -> list[str]:
     """Module names `-X importtime` reported up to the moment the initialize answer was read."""
-    stderr_path = tmp_path / "stderr.txt"
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     # A key in the environment: without one the agent loads the keyring's backend from a worker
     # thread as soon as `initialize` is answered, which this reading of stderr could catch.
@@ -87,23 +86,21 @@ def imported_before_initialize(tmp_path: Path) -> list[str]:
                ACP_AGENT_LOG_FILE=str(tmp_path / "agent.log"), ANTHROPIC_API_KEY="sk-ant-test-000000")
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": 1, "clientCapabilities": {}}}
-    with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-S", "-X", "importtime", agent_executable(), "--provider", "claude"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=tmp_path)
-        with reaped(process, DEADLINE_S):
-            assert process.stdin is not None
-            process.stdin.write((json.dumps(request) + "\n").encode())
-            process.stdin.flush()
-            assert process.stdout is not None
-            answer = PipeFrames(process.stdout.fileno(), DEADLINE_S).next()
-            # stderr is line-buffered: what it holds now was imported before the answer was written.
-            seen = stderr_path.read_bytes()
-            process.stdin.close()
-            assert process.wait(timeout=DEADLINE_S) == 0
+    process = subprocess.Popen(
+        [sys.executable, "-S", "-X", "importtime", agent_executable(), "--provider", "claude"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+    with reaped(process, DEADLINE_S):
+        assert process.stdin is not None
+        process.stdin.write((json.dumps(request) + "\n").encode())
+        process.stdin.flush()
+        assert process.stdout is not None
+        frames = PipeFrames(process.stdout.fileno(), DEADLINE_S, importtime=True)
+        answer = frames.next()  # the import report shares the pipe: what came before it, in order
+        process.stdin.close()
+        assert process.wait(timeout=DEADLINE_S) == 0
     assert answer.get("id") == 1 and "result" in answer, answer
     assert answer["result"]["agentInfo"]["name"] == "acp-agent-claude"
-    return imported_modules(seen)
+    return frames.imported
 
 
 @pytest.mark.timeout(120)
