@@ -54,6 +54,7 @@ def test_the_plugin_guide_shows_the_example_package_as_it_is() -> None:
     blocks = {match["path"]: match["body"] for match in FILE_BLOCK.finditer(GUIDE.read_text())}
     assert {"tests/example_provider/pyproject.toml", "tests/example_provider/src/acp_agent_example/__init__.py",
             "tests/example_provider/src/acp_agent_example/runtime.py",
+            "tests/example_provider/src/acp_agent_example/model.py",
             "tests/example/test_example_conformance.py"} <= set(blocks)
     for path, body in blocks.items():
         assert body == (ROOT / path).read_text().rstrip("\n"), f"docs/plugin-guide.md's copy of {path} is stale"
