@@ -70,3 +70,28 @@ async def test_never_releases_and_returns_at_once() -> None:
     idle = IdleRelease(None, lambda: [("x", 0.0)], lambda name: pytest.fail("released"))
     with anyio.fail_after(5):
         await idle.run()
+
+
+@pytest.mark.anyio
+async def test_a_background_stop_sets_its_event_once_it_ends_even_by_an_error() -> None:
+    from acp_agent.backends.idle import stop_in_background
+
+    release = anyio.Event()
+
+    async def stop() -> None:
+        await release.wait()
+        raise OSError("the process was gone already")
+
+    failed = []
+    try:
+        async with anyio.create_task_group() as group:
+            stopped = stop_in_background(group, stop)
+            await anyio.wait_all_tasks_blocked()
+            assert not stopped.is_set()
+            release.set()
+            with anyio.fail_after(5):
+                await stopped.wait()
+    except* OSError as group_error:
+        failed.append(group_error)
+    assert failed, "the stop's error reaches the task group"
+    assert stopped.is_set()

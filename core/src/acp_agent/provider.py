@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     )
     from acp_agent.backends.executables import executable_problem, program_unavailable
     from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file, regular_file_stat
-    from acp_agent.backends.idle import IdleRelease, idle_release_s
+    from acp_agent.backends.idle import IdleRelease, idle_release_s, stop_in_background
     from acp_agent.backends.phases import Phase, PhaseClock, PhaseDeadlineExceeded, PhaseFailed
     from acp_agent.backends.process import (
         ChildProcess,
@@ -135,7 +135,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     ),
     "acp_agent.backends.executables": ("executable_problem", "program_unavailable",),
     "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat",),
-    "acp_agent.backends.idle": ("IdleRelease", "idle_release_s",),
+    "acp_agent.backends.idle": ("IdleRelease", "idle_release_s", "stop_in_background"),
     "acp_agent.backends.phases": ("Phase", "PhaseClock", "PhaseDeadlineExceeded", "PhaseFailed",),
     "acp_agent.backends.process": (
         "ChildProcess", "EarlyProcess", "adopt_child", "adopted_process", "drain_stderr",
@@ -283,6 +283,7 @@ __all__ = [
     "redact_legacy",
     "regular_file_stat",
     "split_title",
+    "stop_in_background",
     "stop_process",
     "thought_text",
     "user_text",

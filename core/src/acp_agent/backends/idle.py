@@ -3,16 +3,18 @@ started again (resuming the session) when the session is next used.
 
 `idle_release_s` is the one reader of a provider's release-time variable; `IdleRelease` is the
 task that releases what has gone unused, waking when the next release is due or when told that
-something started being used.
+something started being used; `stop_in_background` stops a released backend without holding up
+the release, and gives what the session's next start must wait for.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
 import anyio
+import anyio.abc
 
 T = TypeVar("T")
 
@@ -24,6 +26,21 @@ def idle_release_s(environ: Mapping[str, str], variable: str, *, default_ms: int
     if raw.isdigit():
         return int(raw) / 1000 if int(raw) > 0 else None
     return default_ms / 1000
+
+
+def stop_in_background(task_group: anyio.abc.TaskGroup, stop: Callable[[], Awaitable[object]]) -> anyio.Event:
+    """Run `stop` in `task_group`; the event is set once it has ended, however it ended: a
+    session's next backend waits for it, so that one session never has two."""
+    stopped = anyio.Event()
+
+    async def run() -> None:
+        try:
+            await stop()
+        finally:
+            stopped.set()
+
+    task_group.start_soon(run)
+    return stopped
 
 
 class IdleRelease(Generic[T]):

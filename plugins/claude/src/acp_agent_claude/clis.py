@@ -32,6 +32,7 @@ from acp_agent.provider import (
     RuntimeReplaced,
     TurnChannel,
     idle_release_s,
+    stop_in_background,
 )
 from acp_agent_claude import asking, commands, settings, store
 from acp_agent_claude.prestart import BYPASS_REFUSED, SPARE_MODE, bypass_allowed, command, environment, spare
@@ -347,15 +348,7 @@ class LiveCLIs:
         session.released = True
         if cli is not None:
             log.info("released the CLI of session %s (%s)", session.session_id, why)
-            stopped = session.stopping = anyio.Event()
-
-            async def stop() -> None:
-                try:
-                    await self.stop(cli)
-                finally:
-                    stopped.set()
-
-            self._tg.start_soon(stop)
+            session.stopping = stop_in_background(self._tg, functools.partial(self.stop, cli))
 
     # -- stops ----------------------------------------------------------------------------------
 

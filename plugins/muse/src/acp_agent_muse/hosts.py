@@ -29,6 +29,7 @@ from acp_agent.provider import (
     RuntimeReplaced,
     SessionFailure,
     executable_problem,
+    stop_in_background,
 )
 from acp_agent.provider import (
     idle_release_s as read_idle_release,
@@ -250,15 +251,7 @@ class LiveHosts:
         host, state.host = state.host, None
         assert host is not None
         log.info("releasing the idle host of session %s (pid %s)", state.session_id, host.pid)
-        stopped = state.stopping = anyio.Event()
-
-        async def stop() -> None:
-            try:
-                await self.stop(host)
-            finally:
-                stopped.set()
-
-        self._tg.start_soon(stop)
+        state.stopping = stop_in_background(self._tg, functools.partial(self.stop, host))
 
     async def aclose(self) -> None:
         """Stop every host at once (the sessions are closed: none is released or restarted)."""
