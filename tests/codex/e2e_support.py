@@ -18,6 +18,10 @@ from tests.e2e.processes import child_matching, kill_child
 from tests.e2e.processes import gone as process_gone
 from tests.fakes.responses_api import FakeResponsesAPI
 
+HELD = {"echo": True, "slow_stream": {"text": " ".join(f"word{n}" for n in range(600)), "interval_s": 0.05}}
+"""A fake model answer that streams for 30 s: a turn to cancel, freeze or cut off mid-way."""
+
+
 FAKE_KEY = "sk-fake-test-key-0123456789"
 STAND_IN = Path(__file__).with_name("stand_in_app_server.py")
 BUBBLEWRAP_PREFIX = "Codex could not find bubblewrap on PATH."

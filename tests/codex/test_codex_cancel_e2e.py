@@ -13,6 +13,7 @@ import anyio.to_thread
 import pytest
 
 from tests.codex.e2e_support import (
+    HELD,
     codex_agent,
     stand_in_env,
     text,
@@ -26,7 +27,6 @@ from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
 
-HELD = {"echo": True, "slow_stream": {"text": " ".join(f"word{n}" for n in range(600)), "interval_s": 0.05}}
 
 
 @pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])

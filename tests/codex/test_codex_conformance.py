@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from acp_agent.testing import KitBackend, RuntimeContract, Turn
-from tests.codex.e2e_support import codex_env, wait_for_turn_requests, write_codex_home
+from tests.codex.e2e_support import HELD, codex_env, wait_for_turn_requests, write_codex_home
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.real_backend, pytest.mark.timeout(120)]
 
-HELD = {"echo": True, "slow_stream": {"text": " ".join(f"word{n}" for n in range(600)), "interval_s": 0.05}}
 STEPS = {"echo": {"echo": True}, "hold": HELD}
 
 

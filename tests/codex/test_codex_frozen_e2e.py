@@ -20,6 +20,7 @@ import anyio
 import pytest
 
 from tests.codex.e2e_support import (
+    HELD,
     CodexAgent,
     app_server_pid,
     codex_agent,
@@ -34,8 +35,6 @@ from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
 
-HELD = {"echo": True, "slow_stream": {"text": " ".join(f"word{n}" for n in range(600)), "interval_s": 0.05}}
-"""An answer that streams for 30 s."""
 ANSWER_DEADLINE_S = 15.0
 """Below the old 20 s wait, above the 10 s cancel grace."""
 GONE_DEADLINE_S = 10.0

@@ -46,17 +46,17 @@ def connection(input_stream: WatchedInput, *, ends: bool) -> Connection:
     return conn
 
 
+async def serve_then_set(conn: Connection, done: anyio.Event) -> None:
+    await conn.serve()
+    done.set()
+
+
 async def test_a_failed_write_ends_the_input_and_serve_returns() -> None:
     input_stream = WatchedInput()
     conn = connection(input_stream, ends=True)
     done = anyio.Event()
-
-    async def serve() -> None:
-        await conn.serve()
-        done.set()
-
     async with anyio.create_task_group() as group:
-        group.start_soon(serve)
+        group.start_soon(serve_then_set, conn, done)
         await input_stream.send(b'{"jsonrpc":"2.0","id":1,"method":"echo"}\n')  # its answer fails
         with anyio.fail_after(5):
             await done.wait()
@@ -67,13 +67,8 @@ async def test_without_the_flag_a_failed_write_leaves_reading_to_eof() -> None:
     input_stream = WatchedInput()
     conn = connection(input_stream, ends=False)
     done = anyio.Event()
-
-    async def serve() -> None:
-        await conn.serve()
-        done.set()
-
     async with anyio.create_task_group() as group:
-        group.start_soon(serve)
+        group.start_soon(serve_then_set, conn, done)
         assert await conn.notify("x", {}, wait_written=True) is False
         await anyio.wait_all_tasks_blocked()
         assert not done.is_set() and not input_stream.closed.is_set()

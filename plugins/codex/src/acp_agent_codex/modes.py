@@ -58,7 +58,7 @@ def user_config_sets_policy(environ: Mapping[str, str]) -> bool:
         return True  # as for any unreadable config: codex reports it; we override nothing
     except OSError:
         return True  # let codex report its own configuration problems; do not override them
-    import tomllib  # only for a file to read: 5 ms on the way to the first session
+    import tomllib  # only when there is a file to read: not on the way to every first session
 
     try:
         config = tomllib.loads(data.decode())
