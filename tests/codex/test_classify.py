@@ -40,7 +40,7 @@ REAL_ERRORS: dict[str, tuple[FailureKind | None, FailureKind, str, bool]] = {
 }
 
 
-def _real_cases() -> list[tuple[Any, Any]]:
+def real_error_cases() -> list[tuple[Any, Any]]:
     cases: list[tuple[Any, Any]] = []
     for name, (retry_kind, kind, native, retryable) in REAL_ERRORS.items():
         errors = params_of(name, "error")
@@ -58,7 +58,7 @@ def _real_cases() -> list[tuple[Any, Any]]:
 class TestErrorNotifications(ClassificationContract):
     """Every `error` notification the real app-server sent, retries and terminal ones."""
 
-    cases: ClassVar[list[tuple[Any, Any]]] = _real_cases()
+    cases: ClassVar[list[tuple[Any, Any]]] = real_error_cases()
     unknown_natives: ClassVar[list[Any]] = [
         {"error": {"message": "x", "codexErrorInfo": "someFutureVariant"}, "willRetry": False},
         {"error": {"message": "x", "codexErrorInfo": {"futureObject": {"httpStatusCode": 500}}}, "willRetry": False},

@@ -14,6 +14,7 @@ import pytest
 
 from acp_agent.testing import KitBackend, RuntimeContract, Turn
 from tests.codex.e2e_support import HELD, codex_env, wait_for_turn_requests, write_codex_home
+from tests.codex.test_classify import real_error_cases
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.real_backend, pytest.mark.timeout(120)]
@@ -25,6 +26,7 @@ class TestCodexRuntime(RuntimeContract):
     provider_name = "codex"
     vendor_modules = ("acp_agent_codex.runtime",)
     timeout_s = 90
+    hook_samples = tuple(native for native, _ in real_error_cases())  # every error app-server sent
 
     @asynccontextmanager
     async def open_backend(self, tmp_path: Path, turns: Sequence[Turn]) -> AsyncIterator[KitBackend]:

@@ -306,7 +306,8 @@ HOOK_SAMPLES: tuple[Mapping[str, Any], ...] = (
     {"type": "result", "subtype": "error_during_execution", "is_error": True, "result": "boom"},
     {"method": "error", "params": {"error": {"message": "boom"}}}, {"type": "assistant", "error": "rate_limit"},
 )
-"""Native shapes a provider's failure hooks might answer: asked for another provider, each must be None."""
+"""Shapes of native failures, none of one vendor's: asked for another provider, a provider's
+hooks must answer each with None (`RuntimeContract.hook_samples` adds the provider's own)."""
 
 
 def hooks_answering_for_others(plugin: str, samples: Sequence[Mapping[str, Any]] = HOOK_SAMPLES,
@@ -350,6 +351,9 @@ class RuntimeContract:
     starts_child: ClassVar[bool] = True
     """Whether the runtime starts a backend process (then the kit sees it run, and end)."""
     timeout_s: ClassVar[float] = 60
+    hook_samples: ClassVar[Sequence[Mapping[str, Any]]] = ()
+    """Native failures of this provider's backend (from its classification tables) that its
+    hooks must not answer for another provider, beside the kit's `HOOK_SAMPLES`."""
 
     def open_backend(self, tmp_path: Path, turns: Sequence[Turn]) -> AbstractAsyncContextManager[KitBackend]:
         """Start the backend or fake so that its prompts behave as `turns` say, in order."""
@@ -390,7 +394,7 @@ class RuntimeContract:
 
         loaded = discover().get(self.provider_name)
         assert loaded is not None, f"no provider {self.provider_name!r} is installed (an `acp_agent` entry point)"
-        answered = hooks_answering_for_others(loaded.plugin)
+        answered = hooks_answering_for_others(loaded.plugin, (*HOOK_SAMPLES, *self.hook_samples))
         assert not answered, "a provider's hooks must return None for other providers:\n" + "\n".join(answered)
 
     @pytest.mark.anyio
