@@ -525,10 +525,6 @@ def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
     return parts
 
 
-def display_text(blocks: Sequence[ContentBlock]) -> str:
-    return "".join(block.text for block in blocks if isinstance(block, TextContent))
-
-
 def mcp_servers(servers: Sequence[McpServer]) -> dict[str, Any]:
     """ACP `mcpServers` as MSP `SessionConfig.mcpServers` (stdio and streamable HTTP; SSE has no arm)."""
     config: dict[str, Any] = {}
