@@ -15,7 +15,7 @@ import pytest
 from acp import schema
 
 from tests.claude.e2e_support import agent_texts, claude_agent, text
-from tests.e2e.processes import argv_of, children, wait_ended
+from tests.e2e.processes import argv_of, children, gone, wait_ended
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -173,7 +173,7 @@ async def test_sessions_idle_past_the_release_time_lose_their_clis_and_resume(tm
             for session_id in sessions:
                 await agent.conn.prompt(session_id=session_id, prompt=text(f"first {session_id}"))
             await wait_ended(children(pid), within_s=60)
-            left = children(pid)
+            left = [child for child in children(pid) if not gone(child)]  # a zombie is not left running
             revived = []
             for session_id in sessions:
                 result = await agent.conn.prompt(session_id=session_id, prompt=text(f"second {session_id}"))
