@@ -23,6 +23,14 @@ from typing import Any
 OnFrame = Callable[[dict[str, Any], float], None]
 
 
+def keep_state_across_runs() -> None:
+    """One state directory for every agent a bench starts (unless one is set), as a user's
+    persists: the first start records the provider's early-start hook, later starts use it."""
+    import tempfile
+
+    os.environ.setdefault("ACP_AGENT_STATE_DIR", tempfile.mkdtemp(prefix="acp-agent-bench-state-"))
+
+
 def executable() -> str:
     """The `acp-agent` command of this environment, its packages byte-compiled (`byte_compile`)."""
     candidate = Path(sys.executable).parent / "acp-agent"

@@ -27,7 +27,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from _agent import AcpClient, executable, median, tree_rss_mb  # noqa: E402
+from _agent import AcpClient, executable, keep_state_across_runs, median, tree_rss_mb  # noqa: E402
 
 from tests.fakes.anthropic_api import FakeAnthropicAPI  # noqa: E402
 
@@ -163,6 +163,7 @@ def show(name: str, rows: list[dict[str, float]]) -> None:
 
 
 def main() -> None:
+    keep_state_across_runs()
     parser = argparse.ArgumentParser()
     parser.add_argument("runs", nargs="?", type=int, default=5)
     parser.add_argument("--base")

@@ -54,7 +54,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from _agent import AcpClient, byte_compile, descendants, executable, median, tree_rss_mb  # noqa: E402
+from _agent import AcpClient, byte_compile, descendants, executable, keep_state_across_runs, median, tree_rss_mb  # noqa: E402
 
 from tests.codex.e2e_support import FAKE_KEY, write_codex_home  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropicAPI  # noqa: E402
@@ -516,6 +516,7 @@ def cell(values: list[float], scale: float, unit: str) -> str:
 
 
 def main() -> None:
+    keep_state_across_runs()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--session-runs", type=int, default=3, help="runs that also open 16 sessions")

@@ -1,5 +1,6 @@
 """`acp_agent.startup.prestart`: a provider's backend started by the command line before the agent's
-imports, claimed only with the same argv and environment, stopped when nobody claims it; and
+imports with the hook its `ProviderSpec.prestart` declared (recorded by `acp_agent.startup.declared`),
+claimed only with the same argv and environment, stopped when nobody claims it; and
 `process.adopt_child`, which owns such a process from the event loop like `open_child`."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from acp_agent.backends import pdeath
 from acp_agent.backends.process import adopt_child
+from acp_agent.startup import declared
 from acp_agent.startup.prestart import Prestarted, Spawned
 
 pytestmark = pytest.mark.timeout(30)
@@ -42,6 +44,11 @@ def write_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, r
     return name
 
 
+def hook(provider: str) -> str:
+    """What `write_provider`'s spec would declare as its `prestart`."""
+    return f"acp_agent_{provider}.prestart:prestart"
+
+
 @pytest.fixture
 def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A package `acp_agent_prestarttest` whose __init__ must never run, with a prestart.py."""
@@ -52,7 +59,7 @@ def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_a_backend_is_started_without_importing_the_package_and_claimed_once(
         provider: str, prestart: Prestarted) -> None:
     environ = {"PATH": "/usr/bin:/bin", "MARK": "one"}
-    prestart.start(provider, environ)
+    prestart.start(provider, environ, hook(provider))
     spawned = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "one"})
     assert spawned is not None and spawned.poll() is None
     assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "one"}) is None  # once
@@ -63,7 +70,7 @@ def test_a_backend_is_started_without_importing_the_package_and_claimed_once(
 
 def test_a_backend_started_with_another_environment_is_stopped_not_claimed(
         provider: str, prestart: Prestarted) -> None:
-    prestart.start(provider, {"PATH": "/usr/bin:/bin", "MARK": "one"})
+    prestart.start(provider, {"PATH": "/usr/bin:/bin", "MARK": "one"}, hook(provider))
     assert prestart.holds(provider)
     popen = prestart._held[provider].process
     assert prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": "two"}) is None
@@ -72,7 +79,7 @@ def test_a_backend_started_with_another_environment_is_stopped_not_claimed(
 
 def test_an_unclaimed_backend_is_stopped_when_the_command_returns(
         provider: str, prestart: Prestarted) -> None:
-    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"}, hook(provider))
     assert prestart.holds(provider)
     popen = prestart._held[provider].process
     prestart.stop_unclaimed()
@@ -82,7 +89,7 @@ def test_an_unclaimed_backend_is_stopped_when_the_command_returns(
 
 def test_what_one_command_line_started_is_not_seen_by_another(provider: str, prestart: Prestarted) -> None:
     """The processes are held by the object the command line passes down, not by the module."""
-    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"}, hook(provider))
     other = Prestarted()
     assert prestart.holds(provider) and not other.holds(provider)
     assert other.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""}) is None
@@ -99,11 +106,11 @@ def greeting_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_a_greeting_is_written_at_spawn_and_the_process_goes_only_to_who_would_send_it(
         greeting_provider: str, prestart: Prestarted) -> None:
     environ = {"PATH": "/usr/bin:/bin"}
-    prestart.start(greeting_provider, environ)
+    prestart.start(greeting_provider, environ, hook(greeting_provider))
     popen = prestart._held[greeting_provider].process
     assert prestart.take(greeting_provider, ECHO, environ) is None  # a taker that would not greet
     assert popen.returncode is not None  # stopped and reaped
-    prestart.start(greeting_provider, environ)
+    prestart.start(greeting_provider, environ, hook(greeting_provider))
     spawned = prestart.take(greeting_provider, ECHO, environ, b"hello\nthere\n")
     assert spawned is not None
     assert read_all(spawned, close_input=True) == b"HELLO\nTHERE\n"  # answered
@@ -111,8 +118,9 @@ def test_a_greeting_is_written_at_spawn_and_the_process_goes_only_to_who_would_s
 
 
 def test_a_provider_without_prestart_starts_nothing(prestart: Prestarted) -> None:
-    prestart.start("no_such_provider_here", {})
-    assert not prestart.holds("no_such_provider_here")
+    prestart.start("no_such_provider_here", {}, None)
+    prestart.start("no_such_module_here", {}, "acp_agent_no_such_module_here.prestart:prestart")
+    assert not prestart.holds("no_such_provider_here") and not prestart.holds("no_such_module_here")
 
 
 def read_all(spawned: Spawned, *, close_input: bool) -> bytes:
@@ -130,7 +138,7 @@ def read_all(spawned: Spawned, *, close_input: bool) -> bytes:
 @pytest.mark.anyio
 async def test_an_adopted_child_talks_over_its_pipes_and_is_stopped_on_exit(
         provider: str, prestart: Prestarted) -> None:
-    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"}, hook(provider))
     popen = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""})
     assert popen is not None
     async with adopt_child(popen, name="echo") as child:
@@ -201,7 +209,8 @@ def test_a_backend_gets_only_its_pipes_default_signals_and_a_session_of_its_own(
     os.set_inheritable(leaked_read, True)
     try:
         for name, argv in (("hygiene", report), ("signals", status)):
-            prestart.start(write_provider(tmp_path, monkeypatch, name, f"{argv!r}, dict(environ)"), environ)
+            provider = write_provider(tmp_path, monkeypatch, name, f"{argv!r}, dict(environ)")
+            prestart.start(provider, environ, hook(provider))
     finally:
         os.close(leaked_read)
         os.close(leaked_write)
@@ -229,39 +238,99 @@ def test_a_backend_is_not_handed_over_when_setpriv_fails_its_probe(
     fake.chmod(0o755)
     monkeypatch.setattr(pdeath, "SETPRIV_CANDIDATES", (str(fake),))
     environ = {"PATH": "/usr/bin:/bin", "MARK": ""}
-    prestart.start(provider, environ)
+    prestart.start(provider, environ, hook(provider))
     spawned = prestart._held[provider].process
     assert prestart.take(provider, ECHO, environ) is None
     assert spawned.returncode is not None  # stopped and reaped
 
 
 def test_the_command_line_spawns_before_importing_anything_heavy(tmp_path: Path) -> None:
-    """The real entry point: when a provider's `prestart(environ)` runs, the command line has
-    parsed its arguments and imported nothing more (no logging, subprocess, typing, pathlib,
-    anyio or attrs: each delays the backend's boot). Each call of this prestart (which starts
-    nothing) appends a line: every serving command line asks once."""
+    """The real entry point, with a plugin whose spec declares a prestart: the first start finds
+    no record and runs the hook once the plugin is loaded (with logging and attrs imported), and
+    records it; every later start runs it when the command line has parsed its arguments and
+    imported nothing more (no logging, subprocess, typing, pathlib, anyio or attrs: each delays
+    the backend's boot). Each call of this prestart (which starts nothing) appends a line."""
     package = tmp_path / "acp_agent_earlytest"
     package.mkdir()
     (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
-    record = tmp_path / "loaded.json"
+    loaded = tmp_path / "loaded.json"
     (package / "prestart.py").write_text(
         "import json, sys\n"
         "def prestart(environ):\n"
         "    heavy = ('logging', 'subprocess', 'typing', 'pathlib', 'anyio', 'attrs')\n"
-        f"    with open({str(record)!r}, 'a') as handle:\n"
+        f"    with open({str(loaded)!r}, 'a') as handle:\n"
         "        print(json.dumps([name for name in heavy if name in sys.modules]), file=handle)\n"
         "    return None\n")
+    (tmp_path / "earlytest_plugin.py").write_text(
+        "from acp_agent.provider import ProviderSpec, hookimpl\n"
+        "def open_runtime(context):\n"
+        "    raise AssertionError('no session is asked for')\n"
+        "@hookimpl\n"
+        "def acp_agent_providers():\n"
+        "    return [ProviderSpec(name='earlytest', title='Early', open_runtime=open_runtime,\n"
+        "                         prestart='acp_agent_earlytest.prestart:prestart')]\n")
+    dist = tmp_path / "earlytest-1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: earlytest\nVersion: 1\n")
+    (dist / "entry_points.txt").write_text("[acp_agent]\nearlytest = earlytest_plugin\n")
     script = Path(sys.executable).with_name("acp-agent")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "acp_agent.cli"]
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    state = tmp_path / "state"
+    environ = {**os.environ, "ACP_AGENT_STATE_DIR": str(state),
+               "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     import subprocess
 
-    for argv in (["--provider", "earlytest"], ["--prov", "earlytest"]):  # plain; an abbreviation
+    # cold; then plain and an abbreviation, from the record
+    for argv in (["--provider", "earlytest"], ["--provider", "earlytest"], ["--prov", "earlytest"]):
         finished = subprocess.run([*command, *argv], stdin=subprocess.DEVNULL,
                                   capture_output=True, env=environ, timeout=60, check=False)
-        assert finished.returncode == 2 and b"unknown provider 'earlytest'" in finished.stderr  # no plugin
+        assert finished.returncode == 0, finished.stderr
         assert finished.stdout == b""
-    assert [json.loads(line) for line in record.read_text().splitlines()] == [[], []]
+    first, *later = [json.loads(line) for line in loaded.read_text().splitlines()]
+    assert {"logging", "attrs"} <= set(first)
+    assert later == [[], []]
+    assert (state / "prestart" / "earlytest").read_text() == "acp_agent_earlytest.prestart:prestart\n"
+
+
+def test_the_record_follows_the_spec_and_a_stale_start_is_stopped(
+        provider: str, prestart: Prestarted, tmp_path: Path) -> None:
+    """`Prestarted.declared`: a spec that declares what the command line used changes nothing; one
+    that declares another hook (or none) stops what the stale record started, rewrites (or
+    removes) the record and starts with the declared hook."""
+    environ = {"PATH": "/usr/bin:/bin", "ACP_AGENT_STATE_DIR": str(tmp_path / "state")}
+    record = tmp_path / "state" / "prestart" / provider
+    prestart.start(provider, environ, declared.recorded(provider, environ))  # no record yet
+    assert not prestart.holds(provider)
+    prestart.declared(provider, hook(provider), environ)
+    assert prestart.holds(provider) and record.read_text() == hook(provider) + "\n"
+    assert declared.recorded(provider, environ) == hook(provider)
+    prestart.declared(provider, hook(provider), environ)  # the same: the process stays
+    spawned = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""})
+    assert spawned is not None
+    spawned.kill()
+    spawned.wait(timeout=10)
+
+    later = Prestarted()
+    later.start(provider, environ, declared.recorded(provider, environ))
+    assert later.holds(provider)
+    later.declared(provider, None, environ)  # the plugin no longer starts early
+    assert not later.holds(provider) and not record.exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"not a reference", b"os:system", b"/etc/passwd:x",
+                                     b"a.b:c" + b" " * 600, b"\xff\xfe.b:c"])
+def test_a_record_that_is_no_reference_is_ignored(tmp_path: Path, content: bytes) -> None:
+    environ = {"ACP_AGENT_STATE_DIR": str(tmp_path)}
+    (tmp_path / "prestart").mkdir()
+    (tmp_path / "prestart" / "demo").write_bytes(content)
+    assert declared.recorded("demo", environ) is None
+
+
+def test_a_record_behind_a_link_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "real").write_text("acp_agent_demo.prestart:prestart\n")
+    (tmp_path / "prestart").mkdir()
+    (tmp_path / "prestart" / "demo").symlink_to(tmp_path / "real")
+    assert declared.recorded("demo", {"ACP_AGENT_STATE_DIR": str(tmp_path)}) is None
 
 
 @pytest.mark.anyio
@@ -269,7 +338,7 @@ async def test_an_adopted_child_is_waited_for_without_a_pidfd(
         provider: str, prestart: Prestarted, monkeypatch: pytest.MonkeyPatch) -> None:
     """The event loop's wait for an adopted backend (`process.adopt_child`) ends as well where no
     descriptor can be had for a pidfd."""
-    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"}, hook(provider))
     spawned = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""})
     assert spawned is not None
 
@@ -287,7 +356,7 @@ def test_a_spawned_process_is_waited_for_without_a_pidfd(
         provider: str, prestart: Prestarted, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where no descriptor can be had for a pidfd (the process is out of them), waiting for the
     backend still ends with its exit code, not an error from the stop at exit."""
-    prestart.start(provider, {"PATH": "/usr/bin:/bin"})
+    prestart.start(provider, {"PATH": "/usr/bin:/bin"}, hook(provider))
     spawned = prestart.take(provider, ECHO, {"PATH": "/usr/bin:/bin", "MARK": ""})
     assert spawned is not None
 

@@ -69,8 +69,9 @@ def _core_imports(source: Path) -> set[tuple[str, str]]:
 @pytest.mark.parametrize("source", [*PROVIDERS, EXAMPLE], ids=lambda path: path.parent.name)
 def test_a_provider_takes_its_core_names_from_this_module(source: Path) -> None:
     """Every core name a provider imports comes from `acp_agent.provider`, but for what its
-    command-line start-up (`prestart.py`, which runs before the agent's imports) needs."""
+    early-start hook (`ProviderSpec.prestart`, loaded before the agent's imports) needs; none
+    comes from the command line's start-up package."""
     others = sorted((module, name) for module, name in _core_imports(source)
-                    if module not in ("acp_agent.provider", "acp_agent.startup.prestart")
+                    if module not in ("acp_agent.provider", "acp_agent.backends.installed")
                     and (module, name) != ("acp_agent", "__version__"))
     assert not others, f"{source}: import these from acp_agent.provider: {others}"

@@ -194,8 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command:
             return _subcommand(args)
         if args.cli is None and args.provider:
-            # Serving one provider: its backend (if it offers a `prestart.py`) boots while we import.
-            prestarted.start(args.provider, os.environ)
+            # Serving one provider: its backend (if its spec declared a prestart the last time it
+            # was loaded) boots while we import.
+            from acp_agent.startup.declared import recorded
+
+            prestarted.start(args.provider, os.environ, recorded(args.provider, os.environ))
         return _run(args, prestarted, settle)
     finally:
         settle()
@@ -241,6 +244,7 @@ def _run(args: argparse.Namespace, prestarted: Prestarted, settle: Callable[[], 
         return 2
     if args.cli is not None:
         return _passthrough(loaded.spec, args.cli)
+    prestarted.declared(loaded.spec.name, loaded.spec.prestart, os.environ)
     if sys.stdin.isatty():
         import json
 

@@ -325,6 +325,13 @@ class ProviderRuntime(abc.ABC):
         raise NotSupported("session/set_config_option")
 
 
+def _reference(value: str | None) -> None:
+    from acp_agent.backends.installed import valid_reference
+
+    if value is not None and not valid_reference(value):
+        raise ValueError(f"prestart must be 'package.module:function', not {value!r}")
+
+
 @frozen
 class ProviderSpec:
     """One provider, as a plugin registers it.
@@ -346,3 +353,8 @@ class ProviderSpec:
     deadline_aliases: Mapping[str, tuple[str, ...]] = field(factory=dict)
     description: str = ""
     start_early: bool = False
+    prestart: str | None = field(default=None, validator=lambda _, __, value: _reference(value))
+    """Where the hook is that starts this provider's backend as the command line starts, before
+    the agent's imports: "package.module:function" (see `acp_agent.startup.prestart` for what the
+    hook returns). The module is loaded alone, so it imports little and nothing of its own
+    package. None: the backend starts when the runtime opens."""

@@ -25,10 +25,11 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from acp_agent import state
+from acp_agent.state import STATE_DIR_VARIABLE
+
 log = logging.getLogger(__name__)
 
-STATE_DIR_VARIABLE = "ACP_AGENT_STATE_DIR"
-"""Where the agent keeps its state (tests point it at a directory of their own)."""
 _PID_BYTES = 32
 
 
@@ -42,18 +43,9 @@ class HeldElsewhere(Exception):
 
 
 def state_directory(environ: Mapping[str, str]) -> Path | None:
-    """`$ACP_AGENT_STATE_DIR`, else `$XDG_STATE_HOME/acp-agent`, else `~/.local/state/acp-agent`
-    (from the agent's environment; None without any of them)."""
-    explicit = environ.get(STATE_DIR_VARIABLE)
-    if explicit:
-        return Path(explicit)
-    xdg = environ.get("XDG_STATE_HOME")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "acp-agent"
-    home = environ.get("HOME")
-    if home and os.path.isabs(home):
-        return Path(home) / ".local" / "state" / "acp-agent"
-    return None
+    """`acp_agent.state.state_directory`, as a path."""
+    found = state.state_directory(environ)
+    return None if found is None else Path(found)
 
 
 class SessionHolds:

@@ -1,29 +1,24 @@
 """Backends started by the command line before the agent's own imports.
 
 The provider is known from `--provider` before anything heavy is imported, so a backend that one
-process serves for every session (Codex's app-server) can boot while the agent imports, discovers
-its plugins and answers `initialize`. The hook is light on purpose: a provider package
-`acp_agent_<name>` may contain a module `prestart.py` whose `prestart(environ)` returns the argv
-and environment of its backend (or None). The command line loads that one file without importing
-the package (which would import the core's wire layer), spawns the process here (parent-death
-signal and a process group of its own, as `process.open_child` does), and the provider's runtime
-claims it with `take`, which hands it over only if the argv and environment are the ones it would
-use now; otherwise the process is stopped and the runtime starts its own. The hook may also return
-a greeting: bytes written to the process's stdin the moment it is spawned (the opening requests of
-a JSON-RPC handshake), so the backend answers them as soon as it has booted instead of when the
-agent's runtime first gets to it; `take` then hands the process over only to a runtime that would
-have written the same greeting, and that runtime awaits the answers instead of asking again. And
-it may return a tag after the greeting: a string the runtime reads back (`tag`) to rebuild the
-argv it claims with (Claude's spare: the session id it was started under).
-Whatever is never claimed is stopped when the command returns (`stop_unclaimed`). The processes are held by a
-`Prestarted` the command line creates and hands down (`AgentSettings.prestarted`, then
-`RuntimeContext.prestarted`): no state lives in this module. The module must never write to
-stdout.
+process serves for every session (Codex's app-server) or a spare for the first session (Claude's
+CLI) can boot while the agent imports, discovers its plugins and answers `initialize`. A
+provider declares such a start in `ProviderSpec.prestart`: a reference to a hook
+`prestart(environ)` in a module that imports little, returning the argv and environment of its
+backend (or None), optionally a greeting (bytes written to its stdin at spawn: the opening
+requests of a JSON-RPC handshake, answered as soon as the backend has booted) and then a tag (a
+string the runtime reads back, `tag`, to rebuild the argv it claims with). The command line knows
+the reference from the last start (`acp_agent.startup.declared`), loads that one file without
+importing its package, and spawns the process here (in a session of its own, under setpriv for
+a parent-death signal where setpriv knows it). The runtime claims it with `take`, which hands it
+over only if the argv, environment and greeting are the ones it would use now; otherwise the
+process is stopped and the runtime starts its own. Whatever is never claimed is stopped when the
+command returns (`stop_unclaimed`). The processes are held by a `Prestarted` the command line
+creates and hands down (`AgentSettings.prestarted`, then `RuntimeContext.prestarted`): no state
+lives in this module. The module must never write to stdout.
 
-Every millisecond before the spawn is a millisecond of the first session's wait (Codex's is
-app-server's boot), so the path to it imports little (`subprocess` only once the provider's hook
-has answered) and does not wait for the setpriv probe, which runs beside the backend and is
-consulted when the runtime claims it.
+The path to the spawn imports little (`subprocess` only once the hook has answered) and does
+not wait for the setpriv probe, which runs beside the backend and is consulted at `take`.
 """
 
 from __future__ import annotations
@@ -32,6 +27,7 @@ import os
 import sys
 
 from acp_agent.backends import pdeath
+from acp_agent.startup import declared
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -124,14 +120,18 @@ class Prestarted:
 
     def __init__(self) -> None:
         self._held: dict[str, _Held] = {}
+        self._asked: dict[str, str | None] = {}
 
-    def start(self, provider: str, environ: Mapping[str, str]) -> None:
-        """Spawn `provider`'s backend now if its package offers a `prestart.py`; never raises."""
-        if provider in self._held or not provider.isidentifier() or not hasattr(os, "pidfd_open"):
+    def start(self, provider: str, environ: Mapping[str, str], reference: str | None) -> None:
+        """Spawn `provider`'s backend now with the hook `reference` names (None: nothing to
+        start); never raises."""
+        self._asked[provider] = reference
+        if reference is None or provider in self._held or not hasattr(os, "pidfd_open"):
             return  # adoption waits on a pidfd (Linux): elsewhere the runtime starts its backend itself
         probe: Spawned | None = None
         try:
-            wanted = _ask(provider, environ)
+            hook = declared.load(reference, provider)
+            wanted: Wanted | None = None if hook is None else hook(environ)
             if wanted is None:
                 return
             argv, env = list(wanted[0]), dict(wanted[1])
@@ -152,6 +152,23 @@ class Prestarted:
             held.stop()
             return
         self._held[provider] = held
+
+    def declared(self, provider: str, reference: str | None, environ: Mapping[str, str]) -> None:
+        """What `provider`'s spec declares, now that its plugin is loaded. When the command line
+        started with another reference (no record yet, or a stale one), the record is rewritten
+        for the next start and the backend is started now with the declared hook."""
+        if provider in self._asked and self._asked[provider] == reference:
+            return
+        stale = self._held.pop(provider, None)
+        if stale is not None:
+            stale.stop()
+        try:
+            declared.record(provider, reference, environ)
+        except OSError as exc:
+            import logging
+
+            logging.getLogger(__name__).warning("could not record how %s starts early: %s", provider, exc)
+        self.start(provider, environ, reference)
 
     def holds(self, provider: str) -> bool:
         """Whether a process started for `provider` waits to be claimed."""
@@ -188,37 +205,6 @@ Wanted = (tuple["Sequence[str]", "Mapping[str, str]"] | tuple["Sequence[str]", "
           | tuple["Sequence[str]", "Mapping[str, str]", bytes, str])
 """What a provider's `prestart(environ)` returns: argv and environment, optionally a greeting and
 then a tag."""
-
-
-def package_dir(name: str) -> str | None:
-    """The directory of the installed package `name`, found without importing it (its `__init__`
-    may import what a spawn should not wait for); None if there is no such package. For prestart
-    files that start a program a package ships (Claude's CLI, Codex's binary)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return next(iter(spec.submodule_search_locations), None)
-
-
-def _ask(provider: str, environ: Mapping[str, str]) -> Wanted | None:
-    import importlib.util
-
-    package = package_dir(f"acp_agent_{provider}")
-    path = os.path.join(package, "prestart.py") if package is not None else None
-    if path is None or not os.path.isfile(path):
-        return None
-    module_spec = importlib.util.spec_from_file_location(f"_acp_agent_prestart_{provider}", path)
-    if module_spec is None or module_spec.loader is None:
-        return None
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    result: Wanted | None = module.prestart(environ)
-    return result
 
 
 def _spawn(argv: Sequence[str], env: Mapping[str, str], *, piped: bool) -> Spawned:

@@ -455,6 +455,24 @@ class RuntimeContract:
                 if not capable:
                     assert "sessionFailure" not in json.dumps(client.frames)
 
+    def test_a_declared_prestart_loads_without_its_package(self) -> None:
+        """`ProviderSpec.prestart` names a function in a module the command line can load alone,
+        in a fresh interpreter, before the agent's imports: its package's `__init__` does not run."""
+        reference = self._installed_spec().prestart
+        if reference is None:
+            pytest.skip("the provider starts nothing early")
+        package = reference.split(".")[0]
+        probe = ("import json, sys\nfrom acp_agent.startup.declared import load\n"
+                 f"hook = load({reference!r}, {self.provider_name!r})\n"
+                 f"print(json.dumps([callable(hook), {package!r} in sys.modules]))")
+        import subprocess
+
+        finished = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60, check=False)
+        assert finished.returncode == 0, finished.stderr.decode(errors="replace")[-2000:]
+        loaded, package_imported = json.loads(finished.stdout.decode().splitlines()[-1])
+        assert loaded, f"{reference} is not a function of an installed module"
+        assert not package_imported, f"loading {reference} imported {package}"
+
     @pytest.mark.anyio
     async def test_vendor_modules_are_imported_by_the_first_session_not_before(self, tmp_path: Path) -> None:
         """In a fresh interpreter: loading the plugins and `initialize` import none of `vendor_modules`;

@@ -95,6 +95,7 @@ def provider_spec() -> ProviderSpec:
         name="claude",
         title="Claude Code",
         open_runtime=open_runtime,
+        prestart="acp_agent_claude.prestart:prestart",  # a spare CLI for the first session
         credentials=CredentialSpec(
             env_vars=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
             keyring_env_var="ANTHROPIC_API_KEY",

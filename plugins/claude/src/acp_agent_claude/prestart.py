@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from acp_agent.startup.prestart import package_dir
+from acp_agent.backends.installed import package_dir
 
 TYPE_CHECKING = False  # json and typing load only when used: this runs before the spawn
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def spare(environ: Mapping[str, str], session_id: str | None = None) -> tuple[st
 
 
 def prestart(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str], bytes, str] | None:
-    """The `acp_agent.startup.prestart` hook: the spare CLI for the first session, tagged with its
+    """The hook `ProviderSpec.prestart` names: the spare CLI for the first session, tagged with its
     session id (the runtime reads it back to claim the spare)."""
     wanted = spare(environ)
     return None if wanted is None else (wanted[1], wanted[2], b"", wanted[0])

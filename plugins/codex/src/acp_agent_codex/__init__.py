@@ -108,6 +108,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
             name="codex",
             title="Codex",
             open_runtime=open_runtime,
+            prestart="acp_agent_codex.prestart:prestart",  # app-server, greeted, at once
             credentials=CredentialSpec(
                 env_vars=("OPENAI_API_KEY", "CODEX_API_KEY"),
                 keyring_env_var="OPENAI_API_KEY",

@@ -1,6 +1,6 @@
 """What `acp-agent --provider codex` starts before its own imports: `codex app-server`.
 
-The command line loads this file alone, without the package (`acp_agent.startup.prestart`), so it imports
+The command line loads this file alone, without the package (`ProviderSpec.prestart`), so it imports
 nothing but the standard library (it finds the bundled binary where `codex_cli_bin` keeps it,
 without importing that package, and leaves `typing` alone: every import here delays the spawn,
 hence the first session). The process is
@@ -47,7 +47,7 @@ def _bundled(*parts: str, directory: bool) -> str | None:
     `bundled_path_dir` would find it. Read from the package's location (`package_dir`) rather
     than by importing it, which would import pathlib before the command line's spawn; the
     package's own functions are asked only if its layout is not the one known here."""
-    from acp_agent.startup.prestart import package_dir  # the command line has it loaded already
+    from acp_agent.backends.installed import package_dir  # the command line has it loaded already
 
     found_dir = package_dir("codex_cli_bin")
     if found_dir is None:
@@ -97,6 +97,6 @@ def greeting() -> bytes:
 
 
 def prestart(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str], bytes] | None:
-    """The `acp_agent.startup.prestart` hook: start app-server as the agent process starts, greeted."""
+    """The hook `ProviderSpec.prestart` names: start app-server as the agent process starts, greeted."""
     wanted = app_server(environ)
     return None if wanted is None else (*wanted, greeting())
