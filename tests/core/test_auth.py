@@ -16,7 +16,16 @@ from keyring.backend import KeyringBackend
 
 from acp_agent.backends.contract import CredentialSpec
 from acp_agent.failures import auth_status as auth
-from acp_agent.failures.auth_status import KeyringStore, KeyringUnavailable, resolve_credentials, stored_file_present
+from acp_agent.failures.auth_status import (
+    AuthObservation,
+    AuthStatusFeed,
+    CredentialState,
+    KeyringStore,
+    KeyringUnavailable,
+    acp_auth_status,
+    resolve_credentials,
+    stored_file_present,
+)
 from acp_agent.testing import run_in_process
 from acp_agent.testing.client import default_settings
 from acp_agent.wire.rpc import RpcError
@@ -217,3 +226,38 @@ async def test_terminal_auth_method_only_for_clients_that_declare_it() -> None:
         "id": "scripted-terminal", "name": "Store a Scripted key in the keyring",
         "description": "Runs `acp-agent auth set` in a terminal.", "type": "terminal",
         "args": ["auth", "set", "--provider", "scripted"]}
+
+
+@pytest.mark.parametrize(("state", "rejected", "expected"), [
+    (CredentialState(True, "environment"), False,
+     {"state": "authenticated", "accounts": [{"label": "API key from the environment", "active": True}]}),
+    (CredentialState(True, "keyring", "secret"), True,
+     {"state": "unauthenticated", "accounts": [{"label": "API key from the keyring", "active": True}]}),
+    (CredentialState(True, "stored"), False,
+     {"state": "authenticated", "accounts": [{"label": "Signed-in account", "active": True}]}),
+    (CredentialState(False, "none"), False, {"state": "unauthenticated"}),
+    (CredentialState(False, "none"), True, {"state": "unauthenticated"}),
+])
+def test_acp_auth_status_from_the_credentials_and_the_latest_turn(
+        state: CredentialState, rejected: bool, expected: dict[str, Any]) -> None:
+    from tests import acp_schema
+
+    status = acp_auth_status(state, rejected)
+    assert status == expected
+    assert "secret" not in repr(status)
+    acp_schema.check_result("auth/status", status)
+    acp_schema.check_notification({"method": "auth/status_update", "params": status})
+
+
+def test_the_feed_tells_only_a_client_that_asked_and_only_changes() -> None:
+    feed = AuthStatusFeed()
+    configured = CredentialState(True, "environment")
+    feed.turn_ended(AuthObservation("rejected"))
+    assert feed.update(configured) is None  # never asked
+    assert feed.answer(configured)["state"] == "unauthenticated"
+    assert feed.update(configured) is None  # unchanged
+    feed.turn_ended(AuthObservation("unknown"))  # a cancelled turn says nothing of the credentials
+    assert feed.update(configured) is None
+    feed.turn_ended(AuthObservation("acceptedForTurn"))
+    assert feed.update(configured) == acp_auth_status(configured, False)
+    assert feed.update(CredentialState(False, "none")) == {"state": "unauthenticated"}

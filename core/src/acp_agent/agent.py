@@ -54,6 +54,7 @@ class Agent(Initialization, SessionMethods):
             M.INITIALIZE: self.initialize,
             M.AUTHENTICATE: self.authenticate,
             M.LOGOUT: self.logout,
+            M.AUTH_STATUS: self.auth_status_request,
             M.SESSION_NEW: self.new_session,
             M.SESSION_LOAD: self.load_session,
             M.SESSION_LIST: self.list_sessions,

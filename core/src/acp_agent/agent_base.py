@@ -30,7 +30,7 @@ from acp_agent.backends.contract import (
 from acp_agent.backends.home import RuntimeHome, RuntimeOpening
 from acp_agent.backends.phases import PhaseClock, PhaseDeadlineExceeded, PhaseFailed
 from acp_agent.backends.plugins import installed_hooks
-from acp_agent.failures.auth_status import CredentialState, KeyringStore, with_keyring_credential
+from acp_agent.failures.auth_status import AuthStatusFeed, CredentialState, KeyringStore, with_keyring_credential
 from acp_agent.failures.hooks import FailureHooks
 from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.failures.redaction import Redactor
@@ -92,6 +92,8 @@ class AgentBase:
         """The client negotiated the failure extension (`initialize`)."""
         self.auth_status = False
         """The client negotiated auth status (`initialize`)."""
+        self.auth_feed = AuthStatusFeed()
+        """What the client was told through ACP's `auth/status` (kept up to date once it asked)."""
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -122,7 +124,8 @@ class AgentBase:
             from acp_agent.sessions.session import Outbox
 
             self._outbox = Outbox(self.converter, self.settings.redact, self.provider.name, self.credentials,
-                                  self.provider.credentials.env_vars, connection=self.connection)
+                                  self.provider.credentials.env_vars, connection=self.connection,
+                                  auth_feed=self.auth_feed)
             self._negotiate(self._outbox)
         return self._outbox
 

@@ -65,7 +65,7 @@ class Initialization(AgentBase):
                     image=caps.image, audio=caps.audio, embedded_context=caps.embedded_context),
                 mcp_capabilities=acp.McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse),
                 session_capabilities=session_caps,
-                auth=acp.AgentAuthCapabilities(logout={}),
+                auth=acp.AgentAuthCapabilities(logout={}, status={}),
             ),
             auth_methods=self.signin.auth_methods(),
             agent_info=acp.Implementation(name=f"acp-agent-{self.provider.name}",
@@ -84,6 +84,8 @@ class Initialization(AgentBase):
         request = self._parse(params, acp.AuthenticateRequest)
         await self.signin.authenticate(request.method_id)
         await self.backend.replace_when_idle(sessions_open=bool(self.sessions))
+        self.auth_feed.signed_in_or_out()
+        await self.outbox.push_auth_status()
         return self._dump(acp.MetaOnlyResponse(meta=await self.signin.auth_meta(self.auth_status)))
 
     async def logout(self, params: Any) -> Any:
@@ -92,5 +94,12 @@ class Initialization(AgentBase):
             await self._end_session(session)
         await self.backend.close()
         await self.signin.logout()
+        self.auth_feed.signed_in_or_out()
+        await self.outbox.push_auth_status()
         return self._dump(acp.MetaOnlyResponse(meta=await self.signin.auth_meta(self.auth_status)))
 
+    async def auth_status_request(self, params: Any) -> Any:
+        """`auth/status` (unstable): the agent's own credentials as ACP's auth state; never
+        `auth_required`. The client is sent `auth/status_update` from now on when it changes."""
+        self._parse(params, acp.AuthStatusRequest)
+        return self.auth_feed.answer(await self.signin.credentials())

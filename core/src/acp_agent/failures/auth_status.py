@@ -269,3 +269,59 @@ def turn_status(state: CredentialState, observation: AuthObservation) -> dict[st
         "identity": "unknown",
         "latestFailure": observation.latest_failure,
     }
+
+
+ACCOUNT_LABELS: Final[Mapping[Source, str]] = {
+    "environment": "API key from the environment",
+    "keyring": "API key from the keyring",
+    "stored": "Signed-in account",
+    "clientProvider": "Credentials from the client",
+}
+"""`auth/status` account labels, by where the credentials come from."""
+
+
+def acp_auth_status(state: CredentialState, rejected: bool) -> dict[str, Any]:
+    """ACP's `auth/status` for the agent's own credentials: `authenticated` when some are
+    configured and the backend has not refused them in the latest turn (configured is not
+    proven valid, as the schema says), else `unauthenticated`; the configured credential is the
+    one account, active."""
+    if not state.configured:
+        return {"state": "unauthenticated"}
+    label = ACCOUNT_LABELS.get(state.source, "Configured credentials")
+    return {"state": "unauthenticated" if rejected else "authenticated",
+            "accounts": [{"label": label, "active": True}]}
+
+
+@define
+class AuthStatusFeed:
+    """What the client was told of the agent's sign-in through `auth/status`: a client that has
+    asked once gets `auth/status_update` whenever the answer would differ (a sign-in or out, a
+    turn the backend refused for its credentials, a turn after that it accepted); a client that
+    never asked gets nothing."""
+
+    rejected: bool = False
+    """The latest turn ended for want of valid credentials (`auth_required`)."""
+    last: dict[str, Any] | None = None
+    """What the client was last told; None until it asks."""
+
+    def answer(self, state: CredentialState) -> dict[str, Any]:
+        """The `auth/status` answer; from now on the client is kept up to date."""
+        self.last = acp_auth_status(state, self.rejected)
+        return self.last
+
+    def turn_ended(self, observation: AuthObservation) -> None:
+        if observation.verification != "unknown":
+            self.rejected = observation.verification == "rejected"
+
+    def signed_in_or_out(self) -> None:
+        self.rejected = False
+
+    def update(self, state: CredentialState) -> dict[str, Any] | None:
+        """The `auth/status_update` to send now, or None (the client never asked, or nothing changed)."""
+        if self.last is None:
+            return None
+        now = acp_auth_status(state, self.rejected)
+        if now == self.last:
+            return None
+        self.last = now
+        return now

@@ -33,7 +33,13 @@ from acp_agent.backends.events import (
     is_model_answer,
 )
 from acp_agent.backends.questions import Answer, Question, UrlQuestion
-from acp_agent.failures.auth_status import AuthObservation, CredentialState, auth_status_key, turn_status
+from acp_agent.failures.auth_status import (
+    AuthObservation,
+    AuthStatusFeed,
+    CredentialState,
+    auth_status_key,
+    turn_status,
+)
 from acp_agent.failures.protocol import (
     FailureKind,
     FailureObservation,
@@ -88,6 +94,8 @@ class Outbox:
     connection: Connection | None = None
     capable: bool = False
     auth_status: bool = False
+    auth_feed: AuthStatusFeed = field(factory=AuthStatusFeed)
+    """The agent's `auth/status` feed: a turn's verdict on the credentials may change it."""
     features: ClientFeatures = field(factory=ClientFeatures)
     """Terminals and elicitation as the client declared them (`acp_agent.sessions.presentation`)."""
     _held: dict[str, tuple[Any, str]] = field(factory=dict, init=False)
@@ -151,11 +159,23 @@ class Outbox:
         committed(session.incidents, record, kind, written, active=active)
 
     async def send_auth_status(self, session: Session) -> None:
+        """After a turn: the session's `<provider>/authStatus` (a client that negotiated it) and
+        an `auth/status_update` when the turn changed what `auth/status` would answer."""
+        self.auth_feed.turn_ended(session.auth)
+        await self.push_auth_status()
         if not self.auth_status:
             return
         status = turn_status(await session.credential_state(), session.auth)
         await self.send_update(session.session_id,
                                acp.SessionInfoUpdate(meta={auth_status_key(self.provider_name): status}))
+
+    async def push_auth_status(self) -> None:
+        """`auth/status_update`, to a client that asked `auth/status`, when the answer changed."""
+        if self.auth_feed.last is None or self.connection is None:
+            return
+        update = self.auth_feed.update(await self.credentials())
+        if update is not None:
+            await self.connection.notify(M.AUTH_STATUS_UPDATE, update)
 
     async def request_permission(
         self, session_id: str, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption],

@@ -139,6 +139,8 @@ class SessionCapabilities:
 @frozen
 class AgentAuthCapabilities:
     logout: Meta | Unset = UNSET
+    status: Meta | Unset = UNSET
+    """`auth/status` and `auth/status_update` (unstable)."""
 
 
 @frozen
@@ -191,12 +193,19 @@ class LogoutRequest:
     meta: Meta | Unset | None = UNSET
 
 
+@frozen
+class AuthStatusRequest:
+    meta: Meta | Unset | None = UNSET
+
+
 class MethodNames:
     """ACP method names, in one place."""
 
     INITIALIZE: ClassVar[str] = "initialize"
     AUTHENTICATE: ClassVar[str] = "authenticate"
     LOGOUT: ClassVar[str] = "logout"
+    AUTH_STATUS: ClassVar[str] = "auth/status"
+    AUTH_STATUS_UPDATE: ClassVar[str] = "auth/status_update"
     SESSION_NEW: ClassVar[str] = "session/new"
     SESSION_LOAD: ClassVar[str] = "session/load"
     SESSION_LIST: ClassVar[str] = "session/list"
