@@ -83,7 +83,7 @@ def codex_env(home: Path) -> dict[str, str]:
 @asynccontextmanager
 async def codex_agent(home: Path, tmp_path: Path, *, capable: bool, env: dict[str, str] | None = None,
                       log_name: str = "agent", meta: dict[str, Any] | None = None,
-                      elicitation: Any = None) -> AsyncIterator[CodexAgent]:
+                      elicitation: Any = None, session: dict[str, Any] | None = None) -> AsyncIterator[CodexAgent]:
     """`acp-agent --provider codex` on this CODEX_HOME, initialized as a capable or legacy client."""
     full = {**codex_env(home), **(env or {})}
     log_dir = tmp_path / log_name
@@ -91,7 +91,8 @@ async def codex_agent(home: Path, tmp_path: Path, *, capable: bool, env: dict[st
     async with spawn_agent("codex", log_dir, full, unstable=elicitation is not None) as agent:
         agent.frames.incoming = WatchedFrames(agent.frames.incoming)
         codex = CodexAgent(agent.conn, agent.process, agent.frames, agent.client, agent.log_path)
-        codex.initialized = await agent.initialize(capable=capable, meta=meta, elicitation=elicitation)
+        codex.initialized = await agent.initialize(capable=capable, meta=meta, elicitation=elicitation,
+                                                   session=session)
         yield codex
 
 

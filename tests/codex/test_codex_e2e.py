@@ -447,6 +447,26 @@ async def test_bubblewrap_notice_reaches_a_capable_client_once(tmp_path: Path) -
     assert agent.frames.problems == []
 
 
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "plain"])
+async def test_the_bubblewrap_warning_is_a_notice_for_a_client_that_presents_notices(
+        tmp_path: Path, capable: bool) -> None:
+    """A client with `session.notices` gets Codex's config warnings as `notice` updates (warning
+    severity), not as agent text before the first prompt and not as advisory records."""
+    with FakeResponsesAPI([{"reply": "a"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable, session={"notices": {}}) as agent:
+            first = await agent.conn.new_session(cwd=workspace(tmp_path))
+            await agent.conn.prompt(session_id=first.session_id, prompt=text("a"))
+    updates = agent.frames.updates(first.session_id)
+    notices = [u for u in updates if u["sessionUpdate"] == "notice" and u["title"].startswith(BUBBLEWRAP_PREFIX)]
+    on_path = any(os.access(os.path.join(p, "bwrap"), os.X_OK) for p in os.environ.get("PATH", "").split(os.pathsep) if p)
+    assert [notice["severity"] for notice in notices] == ([] if on_path else ["warning"])
+    texts = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert texts == ["a"]
+    assert agent.frames.failure_records() == []
+    assert agent.frames.problems == []
+
+
 async def test_prompt_with_image_and_resources_reaches_the_model(tmp_path: Path) -> None:
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
     blocks: list[Any] = [

@@ -166,3 +166,26 @@ async def test_a_failure_after_a_recovered_retry_is_a_new_entry(tmp_path: Path, 
     assert [(r["id"], r["revision"], r["severity"]) for r in records] == [
         (first, 1, "warning"), (f"{first}:2", 1, "warning"), (f"{first}:2", 2, "error")]
     assert result.field_meta["jetbrains"]["air"]["sessionFailure"] == records[-1]
+
+
+NOTICE_SCRIPT = {"turns": [[{"notice": "Config warning: model is deprecated", "details": "Use the newer one.",
+                             "legacy": "Config warning: model is deprecated\n\n"}, {"text": "done"}]]}
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "plain"])
+async def test_a_client_that_presents_notices_gets_a_notice_not_a_record_or_text(
+        tmp_path: Path, capable: bool) -> None:
+    """`clientCapabilities.session.notices`: a backend's notice is a `notice` update, also for a
+    client of the failure extension (no advisory record), and no agent text."""
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, NOTICE_SCRIPT)) as agent:
+        await agent.initialize(capable=capable, session={"notices": {}})
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        done = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("one"))
+    assert done.stop_reason == "end_turn"
+    updates = agent.frames.updates(session.session_id)
+    assert [u for u in updates if u["sessionUpdate"] == "notice"] == [
+        {"sessionUpdate": "notice", "severity": "warning", "title": "Config warning: model is deprecated",
+         "description": "Use the newer one."}]
+    assert [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"] == ["done"]
+    assert agent.frames.failure_records() == []
+    assert agent.frames.problems == []

@@ -54,10 +54,11 @@ def muse_env(tmp_path: Path, *, key: str | None = API_KEY, turn: str | None = No
 
 @asynccontextmanager
 async def muse_agent(tmp_path: Path, *, capable: bool, meta: dict[str, Any] | None = None,
-                     elicitation: Any = None, **env_options: Any) -> AsyncIterator[AgentProcess]:
+                     elicitation: Any = None, session: dict[str, Any] | None = None,
+                     **env_options: Any) -> AsyncIterator[AgentProcess]:
     env = muse_env(tmp_path, **env_options)
     async with spawn_agent("muse", tmp_path, env, unstable=elicitation is not None) as agent:  # "" unsets a variable
-        await agent.initialize(capable=capable, meta=meta, elicitation=elicitation)
+        await agent.initialize(capable=capable, meta=meta, elicitation=elicitation, session=session)
         yield agent
 
 

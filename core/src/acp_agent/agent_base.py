@@ -135,7 +135,8 @@ class AgentBase:
         capabilities = self.client_capabilities
         outbox.capable = self.capable
         outbox.auth_status = self.auth_status
-        outbox.features = ClientFeatures.from_capabilities(capabilities.meta, capabilities.elicitation)
+        outbox.features = ClientFeatures.from_capabilities(capabilities.meta, capabilities.elicitation,
+                                                          capabilities.session)
 
     @property
     def holds(self) -> SessionHolds:

@@ -29,11 +29,14 @@ class RetryProgress:
 
 @frozen
 class Notice:
-    """A non-fatal advisory. `legacy_text` is what clients without the extension see (None: nothing)."""
+    """A warning or information for the user that is not a failure of a turn: an ACP `notice`
+    (clients with `session.notices`), else an advisory record (clients of the failure extension),
+    else `legacy_text` as agent text (None: nothing)."""
 
     title: str
     details: str | None = None
     legacy_text: str | None = None
+    severity: Literal["info", "warning", "error"] = field(default="warning", kw_only=True)
 
 
 @frozen

@@ -39,20 +39,25 @@ class ClientFeatures:
     """`_meta.terminal_output_delta`: terminals whose chunks the client appends."""
     elicitation_form: bool = False
     elicitation_url: bool = False
+    notices: bool = False
+    """`session.notices`: live `notice` updates."""
 
     @property
     def terminals(self) -> bool:
         return self.terminal_output or self.terminal_output_delta
 
     @classmethod
-    def from_capabilities(cls, meta: Any, elicitation: Any) -> ClientFeatures:
-        """From `clientCapabilities._meta` and `clientCapabilities.elicitation` (only `true` opts in)."""
+    def from_capabilities(cls, meta: Any, elicitation: Any, session: Any = None) -> ClientFeatures:
+        """From `clientCapabilities._meta` (only `true` opts in), `.elicitation` and `.session`
+        (an object opts in)."""
         meta = meta if isinstance(meta, Mapping) else {}
         elicitation = elicitation if isinstance(elicitation, Mapping) else {}
+        session = session if isinstance(session, Mapping) else {}
         return cls(terminal_output=meta.get("terminal_output") is True,
                    terminal_output_delta=meta.get("terminal_output_delta") is True,
                    elicitation_form=isinstance(elicitation.get("form"), Mapping),
-                   elicitation_url=isinstance(elicitation.get("url"), Mapping))
+                   elicitation_url=isinstance(elicitation.get("url"), Mapping),
+                   notices=isinstance(session.get("notices"), Mapping))
 
 
 def session_title(name: str | None) -> str | None:

@@ -58,6 +58,7 @@ from acp_agent.sessions.questions import AskingTurn, ask
 from acp_agent.sessions.routing import SessionRouter
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
+from acp_agent.wire.convert import UNSET
 from acp_agent.wire.rpc import Connection, ConnectionClosed, Reply, RpcError
 
 log = logging.getLogger(__name__)
@@ -400,7 +401,10 @@ class Session:
             return
         if isinstance(event, Notice):
             title = redact(event.title)
-            if outbox.capable:
+            if outbox.features.notices:
+                description = redact(event.details) if event.details else UNSET
+                await self.send_update(acp.NoticeUpdate(event.severity, title, description))
+            elif outbox.capable:
                 text = f"{title}\n{event.details}" if event.details else title
                 record = incidents.prepare(incidents.notice_id(text), FailureKind.ADVISORY, "warning", title,
                                            redact(event.details) if event.details else None)

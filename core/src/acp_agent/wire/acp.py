@@ -93,6 +93,8 @@ class ClientCapabilities:
     auth: ClientAuthCapabilities = field(factory=ClientAuthCapabilities)
     elicitation: dict[str, Any] | Unset | None = UNSET
     """ACP's unstable elicitation capabilities (`{"form": {}, "url": {}}`), read as given."""
+    session: dict[str, Any] | Unset | None = UNSET
+    """The session extensions the client presents (`{"notices": {}, "compaction": {}, …}`), read as given."""
     meta: Meta | Unset | None = UNSET
 
 

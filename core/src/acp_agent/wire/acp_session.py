@@ -278,6 +278,17 @@ class UsageUpdate:
     session_update: Literal["usage_update"] = "usage_update"
 
 
+@frozen
+class NoticeUpdate:
+    """A live notice for the user (`session.notices` clients); no id, never replayed."""
+
+    severity: Literal["info", "warning", "error"]
+    title: str
+    description: str | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    session_update: Literal["notice"] = "notice"
+
+
 SessionUpdate = (
     UserMessageChunk
     | AgentMessageChunk
@@ -290,6 +301,7 @@ SessionUpdate = (
     | ConfigOptionUpdate
     | SessionInfoUpdate
     | UsageUpdate
+    | NoticeUpdate
 )
 
 
@@ -600,6 +612,7 @@ __all__ = [
     "McpServerStdio",
     "NewSessionRequest",
     "NewSessionResponse",
+    "NoticeUpdate",
     "PermissionKind",
     "PermissionOption",
     "Plan",
