@@ -79,7 +79,13 @@ def _context_after_compaction(agent: Any, session_id: str) -> tuple[dict[str, An
 
 
 def _facts(last: dict[str, Any], capable: bool) -> dict[str, Any]:
-    return last["_meta"]["jetbrains"]["air"]["contextCompaction"] if capable else last["rawOutput"]
+    """The compaction's facts under the tool call's raw output's names (AIR's: `preTokens`,
+    `postTokens`, trigger `automatic`, as claude-agent-acp sends them)."""
+    if not capable:
+        return dict(last["rawOutput"])
+    air = last["_meta"]["jetbrains"]["air"]["contextCompaction"]
+    return {"trigger": {"automatic": "auto"}.get(air["trigger"], air["trigger"]),
+            "tokensBefore": air["preTokens"], "tokensAfter": air["postTokens"]}
 
 
 @CAPABLE

@@ -87,8 +87,12 @@ async def test_compact_shows_as_a_compaction(tmp_path: Path, terminals: bool) ->
     ends = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == start["toolCallId"]]
     assert ends and {u["status"] for u in ends} == {"completed"}
     last = ends[-1]
-    facts = (last["_meta"]["jetbrains"]["air"]["contextCompaction"] if terminals else last["rawOutput"])
-    assert facts["trigger"] == "manual" and facts["tokensBefore"] > facts["tokensAfter"] > 0
+    if terminals:  # AIR's names, as claude-agent-acp sends them
+        air = last["_meta"]["jetbrains"]["air"]["contextCompaction"]
+        assert air["trigger"] == "manual" and air["preTokens"] > air["postTokens"] > 0
+    else:
+        facts = last["rawOutput"]
+        assert facts["trigger"] == "manual" and facts["tokensBefore"] > facts["tokensAfter"] > 0
     assert agent.frames.problems == []
 
 
@@ -162,8 +166,12 @@ async def test_automatic_compaction_shows_as_a_compaction(tmp_path: Path, termin
     updates = agent.frames.updates(session.session_id)
     [start] = [u for u in updates if u["sessionUpdate"] == "tool_call" and u["title"] == "Compact conversation"]
     last = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == start["toolCallId"]][-1]
-    facts = last["_meta"]["jetbrains"]["air"]["contextCompaction"] if terminals else last["rawOutput"]
-    assert (last["status"], facts["trigger"]) == ("completed", "auto") and facts["tokensBefore"] > 900000
+    if terminals:  # AIR's names, as claude-agent-acp sends them
+        air = last["_meta"]["jetbrains"]["air"]["contextCompaction"]
+        assert (last["status"], air["trigger"]) == ("completed", "automatic") and air["preTokens"] > 900000
+    else:
+        facts = last["rawOutput"]
+        assert (last["status"], facts["trigger"]) == ("completed", "auto") and facts["tokensBefore"] > 900000
     # the summary request is a side request (it takes no step): the turn after it gets its answer
     texts = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
     assert "".join(texts) == "firstsecond"

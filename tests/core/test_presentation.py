@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import re
 
-from acp_agent.backends.events import Compaction, SessionTitle, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.backends.events import (
+    Compaction,
+    CompactionSummaryChunk,
+    SessionTitle,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+)
 from acp_agent.sessions.presentation import ClientFeatures, Presenter
 from acp_agent.wire import acp
 from acp_agent.wire.convert import make_converter
@@ -28,6 +35,9 @@ def test_features_come_from_the_meta_flags_and_elicitation() -> None:
     assert ClientFeatures.from_capabilities({"terminal_output_delta": True}, {}) == DELTA
     assert ClientFeatures.from_capabilities({"terminal_output": "yes", "terminal_output_delta": 1}, None) == NONE
     assert ClientFeatures.from_capabilities(None, {"form": {}, "url": None}) == ClientFeatures(elicitation_form=True)
+    assert ClientFeatures.from_capabilities(None, None, {"notices": {}, "compaction": {}}) == ClientFeatures(
+        notices=True, compaction=True)
+    assert ClientFeatures.from_capabilities(None, None, {"notices": True, "compaction": None}) == NONE
 
 
 def test_a_client_without_terminals_gets_the_providers_own_updates() -> None:
@@ -89,3 +99,55 @@ def test_a_title_carries_updated_at() -> None:
     assert long["title"] == "x" * 255 + "\u2026"
     cleared, = wire(Presenter().render(SessionTitle(None, "2026-01-01T00:00:00Z"), NONE, capable=False))
     assert cleared == {"title": None, "updatedAt": "2026-01-01T00:00:00Z", "sessionUpdate": "session_info_update"}
+
+
+COMPACTING = ClientFeatures(compaction=True)
+
+
+def test_a_compaction_client_gets_in_progress_chunks_then_one_terminal_with_the_summary() -> None:
+    from tests import acp_schema
+
+    presenter = Presenter()
+    updates = [*presenter.render(Compaction("k1", "in_progress", trigger="auto", tokens_before=900), COMPACTING,
+                                 capable=True),
+               *presenter.render(CompactionSummaryChunk("k1", "Part one. "), COMPACTING, capable=True),
+               *presenter.render(Compaction("k1", "completed", trigger="auto", tokens_before=900, tokens_after=90,
+                                            duration_ms=1200, summary="The whole summary."), COMPACTING, capable=True),
+               *presenter.render(Compaction("k1", "completed"), COMPACTING, capable=True),  # a repeat: ended
+               *presenter.render(CompactionSummaryChunk("k1", "late"), COMPACTING, capable=True)]
+    air = {"version": 1}
+    assert wire(updates) == [
+        {"compactionId": "k1", "status": "in_progress", "sessionUpdate": "compaction_update",
+         "_meta": {"jetbrains": {"air": {"contextCompaction": air}}}},
+        {"compactionId": "k1", "content": {"type": "text", "text": "Part one. "},
+         "sessionUpdate": "compaction_summary_chunk"},
+        {"compactionId": "k1", "status": "completed", "summary": [{"type": "text", "text": "The whole summary."}],
+         "sessionUpdate": "compaction_update", "_meta": {"jetbrains": {"air": {"contextCompaction": {
+             **air, "trigger": "automatic", "preTokens": 900, "postTokens": 90, "durationMs": 1200}}}}}]
+    for update in wire(updates):
+        acp_schema.check_notification({"method": "session/update", "params": {"sessionId": "s", "update": update}},
+                                      variant="stable")
+    assert presenter.turn_ended(COMPACTING) == []
+
+
+def test_a_summary_that_streamed_whole_is_not_sent_again_and_a_failure_carries_its_error() -> None:
+    presenter = Presenter()
+    presenter.render(Compaction("k1", "in_progress"), COMPACTING, capable=False)
+    presenter.render(CompactionSummaryChunk("k1", "All of it."), COMPACTING, capable=False)
+    done, = wire(presenter.render(Compaction("k1", "completed", summary="All of it."), COMPACTING, capable=False))
+    assert done == {"compactionId": "k1", "status": "completed", "sessionUpdate": "compaction_update"}
+    opened, failed = wire(presenter.render(Compaction("k2", "failed", error="too big"), COMPACTING, capable=False))
+    assert (opened["status"], failed["status"], failed["error"]) == ("in_progress", "failed", "too big")
+
+
+def test_a_compaction_its_turn_left_open_is_cancelled() -> None:
+    presenter = Presenter()
+    presenter.render(Compaction("k1", "in_progress"), COMPACTING, capable=False)
+    assert wire(presenter.turn_ended(COMPACTING)) == [
+        {"compactionId": "k1", "status": "cancelled", "sessionUpdate": "compaction_update"}]
+    assert presenter.render(Compaction("k1", "completed"), COMPACTING, capable=False) == []
+    assert presenter.turn_ended(COMPACTING) == []
+    legacy = Presenter()
+    legacy.render(Compaction("k1", "in_progress"), NONE, capable=False)
+    assert legacy.turn_ended(NONE) == []  # other clients keep today's tool call
+    assert wire(legacy.render(Compaction("k1", "cancelled"), NONE, capable=False))[0]["status"] == "failed"

@@ -69,12 +69,34 @@ async def test_compaction_is_a_compact_conversation_tool_call(tmp_path: Path, ca
     done = for_call(agent, sid, start["toolCallId"])[1:]
     assert [u["status"] for u in done] == ["completed"]
     facts = {"trigger": "auto", "tokensBefore": 150000, "tokensAfter": 20000}
-    if capable:
-        assert done[0]["_meta"]["jetbrains"]["air"]["contextCompaction"] == {"version": 1, **facts}
+    if capable:  # AIR's names, as claude-agent-acp sends them
+        assert done[0]["_meta"]["jetbrains"]["air"]["contextCompaction"] == {
+            "version": 1, "trigger": "automatic", "preTokens": 150000, "postTokens": 20000}
         assert "rawOutput" not in done[0]
     else:
         assert done[0]["rawOutput"] == facts and "_meta" not in done[0]
         assert_legacy_clean(agent)
+
+
+@BOTH
+async def test_a_compaction_client_gets_compaction_updates_instead_of_the_tool_call(
+        tmp_path: Path, capable: bool) -> None:
+    async with muse_agent(tmp_path, capable=capable, turn="compact", session={"compaction": {}}) as agent:
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        sid = session.session_id
+        result = await agent.conn.prompt(session_id=sid, prompt=text("go on"))
+    assert result.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    updates = agent.frames.updates(sid)
+    assert not [u for u in updates if u["sessionUpdate"] == "tool_call" and u["title"] == "Compact conversation"]
+    compactions = [u for u in updates if u["sessionUpdate"] == "compaction_update"]
+    assert [u["status"] for u in compactions] == ["in_progress", "completed"]
+    assert len({u["compactionId"] for u in compactions}) == 1
+    if capable:
+        assert compactions[1]["_meta"]["jetbrains"]["air"]["contextCompaction"] == {
+            "version": 1, "trigger": "automatic", "preTokens": 150000, "postTokens": 20000}
+    else:
+        assert all("_meta" not in u for u in compactions)
 
 
 @BOTH

@@ -138,18 +138,32 @@ class TerminalExited:
 class Compaction:
     """The backend compacts (or compacted) the conversation's context, shown to every client.
 
-    One `compaction_id` per compaction; reports may repeat (the first one opens it).
+    One `compaction_id` per compaction; reports may repeat (the first one opens it, the first
+    that is not `in_progress` ends it). `trigger`: the backend's word for what started it
+    (`auto`/`automatic`, `manual`, `idle`); `summary`: the summary the context was compacted to,
+    where the backend gives it.
     """
 
     compaction_id: str
-    status: Literal["in_progress", "completed", "failed"]
+    status: Literal["in_progress", "completed", "failed", "cancelled"]
     trigger: str | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
     error: str | None = None
+    summary: str | None = field(default=None, kw_only=True)
+    duration_ms: int | None = field(default=None, kw_only=True)
 
 
-Presented = SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction
+@frozen
+class CompactionSummaryChunk:
+    """A piece of a running compaction's summary as the model writes it (`session.compaction`
+    clients get it as `compaction_summary_chunk`; others nothing)."""
+
+    compaction_id: str
+    text: str
+
+
+Presented = SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction | CompactionSummaryChunk
 """Events whose wire form depends on what the client negotiated (`acp_agent.sessions.presentation`)."""
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
 if TYPE_CHECKING:

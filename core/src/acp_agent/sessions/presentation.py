@@ -7,7 +7,10 @@ a client that declares `_meta.terminal_output` or `_meta.terminal_output_delta` 
 command as a terminal (`_meta.terminal_info`, output chunks, `_meta.terminal_exit`), every other
 client the provider's own rendering; compaction is a "Compact conversation" tool call for every
 client (with `_meta.jetbrains.air.contextCompaction` for a client of the extension); a title is a
-`session_info_update`. Knows nothing of providers or of the connection.
+`session_info_update`. A client that declares `session.compaction` gets ACP's
+`compaction_update` (`in_progress`, then exactly one terminal status, with the summary where the
+backend has it) and `compaction_summary_chunk` instead of the tool call; a compaction still open
+when its turn ends is `cancelled`. Knows nothing of providers or of the connection.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from typing import Any
 import attrs
 from attrs import define, field
 
-from acp_agent.backends.events import Compaction, Presented, SessionTitle, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.backends.events import (
+    Compaction,
+    CompactionSummaryChunk,
+    Presented,
+    SessionTitle,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+)
 from acp_agent.wire import acp
 from acp_agent.wire.convert import UNSET
 from acp_agent.wire.records import frozen
@@ -27,6 +38,8 @@ from acp_agent.wire.records import frozen
 COMPACTION_TITLE = "Compact conversation"
 MAX_TITLE_LENGTH = 256
 CONTEXT_COMPACTION_META_VERSION = 1
+TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
+"""A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
 
 
 @frozen
@@ -41,6 +54,8 @@ class ClientFeatures:
     elicitation_url: bool = False
     notices: bool = False
     """`session.notices`: live `notice` updates."""
+    compaction: bool = False
+    """`session.compaction`: `compaction_update` and `compaction_summary_chunk`."""
 
     @property
     def terminals(self) -> bool:
@@ -57,7 +72,8 @@ class ClientFeatures:
                    terminal_output_delta=meta.get("terminal_output_delta") is True,
                    elicitation_form=isinstance(elicitation.get("form"), Mapping),
                    elicitation_url=isinstance(elicitation.get("url"), Mapping),
-                   notices=isinstance(session.get("notices"), Mapping))
+                   notices=isinstance(session.get("notices"), Mapping),
+                   compaction=isinstance(session.get("compaction"), Mapping))
 
 
 def session_title(name: str | None) -> str | None:
@@ -80,11 +96,21 @@ class Presenter:
 
     streamed: set[str] = field(factory=set)
     compactions: set[str] = field(factory=set)
+    open_compactions: dict[str, str] = field(factory=dict)
+    """`session.compaction` clients: the compactions opened and not ended, with the summary
+    text streamed for each."""
 
     def render(self, event: Presented, features: ClientFeatures, capable: bool) -> list[acp.SessionUpdate]:
         if isinstance(event, SessionTitle):
             return [acp.SessionInfoUpdate(title=session_title(event.title), updated_at=event.updated_at or now_iso())]
+        if isinstance(event, CompactionSummaryChunk):
+            if not features.compaction or event.compaction_id not in self.open_compactions or not event.text:
+                return []
+            self.open_compactions[event.compaction_id] += event.text
+            return [acp.CompactionSummaryChunk(event.compaction_id, acp.TextContent(event.text))]
         if isinstance(event, Compaction):
+            if features.compaction:
+                return self._compaction_update(event, capable)
             return [self._compaction(event, capable)]
         if not features.terminals:
             return self._legacy(event)
@@ -121,24 +147,73 @@ class Presenter:
             return [event.legacy] if event.legacy is not None else []
         return [event.update] if event.legacy else []
 
+    def turn_ended(self, features: ClientFeatures) -> list[acp.SessionUpdate]:
+        """A compaction its turn left open is `cancelled` (`session.compaction` clients)."""
+        if not features.compaction:
+            return []
+        ended: list[acp.SessionUpdate] = [acp.CompactionUpdate(compaction_id, "cancelled")
+                                          for compaction_id in self.open_compactions]
+        self.compactions.update(self.open_compactions)
+        self.open_compactions.clear()
+        return ended
+
+    def _compaction_update(self, event: Compaction, capable: bool) -> list[acp.SessionUpdate]:
+        compaction_id = event.compaction_id
+        updates: list[acp.SessionUpdate] = []
+        if compaction_id in self.compactions and compaction_id not in self.open_compactions:
+            return []  # ended already: exactly one terminal status
+        if compaction_id not in self.compactions:
+            self.compactions.add(compaction_id)
+            self.open_compactions[compaction_id] = ""
+            updates.append(acp.CompactionUpdate(compaction_id, "in_progress", meta=_air_compaction({})
+                                                if capable else UNSET))
+        if event.status == "in_progress":
+            return updates
+        streamed = self.open_compactions.pop(compaction_id)
+        summary = event.summary if event.status == "completed" and event.summary else None
+        facts = _compaction_facts(event)
+        facts.pop("error", None)  # the update's own `error` carries it
+        updates.append(acp.CompactionUpdate(
+            compaction_id, event.status,
+            summary=[acp.TextContent(summary)] if summary is not None and summary != streamed else UNSET,
+            error=event.error if event.status == "failed" and event.error else UNSET,
+            meta=_air_compaction(facts) if capable else UNSET))
+        return updates
+
     def _compaction(self, event: Compaction, capable: bool) -> acp.SessionUpdate:
         facts: dict[str, Any] = {}
         for key, value in (("trigger", event.trigger), ("tokensBefore", event.tokens_before),
                            ("tokensAfter", event.tokens_after), ("error", event.error)):
             if value is not None:
                 facts[key] = value
-        meta = ({"jetbrains": {"air": {"contextCompaction": {"version": CONTEXT_COMPACTION_META_VERSION, **facts}}}}
-                if capable else UNSET)
+        meta = _air_compaction(_compaction_facts(event)) if capable else UNSET
         content: list[acp.ToolCallContent] | Any = UNSET
         if event.status == "failed" and event.error:
             content = [acp.ToolContent(acp.TextContent(f"Compaction failed: {event.error}"))]
         raw_output = facts if facts and not capable else UNSET
+        status = "failed" if event.status == "cancelled" else event.status  # a tool call has no cancelled
         if event.compaction_id not in self.compactions:
             self.compactions.add(event.compaction_id)
             return acp.ToolCall(tool_call_id=event.compaction_id, title=COMPACTION_TITLE, kind="think",
-                                status=event.status, content=content, raw_output=raw_output, meta=meta)
-        return acp.ToolCallUpdate(tool_call_id=event.compaction_id, status=event.status, content=content,
+                                status=status, content=content, raw_output=raw_output, meta=meta)
+        return acp.ToolCallUpdate(tool_call_id=event.compaction_id, status=status, content=content,
                                   raw_output=raw_output, meta=meta)
+
+
+def _compaction_facts(event: Compaction) -> dict[str, Any]:
+    """A compaction's facts as claude-agent-acp names them in AIR's `contextCompaction`."""
+    facts: dict[str, Any] = {}
+    trigger = TRIGGERS.get(event.trigger or "")
+    for key, value in (("trigger", trigger), ("preTokens", event.tokens_before),
+                       ("postTokens", event.tokens_after), ("durationMs", event.duration_ms),
+                       ("error", event.error)):
+        if value is not None:
+            facts[key] = value
+    return facts
+
+
+def _air_compaction(facts: Mapping[str, Any]) -> dict[str, Any]:
+    return {"jetbrains": {"air": {"contextCompaction": {"version": CONTEXT_COMPACTION_META_VERSION, **facts}}}}
 
 
 def _chunk(terminal_id: str, data: str, features: ClientFeatures) -> acp.ToolCallUpdate:

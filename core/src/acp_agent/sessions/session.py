@@ -306,6 +306,8 @@ class Turn(_OfSession):
         """The prompt's answer: auth observation and status first, then the result with the
         turn's failure record (capable clients) or the baseline error (raised)."""
         session, outbox = self.session, self.session.outbox
+        for update in session.presenter.turn_ended(outbox.features):
+            await session.send_update(update)
         failure = self.failure
         if failure is None:
             if stop_reason != "cancelled":

@@ -289,6 +289,29 @@ class NoticeUpdate:
     session_update: Literal["notice"] = "notice"
 
 
+@frozen
+class CompactionUpdate:
+    """A compaction's state (`session.compaction` clients): `in_progress`, then exactly one of
+    `completed`, `failed`, `cancelled`; the fields given replace what the client has."""
+
+    compaction_id: str
+    status: Literal["in_progress", "completed", "failed", "cancelled"]
+    summary: list[ContentBlock] | Unset = UNSET
+    error: str | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    session_update: Literal["compaction_update"] = "compaction_update"
+
+
+@frozen
+class CompactionSummaryChunk:
+    """A piece of a running compaction's summary (`session.compaction` clients)."""
+
+    compaction_id: str
+    content: ContentBlock
+    meta: Meta | Unset = UNSET
+    session_update: Literal["compaction_summary_chunk"] = "compaction_summary_chunk"
+
+
 SessionUpdate = (
     UserMessageChunk
     | AgentMessageChunk
@@ -302,6 +325,8 @@ SessionUpdate = (
     | SessionInfoUpdate
     | UsageUpdate
     | NoticeUpdate
+    | CompactionUpdate
+    | CompactionSummaryChunk
 )
 
 
@@ -592,6 +617,8 @@ __all__ = [
     "AvailableCommandInput",
     "AvailableCommandsUpdate",
     "BlobResourceContents",
+    "CompactionSummaryChunk",
+    "CompactionUpdate",
     "ConfigOption",
     "ConfigOptionUpdate",
     "ConfigOptionValue",
