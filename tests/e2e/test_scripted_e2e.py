@@ -189,3 +189,37 @@ async def test_a_client_that_presents_notices_gets_a_notice_not_a_record_or_text
     assert [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"] == ["done"]
     assert agent.frames.failure_records() == []
     assert agent.frames.problems == []
+
+
+USAGE_SCRIPT = {"turns": [
+    [{"usage": {"input_tokens": 10, "output_tokens": 2}}, {"text": "a"},
+     {"usage": {"input_tokens": 120, "output_tokens": 30, "thought_tokens": 5, "cached_read_tokens": 100}}],
+    [{"text": "no usage reported"}],
+    [{"usage": {"input_tokens": 7, "output_tokens": 1, "total_tokens": 7}}, {"fail": RATE}],
+]}
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "plain"])
+async def test_the_prompt_answer_carries_the_turns_usage(tmp_path: Path, capable: bool) -> None:
+    """`PromptResponse.usage`: the backend's last report of the turn's tokens (total: the sum
+    where the backend gives none); nothing when it reported none."""
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, USAGE_SCRIPT)) as agent:
+        await agent.initialize(capable=capable)
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        first = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("one"))
+        second = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("two"))
+        try:
+            third = await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("three"))
+        except acp.RequestError as error:
+            third = error
+    answers = [frame["result"] for frame in agent.frames.incoming
+               if "result" in frame and isinstance(frame["result"], dict) and "stopReason" in frame["result"]]
+    assert answers[0]["usage"] == {"totalTokens": 255, "inputTokens": 120, "outputTokens": 30, "thoughtTokens": 5,
+                                   "cachedReadTokens": 100}
+    assert first.usage is not None and first.usage.total_tokens == 255
+    assert "usage" not in answers[1] and second.usage is None
+    if capable:  # the failed turn's answer is a result with its record, and its usage
+        assert answers[2]["usage"] == {"totalTokens": 7, "inputTokens": 7, "outputTokens": 1}
+    else:
+        assert isinstance(third, acp.RequestError)
+    assert agent.frames.problems == []

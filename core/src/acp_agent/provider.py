@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         TerminalOutput,
         TerminalStarted,
         TurnEnd,
+        TurnUsage,
     )
     from acp_agent.backends.executables import executable_problem, program_unavailable
     from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file, regular_file_stat
@@ -132,7 +133,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent.backends.events": (
         "AttemptBoundary", "AuthConfirmed", "Compaction", "CompactionSummaryChunk", "Event",
         "HistoryFailure", "Notice", "RetryProgress", "RuntimeReplaced", "SessionFailure", "SessionTitle",
-        "TerminalExited", "TerminalOutput", "TerminalStarted", "TurnEnd",
+        "TerminalExited", "TerminalOutput", "TerminalStarted", "TurnEnd", "TurnUsage",
     ),
     "acp_agent.backends.executables": ("executable_problem", "program_unavailable",),
     "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat",),
@@ -262,6 +263,7 @@ __all__ = [
     "TurnEnd",
     "TurnFailed",
     "TurnQueue",
+    "TurnUsage",
     "UnsafeFile",
     "UrlQuestion",
     "UsageUpdate",

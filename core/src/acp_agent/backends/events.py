@@ -73,6 +73,20 @@ class TurnEnd:
 
 
 @frozen
+class TurnUsage:
+    """The tokens the running turn used (the last report wins), for `PromptResponse.usage`. Leave
+    a count the backend does not report as None."""
+
+    input_tokens: int
+    output_tokens: int
+    thought_tokens: int | None = None
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+    total_tokens: int | None = None
+    """None: input + output (+ thought, cached read and write where given)."""
+
+
+@frozen
 class HistoryFailure:
     """A failure recognised in stored history, replayed in place of its transcript text.
 
@@ -167,7 +181,8 @@ Presented = SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | C
 """Events whose wire form depends on what the client negotiated (`acp_agent.sessions.presentation`)."""
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
 if TYPE_CHECKING:
-    Event: TypeAlias = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
+    Event: TypeAlias = (SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
+                        | TurnUsage)
     """Everything a provider emits: ACP session updates pass through, the rest is folded by the core."""
 
 
@@ -176,7 +191,8 @@ def __getattr__(name: str) -> Any:
     if name == "Event":
         from acp_agent.wire.acp import SessionUpdate
 
-        event = SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
+        event = (SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
+                 | TurnUsage)
         globals()["Event"] = event
         return event
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

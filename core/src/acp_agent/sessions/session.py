@@ -30,6 +30,7 @@ from acp_agent.backends.events import (
     RetryProgress,
     RuntimeReplaced,
     SessionFailure,
+    TurnUsage,
     is_model_answer,
 )
 from acp_agent.backends.questions import Answer, Question, UrlQuestion
@@ -269,6 +270,8 @@ class Turn(_OfSession):
     run_scope: anyio.CancelScope | None = None
     backend_done: bool = False
     """The provider's prompt has returned: the backend's turn is over (or was ended by force)."""
+    usage: TurnUsage | None = None
+    """The tokens the backend said the turn used (its last report)."""
 
     def record_failure(self, observation: FailureObservation) -> None:
         if self.failure is None:
@@ -314,7 +317,7 @@ class Turn(_OfSession):
                 session.auth.turn_succeeded()
                 session.incidents.signal(RecoverySignal.ATTEMPT_BOUNDARY)
             await outbox.send_auth_status(session)
-            return outbox.dump(acp.PromptResponse(stop_reason=stop_reason))
+            return outbox.dump(acp.PromptResponse(stop_reason=stop_reason, usage=_usage(self.usage)))
         redact = outbox.redact
         session.auth.turn_failed(failure, baseline_error_data(failure, redact)["failure"])
         await outbox.send_auth_status(session)
@@ -325,7 +328,8 @@ class Turn(_OfSession):
         record = incidents.prepare(incidents.turn_incident_id(self.turn_id), failure.kind, "error", title, details,
                                    failure.category)
         incidents.interrupt_notice_run()
-        response = outbox.dump(acp.PromptResponse(stop_reason="end_turn", meta=record.to_meta()))
+        response = outbox.dump(acp.PromptResponse(stop_reason="end_turn", usage=_usage(self.usage),
+                                                  meta=record.to_meta()))
         kind = failure.kind
         return Reply(response, lambda ok: committed(incidents, record, kind, ok))
 
@@ -391,6 +395,10 @@ class Session:
         signal = _SIGNALS.get(type(event))
         if signal is not None:
             incidents.signal(signal)
+            return
+        if isinstance(event, TurnUsage):
+            if turn is not None:
+                turn.usage = event
             return
         if isinstance(event, RetryProgress):
             if turn is None:
@@ -522,3 +530,15 @@ class PendingSession:
 
 
 __all__ = ["PERMISSION_TIMEOUT_S", "LoadingSession", "Outbox", "PendingSession", "Session", "Turn", "baseline_error"]
+
+
+def _usage(usage: TurnUsage | None) -> acp.Usage | Any:
+    """`PromptResponse.usage` from the turn's last report (UNSET: none)."""
+    if usage is None:
+        return UNSET
+    optional = [usage.thought_tokens, usage.cached_read_tokens, usage.cached_write_tokens]
+    total = usage.total_tokens
+    if total is None:
+        total = usage.input_tokens + usage.output_tokens + sum(value or 0 for value in optional)
+    return acp.Usage(total, usage.input_tokens, usage.output_tokens,
+                     *(UNSET if value is None else value for value in optional))

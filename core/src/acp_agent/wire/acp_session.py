@@ -547,8 +547,21 @@ StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "
 
 
 @frozen
+class Usage:
+    """A turn's tokens (`PromptResponse.usage`, unstable)."""
+
+    total_tokens: int
+    input_tokens: int
+    output_tokens: int
+    thought_tokens: int | Unset = UNSET
+    cached_read_tokens: int | Unset = UNSET
+    cached_write_tokens: int | Unset = UNSET
+
+
+@frozen
 class PromptResponse:
     stop_reason: StopReason
+    usage: Usage | Unset = UNSET
     meta: Meta | Unset = UNSET
 
 
@@ -674,6 +687,7 @@ __all__ = [
     "ToolLocation",
     "ToolStatus",
     "ToolTerminal",
+    "Usage",
     "UsageUpdate",
     "UserMessageChunk",
     "WriteTextFileRequest",

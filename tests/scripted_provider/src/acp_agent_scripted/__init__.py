@@ -39,6 +39,7 @@ from acp_agent.backends.events import (
     RuntimeReplaced,
     SessionFailure,
     TurnEnd,
+    TurnUsage,
 )
 from acp_agent.backends.phases import Phase
 from acp_agent.failures.protocol import FailureKind, FailureObservation
@@ -300,6 +301,8 @@ class ScriptedRuntime(ProviderRuntime):
             )
         elif "notice" in step:
             await turn.emit(Notice(step["notice"], step.get("details"), step.get("legacy")))
+        elif "usage" in step:
+            await turn.emit(TurnUsage(**step["usage"]))
         elif "fail" in step:
             raise TurnFailed(observation(step["fail"]))
         elif "record_fail" in step:
