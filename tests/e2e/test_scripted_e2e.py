@@ -223,3 +223,22 @@ async def test_the_prompt_answer_carries_the_turns_usage(tmp_path: Path, capable
     else:
         assert isinstance(third, acp.RequestError)
     assert agent.frames.problems == []
+
+
+async def test_chunks_carry_their_message_id_and_a_secret_split_across_them_is_masked(tmp_path: Path) -> None:
+    secret = "sk-scripted-secret-0123456789"
+    script = {"turns": [[{"thought": "thinking", "message_id": "m1"}, {"text": f"key {secret[:9]}", "message_id": "m1"},
+                         {"text": f"{secret[9:]} end", "message_id": "m1"}, {"text": "next", "message_id": "m2"},
+                         {"text": "plain"}]]}
+    async with spawn_agent("scripted", tmp_path, {**script_env(tmp_path, script), "SCRIPTED_TOKEN": secret}) as agent:
+        await agent.initialize(capable=False)
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        await agent.conn.prompt(session_id=session.session_id, prompt=text_prompt("one"))
+    chunks = [(u["sessionUpdate"], u.get("messageId"), u["content"]["text"]) for u in agent.frames.updates()
+              if u["sessionUpdate"] in ("agent_message_chunk", "agent_thought_chunk")]
+    assert [(kind, message_id) for kind, message_id, _ in chunks] == [
+        ("agent_thought_chunk", "m1"), *[("agent_message_chunk", "m1")] * (len(chunks) - 3),
+        ("agent_message_chunk", "m2"), ("agent_message_chunk", None)]
+    assert "".join(text for _, message_id, text in chunks if message_id == "m1").startswith("thinkingkey ")
+    assert secret not in agent.frames.text()
+    assert agent.frames.problems == []

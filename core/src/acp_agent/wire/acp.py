@@ -51,24 +51,27 @@ def _session_types() -> types.ModuleType:
     return acp_session
 
 
-def agent_text(text: str) -> AgentMessageChunk:
-    """A chunk of the agent's own message text."""
+def agent_text(text: str, message_id: str | None = None) -> AgentMessageChunk:
+    """A chunk of the agent's own message text, of the message `message_id` (None: the backend gives none)."""
     session = _session_types()
-    chunk: AgentMessageChunk = session.AgentMessageChunk(session.TextContent(text))
+    chunk: AgentMessageChunk = session.AgentMessageChunk(session.TextContent(text),
+                                 message_id=UNSET if message_id is None else message_id)
     return chunk
 
 
-def thought_text(text: str) -> AgentThoughtChunk:
-    """A chunk of the agent's reasoning."""
+def thought_text(text: str, message_id: str | None = None) -> AgentThoughtChunk:
+    """A chunk of the agent's reasoning, of the message `message_id` (None: the backend gives none)."""
     session = _session_types()
-    chunk: AgentThoughtChunk = session.AgentThoughtChunk(session.TextContent(text))
+    chunk: AgentThoughtChunk = session.AgentThoughtChunk(session.TextContent(text),
+                                 message_id=UNSET if message_id is None else message_id)
     return chunk
 
 
-def user_text(text: str) -> UserMessageChunk:
-    """A chunk of a user message (history replay)."""
+def user_text(text: str, message_id: str | None = None) -> UserMessageChunk:
+    """A chunk of a user message (history replay), of the message `message_id` (None: the backend gives none)."""
     session = _session_types()
-    chunk: UserMessageChunk = session.UserMessageChunk(session.TextContent(text))
+    chunk: UserMessageChunk = session.UserMessageChunk(session.TextContent(text),
+                                 message_id=UNSET if message_id is None else message_id)
     return chunk
 
 

@@ -137,6 +137,8 @@ class ToolLocation:
 class UserMessageChunk:
     content: ContentBlock
     meta: Meta | Unset = UNSET
+    message_id: str | Unset = field(default=UNSET, kw_only=True)
+    """One id per message, the same live and on `session/load` (UNSET: the backend has none)."""
     session_update: Literal["user_message_chunk"] = "user_message_chunk"
 
 
@@ -144,6 +146,8 @@ class UserMessageChunk:
 class AgentMessageChunk:
     content: ContentBlock
     meta: Meta | Unset = UNSET
+    message_id: str | Unset = field(default=UNSET, kw_only=True)
+    """One id per message, the same live and on `session/load` (UNSET: the backend has none)."""
     session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
 
 
@@ -151,6 +155,8 @@ class AgentMessageChunk:
 class AgentThoughtChunk:
     content: ContentBlock
     meta: Meta | Unset = UNSET
+    message_id: str | Unset = field(default=UNSET, kw_only=True)
+    """One id per message, the same live and on `session/load` (UNSET: the backend has none)."""
     session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
 
 

@@ -59,6 +59,7 @@ from acp_agent.wire.acp import (
     ToolCallUpdate,
     UserMessageChunk,
 )
+from acp_agent.wire.convert import UNSET
 
 
 def observation(spec: dict[str, Any]) -> FailureObservation:
@@ -289,9 +290,9 @@ class ScriptedRuntime(ProviderRuntime):
         signal (attempt_boundary, runtime_replaced or auth_confirmed: recovery evidence),
         between_turns (events a reader task emits through the router once the prompt returned)."""
         if "text" in step:
-            await turn.emit(AgentMessageChunk(TextContent(step["text"])))
+            await turn.emit(AgentMessageChunk(TextContent(step["text"]), message_id=step.get("message_id", UNSET)))
         elif "thought" in step:
-            await turn.emit(AgentThoughtChunk(TextContent(step["thought"])))
+            await turn.emit(AgentThoughtChunk(TextContent(step["thought"]), message_id=step.get("message_id", UNSET)))
         elif "deltas" in step:
             for index in range(int(step["deltas"])):
                 await turn.emit(AgentMessageChunk(TextContent(f"{index} ")))
