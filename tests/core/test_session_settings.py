@@ -190,3 +190,21 @@ async def test_a_choice_the_reopened_session_no_longer_offers_is_left_out() -> N
     assert calls == [("option", "stored", "model", "large")]
     assert reopened["modes"]["currentModeId"] == "ask"
     assert reopened["configOptions"][0]["currentValue"] == "large"
+
+
+async def test_a_mode_the_backend_switched_to_is_the_one_that_comes_back() -> None:
+    """A mode the runtime announced itself (a plan approved with a mode to go on in, say) is the
+    session's latest choice: a reopened session goes on in it, not in the one set before."""
+    script = {**OFFERS, "history": {"stored": [{"user": "hi"}]}, "turns": [[{"switch_mode": "ask"}]]}
+    async with run_in_process(make_spec(script)) as client:
+        await client.initialize()
+        await client.request("session/resume", {"sessionId": "stored", "cwd": CWD, "mcpServers": []})
+        await choose(client, "stored", ("mode", "code"))
+        await client.prompt("stored", "plan it")
+        await client.request("session/close", {"sessionId": "stored"})
+        runtime = runtime_of(client)
+        before = len(runtime.settings_calls)
+        reopened = await client.request("session/resume", {"sessionId": "stored", "cwd": CWD, "mcpServers": []})
+        calls = runtime.settings_calls[before:]
+    assert calls == [("mode", "stored", "ask")]
+    assert reopened["modes"]["currentModeId"] == "ask"

@@ -32,10 +32,10 @@ log = logging.getLogger(__name__)
 class SessionMethods(AgentBase):
     """`session/*` and `_session/steering`."""
 
-    @functools.cached_property
+    @property
     def choices(self) -> KeptChoices:
         """What the user chose for each session, for its resume, load or fork (`sessions.choices`)."""
-        return KeptChoices()
+        return self.outbox.choices
 
     def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
         return {
