@@ -16,6 +16,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
+from attrs import evolve
+
 from acp_agent.wire.convert import clip
 from acp_agent.wire.rpc import INVALID_PARAMS, RpcError
 
@@ -75,8 +77,6 @@ class KeptChoices:
     async def reapply(self, runtime: ProviderRuntime, start: SessionStart, of: str) -> SessionStart:
         """`start` (a session the runtime just opened: `of` resumed or loaded, or forked from `of`)
         once the choices made for `of` are applied to it; a fork keeps them as its own."""
-        from attrs import evolve
-
         made = dict(self._made.get(of, {}))
         if not made:
             return start
