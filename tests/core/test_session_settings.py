@@ -132,3 +132,79 @@ async def test_an_unknown_session_is_still_not_found_before_any_check() -> None:
         await client.initialize()
         error = await refused(client, "session/set_mode", {"sessionId": "nope", "modeId": "yolo"})
     assert (error.code, error.data) == (-32002, {"field": "sessionId"})
+
+
+async def choose(client: Any, session_id: str, *choices: tuple[str, str]) -> None:
+    for what, value in choices:
+        if what == "mode":
+            await client.request("session/set_mode", {"sessionId": session_id, "modeId": value})
+        else:
+            await client.request("session/set_config_option",
+                                 {"sessionId": session_id, "configId": what, "value": value})
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+async def test_what_the_user_chose_comes_back_when_a_closed_session_is_reopened(method: str) -> None:
+    """The core keeps the choices (the runtime keeps nothing of a closed session) and hands them to
+    the runtime again once the session is reopened, in the order they were last made."""
+    script = {**OFFERS, "history": {"stored": [{"user": "hi"}]}}
+    async with run_in_process(make_spec(script)) as client:
+        await client.initialize()
+        opened = await client.request(method, {"sessionId": "stored", "cwd": CWD, "mcpServers": []})
+        await choose(client, "stored", ("model", "large"), ("mode", "code"), ("model", "small"))
+        await client.request("session/close", {"sessionId": "stored"})
+        runtime = runtime_of(client)
+        runtime.model = None  # (the scripted backend would remember the model itself)
+        before = len(runtime.settings_calls)
+        reopened = await client.request(method, {"sessionId": "stored", "cwd": CWD, "mcpServers": []})
+        calls = runtime.settings_calls[before:]
+    assert opened["modes"]["currentModeId"] == "ask"
+    assert calls == [("mode", "stored", "code"), ("option", "stored", "model", "small")]
+    assert reopened["modes"]["currentModeId"] == "code"
+    assert reopened["configOptions"][0]["currentValue"] == "small"
+
+
+async def test_a_fork_runs_with_the_choices_of_its_source() -> None:
+    async with run_in_process(make_spec(dict(OFFERS))) as client:
+        await client.initialize()
+        source = await client.new_session(CWD)
+        await choose(client, source, ("mode", "code"))
+        forked = await client.request("session/fork", {"sessionId": source, "cwd": CWD, "mcpServers": []})
+        calls = runtime_of(client).settings_calls
+    assert calls == [("mode", source, "code"), ("mode", forked["sessionId"], "code")]
+    assert forked["modes"]["currentModeId"] == "code"
+
+
+async def test_a_choice_the_reopened_session_no_longer_offers_is_left_out() -> None:
+    script = {**OFFERS, "history": {"stored": [{"user": "hi"}]}}
+    async with run_in_process(make_spec(script)) as client:
+        await client.initialize()
+        await client.request("session/resume", {"sessionId": "stored", "cwd": CWD, "mcpServers": []})
+        await choose(client, "stored", ("mode", "code"), ("model", "large"))
+        await client.request("session/close", {"sessionId": "stored"})
+        runtime = runtime_of(client)
+        script["modes"], runtime.model = ["ask"], None
+        before = len(runtime.settings_calls)
+        reopened = await client.request("session/resume", {"sessionId": "stored", "cwd": CWD, "mcpServers": []})
+        calls = runtime.settings_calls[before:]
+    assert calls == [("option", "stored", "model", "large")]
+    assert reopened["modes"]["currentModeId"] == "ask"
+    assert reopened["configOptions"][0]["currentValue"] == "large"
+
+
+async def test_a_mode_the_backend_switched_to_is_the_one_that_comes_back() -> None:
+    """A mode the runtime announced itself (a plan approved with a mode to go on in, say) is the
+    session's latest choice: a reopened session goes on in it, not in the one set before."""
+    script = {**OFFERS, "history": {"stored": [{"user": "hi"}]}, "turns": [[{"switch_mode": "ask"}]]}
+    async with run_in_process(make_spec(script)) as client:
+        await client.initialize()
+        await client.request("session/resume", {"sessionId": "stored", "cwd": CWD, "mcpServers": []})
+        await choose(client, "stored", ("mode", "code"))
+        await client.prompt("stored", "plan it")
+        await client.request("session/close", {"sessionId": "stored"})
+        runtime = runtime_of(client)
+        before = len(runtime.settings_calls)
+        reopened = await client.request("session/resume", {"sessionId": "stored", "cwd": CWD, "mcpServers": []})
+        calls = runtime.settings_calls[before:]
+    assert calls == [("mode", "stored", "ask")]
+    assert reopened["modes"]["currentModeId"] == "ask"

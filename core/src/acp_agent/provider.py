@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         SessionListing,
         SessionNotFound,
         SessionStart,
+        SessionTable,
         TerminalLogin,
         TurnChannel,
         TurnFailed,
@@ -127,7 +128,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent.backends.contract": (
         "BackendStatus", "CredentialSpec", "NotSupported", "PrestartedBackends", "ProviderRuntime",
         "ProviderSpec", "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing",
-        "SessionNotFound", "SessionStart", "TerminalLogin", "TurnChannel", "TurnFailed",
+        "SessionNotFound", "SessionStart", "SessionTable", "TerminalLogin", "TurnChannel", "TurnFailed",
         "additional_directories",
     ),
     "acp_agent.backends.events": (
@@ -242,6 +243,7 @@ __all__ = [
     "SessionNotFound",
     "SessionRouter",
     "SessionStart",
+    "SessionTable",
     "SessionTitle",
     "Source",
     "TerminalExited",

@@ -3,6 +3,7 @@ options, prompts (queued in each session's line), steering and cancel."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -12,9 +13,10 @@ import anyio
 import anyio.abc
 
 from acp_agent.agent_base import AgentBase
-from acp_agent.backends.contract import ProviderRuntime, SessionStart
+from acp_agent.backends.contract import ProviderRuntime, ProviderSpec, SessionStart
 from acp_agent.failures.protocol import IncidentRegistry
-from acp_agent.failures.redaction import mcp_secret_values
+from acp_agent.failures.redaction import Redactor, mcp_secret_values
+from acp_agent.sessions.choices import KeptChoices, check_mode, check_option
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import UNSET, clip
@@ -30,6 +32,11 @@ log = logging.getLogger(__name__)
 class SessionMethods(AgentBase):
     """`session/*` and `_session/steering`."""
 
+    @property
+    def choices(self) -> KeptChoices:
+        """What the user chose for each session, for its resume, load or fork (`sessions.choices`)."""
+        return self.outbox.choices
+
     def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
         return {
             "modes": start.modes if start.modes is not None else UNSET,
@@ -41,43 +48,6 @@ class SessionMethods(AgentBase):
 
         return Session(self.outbox, session_id, cwd, IncidentRegistry(session_id, self.settings.epoch), self.router,
                        credentials=dict(credentials or {}))
-
-    def _client_credentials(self, meta: Any) -> dict[str, str]:
-        """Credentials a client hands over for one session: `_meta["<provider>/credentials"]`.
-
-        Only the provider's own variables are accepted; every value is redacted from then on.
-        """
-        key = f"{self.provider.name}/credentials"
-        offered = meta.get(key) if isinstance(meta, dict) else None
-        if offered is None:
-            return {}
-        spec = self.provider.credentials
-        if not spec.per_session:
-            raise RpcError(INVALID_PARAMS, f"The {self.provider.title} provider cannot use credentials for one session; "
-                           "configure them for the agent instead.", {"field": f"_meta.{key}"})
-        allowed = set(spec.env_vars) | set(spec.client_env_vars)
-        if not isinstance(offered, dict) or not offered or any(
-                name not in allowed or not isinstance(value, str) or not value for name, value in offered.items()):
-            raise RpcError(INVALID_PARAMS, f"_meta[{key!r}] must map some of {sorted(allowed)} to non-empty strings",
-                           {"field": f"_meta.{key}"})
-        for name, value in offered.items():
-            if name in spec.env_vars:
-                self.settings.redact.add(value)
-        return dict(offered)
-
-    def _additional_directories(self, value: Any) -> tuple[str, ...]:
-        """A request's `additionalDirectories`: absolute existing directories, for a provider that
-        can widen its workspace; refused (-32602) rather than silently ignored otherwise."""
-        if not isinstance(value, list) or not value:
-            return ()
-        if not self.provider.capabilities.additional_directories:
-            raise RpcError(INVALID_PARAMS, f"The {self.provider.title} provider cannot add workspace directories",
-                           {"field": "additionalDirectories"})
-        for directory in value:
-            if not isinstance(directory, str) or not os.path.isabs(directory) or not os.path.isdir(directory):
-                raise RpcError(INVALID_PARAMS, "additionalDirectories must be absolute paths of existing "
-                               f"directories, got {clip(str(directory))!r}", {"field": "additionalDirectories"})
-        return tuple(dict.fromkeys(value))
 
     def _hold_mcp_secrets(self, params: Any) -> None:
         """From the raw request, before it is checked, so no answer (an error included) can echo them."""
@@ -96,19 +66,23 @@ class SessionMethods(AgentBase):
         request = self._parse(params, acp.ForkSessionRequest)
         return await self._create_session("session/fork", request.cwd, request.meta, request.additional_directories,
                                           lambda runtime, channel: runtime.fork_session(
-                                              request.session_id, request.cwd, request.mcp_servers, channel))
+                                              request.session_id, request.cwd, request.mcp_servers, channel),
+                                          source=request.session_id)
 
     async def _create_session(self, what: str, cwd: str, meta: Any, directories: Any,
-                              start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]]) -> Reply:
-        """A session the provider creates (new or fork): its events wait until the response is written."""
+                              start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]],
+                              source: str = "") -> Reply:
+        """A session the provider creates (new, or a fork of `source`, with the choices made for
+        it): its events wait until the response is written."""
         from acp_agent.sessions.session import PendingSession
 
         self._check_cwd(cwd)
-        pending = PendingSession(self.router, credentials=self._client_credentials(meta),
-                                 additional_directories=self._additional_directories(directories))
+        pending = PendingSession(self.router, credentials=client_credentials(self.provider, self.settings.redact, meta),
+                                 additional_directories=requested_directories(self.provider, directories))
         try:
             async with self._provider_call(what):
-                started = await start(await self.runtime(), pending)
+                runtime = await self.runtime()
+                started = await self.choices.reapply(runtime, await start(runtime, pending), source)
         except BaseException:
             pending.abandon()
             raise
@@ -116,11 +90,11 @@ class SessionMethods(AgentBase):
             self._hold(started.session_id)
         except RpcError:  # (a fresh id another process holds: the backend must not keep it open)
             pending.abandon()
-            runtime = self.backend.running
-            if runtime is not None:
+            running = self.backend.running
+            if running is not None:
                 with anyio.CancelScope(shield=True):
                     try:
-                        await runtime.close_session(started.session_id)
+                        await running.close_session(started.session_id)
                     except Exception as exc:
                         log.warning("closing session %s failed: %s", started.session_id, type(exc).__name__)
             raise
@@ -152,8 +126,8 @@ class SessionMethods(AgentBase):
         existing = self.sessions.get(request.session_id)
         if existing is not None and (existing.turn is not None or self.turns.line(existing).busy):
             raise RpcError(INVALID_PARAMS, "The session has a prompt running", {"field": "sessionId"})
-        credentials = self._client_credentials(request.meta)
-        directories = self._additional_directories(request.additional_directories)
+        credentials = client_credentials(self.provider, self.settings.redact, request.meta)
+        directories = requested_directories(self.provider, request.additional_directories)
         self._hold(request.session_id)  # (an open session is already held here)
         session = existing or self._new_session_state(request.session_id, request.cwd)
         if credentials:
@@ -168,8 +142,8 @@ class SessionMethods(AgentBase):
         try:
             async with self._provider_call("session/load" if replay else "session/resume"):
                 runtime = await self.runtime()
-                start = await runtime.load_session(request.session_id, request.cwd, request.mcp_servers, channel,
-                                                   replay=replay)
+                start = await self.choices.reapply(runtime, await runtime.load_session(
+                    request.session_id, request.cwd, request.mcp_servers, channel, replay=replay), request.session_id)
             # After the history, before the answer: what was kept for the session (process notices
             # included); from now on its events go straight to it.
             channel.loaded = True
@@ -217,6 +191,7 @@ class SessionMethods(AgentBase):
             async with self._provider_call("session/delete"):
                 runtime = await self.runtime()
                 await runtime.delete_session(request.session_id)
+            self.choices.forget(request.session_id)
         finally:
             self._unhold(request.session_id)
         return {}
@@ -224,34 +199,24 @@ class SessionMethods(AgentBase):
     async def set_mode(self, params: Any) -> Any:
         request = self._parse(params, acp.SetModeRequest)
         session = await self._opened(request.session_id)
-        offered = [mode.id for mode in session.modes.available_modes] if session.modes is not None else []
-        if request.mode_id not in offered:
-            runtime = self.backend.running
-            why = runtime.why_not_offered(session.session_id, request.mode_id) if runtime is not None else None
-            said = f"Mode {clip(request.mode_id)!r} is not available: {why}" if why else \
-                f"Unknown mode {clip(request.mode_id)!r}"
-            raise RpcError(INVALID_PARAMS, f"{said}; {_choices(offered)}", {"field": "modeId"})
+        runtime = self.backend.running
+        check_mode(session.modes, request.mode_id,
+                   functools.partial(runtime.why_not_offered, session.session_id) if runtime is not None else None)
         async with self._provider_call("session/set_mode"):
             runtime = await self.runtime()
             await runtime.set_mode(session.session_id, request.mode_id)
+        self.choices.chose(session.session_id, ("mode", ""), request.mode_id)
         await session.send_update(acp.CurrentModeUpdate(current_mode_id=request.mode_id))
         return {}
 
     async def set_config_option(self, params: Any) -> Any:
         request = self._parse(params, acp.SetConfigOptionRequest)
         session = await self._opened(request.session_id)
-        option = next((option for option in session.config_options if option.id == request.config_id), None)
-        if option is None:
-            offered = [option.id for option in session.config_options]
-            raise RpcError(INVALID_PARAMS, f"Unknown config option {clip(request.config_id)!r}; {_choices(offered)}",
-                           {"field": "configId"})
-        values = [choice.value for choice in option.options]
-        if request.value not in values:
-            raise RpcError(INVALID_PARAMS, f"Unknown value {clip(request.value)!r} for {clip(option.name)}; "
-                           f"{_choices(values)}", {"field": "value"})
+        check_option(session.config_options, request.config_id, request.value)
         async with self._provider_call("session/set_config_option"):
             runtime = await self.runtime()
             options = await runtime.set_config_option(session.session_id, request.config_id, request.value)
+        self.choices.chose(session.session_id, ("option", request.config_id), request.value)
         session.config_options = tuple(options)
         return self._dump(acp.SetConfigOptionResponse(config_options=list(options)))
 
@@ -339,12 +304,42 @@ class SessionMethods(AgentBase):
             await self.turns.cancel(session)
 
 
-def _choices(offered: Sequence[str]) -> str:
-    """The end of an "unknown mode/option/value" message: what the session does offer."""
-    if not offered:
-        return "this session offers none."
-    return "choose one of " + ", ".join(clip(choice) for choice in offered[:20]) + (
-        ", …" if len(offered) > 20 else "") + "."
+def client_credentials(provider: ProviderSpec, redact: Redactor, meta: Any) -> dict[str, str]:
+    """Credentials a client hands over for one session: `_meta["<provider>/credentials"]`.
+
+    Only the provider's own variables are accepted; every value is redacted from then on.
+    """
+    key = f"{provider.name}/credentials"
+    offered = meta.get(key) if isinstance(meta, dict) else None
+    if offered is None:
+        return {}
+    spec = provider.credentials
+    if not spec.per_session:
+        raise RpcError(INVALID_PARAMS, f"The {provider.title} provider cannot use credentials for one session; "
+                       "configure them for the agent instead.", {"field": f"_meta.{key}"})
+    allowed = set(spec.env_vars) | set(spec.client_env_vars)
+    if not isinstance(offered, dict) or not offered or any(
+            name not in allowed or not isinstance(value, str) or not value for name, value in offered.items()):
+        raise RpcError(INVALID_PARAMS, f"_meta[{key!r}] must map some of {sorted(allowed)} to non-empty strings",
+                       {"field": f"_meta.{key}"})
+    for name, value in offered.items():
+        if name in spec.env_vars:
+            redact.add(value)
+    return dict(offered)
+
+def requested_directories(provider: ProviderSpec, value: Any) -> tuple[str, ...]:
+    """A request's `additionalDirectories`: absolute existing directories, for a provider that
+    can widen its workspace; refused (-32602) rather than silently ignored otherwise."""
+    if not isinstance(value, list) or not value:
+        return ()
+    if not provider.capabilities.additional_directories:
+        raise RpcError(INVALID_PARAMS, f"The {provider.title} provider cannot add workspace directories",
+                       {"field": "additionalDirectories"})
+    for directory in value:
+        if not isinstance(directory, str) or not os.path.isabs(directory) or not os.path.isdir(directory):
+            raise RpcError(INVALID_PARAMS, "additionalDirectories must be absolute paths of existing "
+                           f"directories, got {clip(str(directory))!r}", {"field": "additionalDirectories"})
+    return tuple(dict.fromkeys(value))
 
 
 def _both(first: Callable[[bool], None] | None, then: Callable[[bool], None]) -> Callable[[bool], None]:

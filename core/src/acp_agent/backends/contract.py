@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from attrs import field
 
@@ -250,6 +250,19 @@ class TurnChannel(SessionChannel, Protocol):
 
 class SessionNotFound(Exception):
     """The backend has no session with that id."""
+
+
+_Session = TypeVar("_Session")
+
+
+class SessionTable(dict[str, _Session]):
+    """A runtime's open sessions by session id, one shape for every runtime: `table[session_id]`
+    raises `SessionNotFound` (the core answers -32002) for an id the runtime does not hold;
+    `get`, `pop` and `in` work as on any dict. What a closed session was set to is the core's to
+    keep (it re-applies the user's choices to a resume, load or fork): drop the session here."""
+
+    def __missing__(self, session_id: str) -> _Session:
+        raise SessionNotFound(session_id)
 
 
 class ProviderRuntime(abc.ABC):

@@ -54,6 +54,7 @@ from acp_agent.failures.protocol import (
 )
 from acp_agent.failures.redaction import Redactor
 from acp_agent.failures.scrub import StreamScrubber
+from acp_agent.sessions.choices import KeptChoices
 from acp_agent.sessions.presentation import ClientFeatures, Presenter
 from acp_agent.sessions.questions import AskingTurn, ask
 from acp_agent.sessions.routing import SessionRouter
@@ -100,6 +101,7 @@ class Outbox:
     """The agent's `auth/status` feed: a turn's verdict on the credentials may change it."""
     features: ClientFeatures = field(factory=ClientFeatures)
     """Terminals and elicitation as the client declared them (`acp_agent.sessions.presentation`)."""
+    choices: KeptChoices = field(factory=KeptChoices)  # what the user chose, by session id
     _held: dict[str, tuple[Any, str]] = field(factory=dict, init=False)
     """Per session, the text chunk being streamed and its tail held back (`stream_text`)."""
     _streams: StreamScrubber = field(init=False, default=attrs.Factory(
@@ -349,8 +351,7 @@ class Session:
     credentials: dict[str, str] = field(factory=dict)
     additional_directories: tuple[str, ...] = ()
     modes: acp.SessionModeState | None = None
-    """What the session advertised: `session/set_mode` and `session/set_config_option` are checked
-    against these, so a runtime only ever sees a mode or value it offered."""
+    """What the session advertised: the core checks modes and option values against it (`choices`)."""
     config_options: Sequence[acp.ConfigOption] = ()
     presenter: Presenter = field(factory=Presenter)
 
@@ -446,6 +447,8 @@ class Session:
             incidents.signal(RecoverySignal.MODEL_ANSWER)
         if isinstance(event, acp.ConfigOptionUpdate):
             self.config_options = tuple(event.config_options)  # what the client now sees offered
+        elif isinstance(event, acp.CurrentModeUpdate):  # (e.g. a plan approved with a mode to go on in)
+            outbox.choices.chose(self.session_id, ("mode", ""), event.current_mode_id)
         if turn is not None and _text_chunk(event):
             await outbox.stream_text(self.session_id, event)  # a secret split across chunks: masked
             return
@@ -470,8 +473,7 @@ class Session:
 class LoadingSession(_OfSession):
     """Channel for a session being loaded or resumed: the history it replays is the answer to the
     request and is written as it comes; what the router keeps for the session follows, before the
-    answer. A provider that keeps this channel reaches the session through the router afterwards.
-    """
+    answer. A provider that keeps this channel reaches the session through the router afterwards."""
 
     session: Session
     loaded: bool = False

@@ -26,6 +26,7 @@ from acp_agent.provider import (
     SessionListing,
     SessionNotFound,
     SessionStart,
+    SessionTable,
     TurnChannel,
     TurnEnd,
     TurnFailed,
@@ -34,7 +35,7 @@ from acp_agent.provider import (
 from acp_agent_claude import content, settings
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.prestart import BYPASS_REFUSED, bypass_allowed, environment
-from acp_agent_claude.session import ClaudeSession, Kept
+from acp_agent_claude.session import ClaudeSession
 from acp_agent_claude.transcripts import Transcripts
 from acp_agent_claude.transport import ClaudeCLI
 from acp_agent_claude.turn import Turns
@@ -45,8 +46,7 @@ class ClaudeRuntime(ProviderRuntime):
     and stops."""
 
     def __init__(self, context: RuntimeContext, cli_path: str | None, task_group: anyio.abc.TaskGroup) -> None:
-        self.sessions: dict[str, ClaudeSession] = {}
-        self._kept: dict[str, Kept] = {}  # a closed session's settings, for its resume or load here
+        self.sessions: SessionTable[ClaudeSession] = SessionTable()
         self._unwritten: set[str] = set()  # closed before any prompt: deleting them has nothing to do
         self.clis = LiveCLIs(context, cli_path, task_group, self.sessions)
         self.transcripts = Transcripts(self.clis)
@@ -55,12 +55,6 @@ class ClaudeRuntime(ProviderRuntime):
     @property
     def context(self) -> RuntimeContext:
         return self.clis.context
-
-    def _session(self, session_id: str) -> ClaudeSession:
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise SessionNotFound(session_id)
-        return session
 
     def _opening(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                  **settings: Any) -> ClaudeSession:
@@ -83,8 +77,7 @@ class ClaudeRuntime(ProviderRuntime):
         return SessionStart(session.session_id, session.mode_state(self.context.environ), session.config_options())
 
     async def _stop_session(self, session: ClaudeSession) -> None:
-        """The session leaves: its settings are kept for a resume here, its CLI and files go."""
-        self._kept[session.session_id] = Kept.of(session)
+        """The session leaves: its CLI and files go (the core re-applies its settings to a resume)."""
         if session.cli is not None:
             await self.clis.stop(session.cli)
         self.clis.files.forget(session)
@@ -108,12 +101,9 @@ class ClaudeRuntime(ProviderRuntime):
         existing = self.sessions.pop(session_id, None)
         if existing is not None:
             await self._stop_session(existing)
-        kept = self._kept.pop(session_id, None)  # the CLI starts with them
-        session = self._opening(session_id, cwd, mcp_servers, channel, choose_mode=kept is None)
-        if kept is not None:
-            kept.restore(session)
+        session = self._opening(session_id, cwd, mcp_servers, channel, choose_mode=True)
         return await self._open(session, channel, self.transcripts.replay_and_resume(
-            session, channel, replay=replay, read_mode=kept is None))
+            session, channel, replay=replay, read_mode=True))
 
     async def _reopen_unwritten(self, session: ClaudeSession, cwd: str, mcp_servers: Sequence[McpServer],
                                 channel: SessionChannel) -> SessionStart:
@@ -137,17 +127,15 @@ class ClaudeRuntime(ProviderRuntime):
 
     async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                            channel: SessionChannel) -> SessionStart:
-        """A copy of the stored transcript under a new id, opened like a resumed session with the
-        source's settings. A source the agent holds that was never prompted has nothing to copy:
-        the fork starts empty."""
+        """A copy of the stored transcript under a new id, opened like a resumed session whose mode
+        and model follow the settings (the core re-applies the source's choices). A source the
+        agent holds that was never prompted has nothing to copy: the fork starts empty."""
         self.clis.drop_spare("the first session is a fork")
         source = self.sessions.get(session_id)
         if source is not None and not source.prompted:
             return await self.new_session(cwd, mcp_servers, channel)
         forked = await self.transcripts.fork(session_id, source.cwd if source is not None else cwd)
-        kept = Kept.of(source) if source is not None else Kept("default", None, None, False)
-        session = self._opening(forked, cwd, mcp_servers, channel)
-        kept.restore(session)
+        session = self._opening(forked, cwd, mcp_servers, channel, choose_mode=True)
         return await self._open(session, channel, self.clis.connect(session, resume=True))
 
     async def delete_session(self, session_id: str) -> None:
@@ -184,10 +172,10 @@ class ClaudeRuntime(ProviderRuntime):
         return None
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
-        await self._change(self._session(session_id), {"mode": mode_id})
+        await self._change(self.sessions[session_id], {"mode": mode_id})
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
-        session = self._session(session_id)  # one of its options and one of its values: the core checked
+        session = self.sessions[session_id]  # one of its options and one of its values: the core checked
         changes: dict[str, str | bool | None]
         if config_id == settings.EFFORT:
             changes = {"effort": settings.effort_value(value)}
@@ -251,7 +239,7 @@ class ClaudeRuntime(ProviderRuntime):
     # -- turns -------------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
-        session = self._session(session_id)
+        session = self.sessions[session_id]
         async with session.lock:
             outcome = await self.turns.run(session, prompt, turn)
         if isinstance(outcome, FailureObservation):

@@ -1,4 +1,4 @@
-"""A Claude session as the runtime holds it, what a closed one keeps, and the modes it offers."""
+"""A Claude session as the runtime holds it, and the modes it offers."""
 
 from __future__ import annotations
 
@@ -110,20 +110,3 @@ class ClaudeSession:
             for c in self.commands]
         if commands:
             await channel.emit(AvailableCommandsUpdate(commands))
-
-
-@define(frozen=True)
-class Kept:
-    """What a closed session was set to (a resume or load in this agent opens it so again)."""
-
-    mode: str
-    model: str | None
-    effort: str | None
-    fast: bool
-
-    @classmethod
-    def of(cls, session: ClaudeSession) -> Kept:
-        return cls(session.mode, session.model, session.effort, session.fast)
-
-    def restore(self, session: ClaudeSession) -> None:
-        session.mode, session.model, session.effort, session.fast = self.mode, self.model, self.effort, self.fast

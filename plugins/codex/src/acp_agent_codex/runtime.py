@@ -41,8 +41,8 @@ from acp_agent.provider import (
     RuntimeContext,
     SessionChannel,
     SessionListing,
-    SessionNotFound,
     SessionStart,
+    SessionTable,
     TurnChannel,
     TurnEnd,
 )
@@ -61,7 +61,7 @@ class CodexRuntime(ProviderRuntime):
 
     def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup, binary: str,
                  early: AppServer | None = None) -> None:
-        self._threads: dict[str, ThreadState] = {}
+        self._threads: SessionTable[ThreadState] = SessionTable()
         self._router = context.router
         self._router.serve(self._outside)
         self._servers = Supervisor(context, task_group, binary, early, self._methods, self._lost)
@@ -71,12 +71,6 @@ class CodexRuntime(ProviderRuntime):
     @property
     def context(self) -> RuntimeContext:
         return self._servers.context
-
-    def _thread(self, session_id: str) -> ThreadState:
-        thread = self._threads.get(session_id)
-        if thread is None:
-            raise SessionNotFound(session_id)
-        return thread
 
     # -- the app-server process -------------------------------------------------------------
 
@@ -202,22 +196,20 @@ class CodexRuntime(ProviderRuntime):
         return True
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
-        thread = self._thread(session_id)
+        thread = self._threads[session_id]
         thread.mode = mode_id
         thread.mode_dirty = thread.mode_explicit = True
-        self.sessions.kept_modes[session_id] = mode_id
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
-        thread = self._thread(session_id)
+        thread = self._threads[session_id]
         models = self._servers.known_models()
         settings.choose(thread.choices, models, config_id, value)  # an offered option and value
-        self.sessions.kept[session_id] = thread.choices
         return settings.options(thread.choices, models)
 
     # -- turns ---------------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
-        return await self.turns.prompt(self._thread(session_id), prompt, turn)
+        return await self.turns.prompt(self._threads[session_id], prompt, turn)
 
     async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
         thread = self._threads.get(session_id)

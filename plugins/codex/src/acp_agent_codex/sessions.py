@@ -1,8 +1,5 @@
 """The Codex sessions as app-server threads: opened (new, load, fork), resumed on a new
 app-server (or started afresh there when they have no rollout yet), deleted, listed and closed.
-
-What the user chose for a session (mode, model, effort, fast) is kept after it closes, so its
-resume, load or fork in this process runs with it again.
 """
 
 from __future__ import annotations
@@ -57,10 +54,6 @@ class Sessions:
         self._opening = 0
         self._default_policy = not user_config_sets_policy(servers.context.environ)
         self._titles = titles.enabled(servers.context.environ)
-        self.kept: dict[str, settings.Choices] = {}
-        """What the user chose per session, kept after it is closed so a resume runs with it again."""
-        self.kept_modes: dict[str, str] = {}
-        """The mode the user chose for a session, for its resume or load in this process."""
         self._codex_ids: dict[str, str] = {}
         """The app-server thread of a session started afresh (`_start_afresh`), kept after it is
         closed so a load in this process finds its turns; `_session_ids` is its inverse."""
@@ -110,7 +103,7 @@ class Sessions:
 
     def _thread(self, server: AppServer, thread_id: str, cwd: str, config: dict[str, Any], result: Mapping[str, Any],
                 roots: tuple[str, ...], **fields: Any) -> ThreadState:
-        choices = threads.choices_with(server.models or [], result, self.kept.get(thread_id))
+        choices = settings.opened(server.models or [], result)
         return ThreadState(thread_id, cwd, config, server.generation, mode_of(result), choices, roots=roots, **fields)
 
     @staticmethod
@@ -211,8 +204,7 @@ class Sessions:
             # thread/resume reads the whole rollout before it answers: its budget grows with it
             async with self.clock.phase(Phase.READING, label="thread/resume", scale=size / RESUME_BYTES):
                 try:
-                    result = await self._resume(server, codex_id, cwd, config, Phase.READING,
-                                                self.kept_modes.get(session_id, DEFAULT_MODE), roots=roots)
+                    result = await self._resume(server, codex_id, cwd, config, Phase.READING, roots=roots)
                 except SessionNotFound:
                     if previous is None or (previous.ran and previous.generation != server.generation):
                         raise SessionNotFound(session_id) from None
@@ -229,9 +221,6 @@ class Sessions:
                     await self._start_afresh(server, previous)
                 return await self._opened(server, previous, channel)
             thread = self._thread(server, session_id, cwd, config, result, roots, codex_id=codex_id)
-            kept_mode = self.kept_modes.get(session_id)
-            if kept_mode is not None:  # sent with its next turn too (a config.toml policy sent none above)
-                thread.mode, thread.mode_dirty, thread.mode_explicit = kept_mode, True, True
             if replay:
                 await self._replay(server, codex_id, channel)
         self._table[session_id] = thread
@@ -255,9 +244,9 @@ class Sessions:
 
     async def fork(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                    channel: SessionChannel) -> SessionStart:
-        """`thread/fork`: a new thread with the source's turns, in `cwd`, with the source's mode and
-        settings. A thread this app-server holds that never ran a turn has nothing to copy (no
-        rollout): its fork is a new thread."""
+        """`thread/fork`: a new thread with the source's turns, in `cwd`, in the source's mode (the
+        core re-applies what the user chose for the source). A thread this app-server holds that
+        never ran a turn has nothing to copy (no rollout): its fork is a new thread."""
         server = await self.ready()
         source = self._table.get(session_id)
         mode = source.mode if source is not None else DEFAULT_MODE
@@ -286,13 +275,6 @@ class Sessions:
             forked = self._thread(server, result["thread"]["id"], cwd, config, result, roots)
             self._table[forked.thread_id] = forked
             await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
-        if source is not None:
-            # What the user chose for the source session goes on with its fork (sent with its first turn).
-            threads.inherit(server.models or [], source, forked)
-            if source.mode_explicit:
-                self.kept_modes[forked.thread_id] = source.mode
-            if forked.choices.explicit:
-                self.kept[forked.thread_id] = forked.choices
         return self._setup(server, forked)
 
     # -- the rest of a session's life ---------------------------------------------------------------
@@ -303,8 +285,6 @@ class Sessions:
         async with self.clock.phase(Phase.PREPARING, label="thread/archive"):
             await threads.call_in(server, "thread/archive", {"threadId": self._codex_id(session_id)},
                                   Phase.PREPARING, missing=session_id)
-        self.kept.pop(session_id, None)
-        self.kept_modes.pop(session_id, None)
         self._session_ids.pop(self._codex_ids.pop(session_id, ""), None)
 
     async def listing(self, cwd: str | None, cursor: str | None) -> SessionListing:

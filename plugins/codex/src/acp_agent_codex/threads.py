@@ -41,7 +41,6 @@ RESUME_BYTES: Final = 8 << 20
 many times longer (`rollout_size`)."""
 NOT_FOUND_MARKERS: Final = ("no rollout found", "invalid session id", "not found")
 """What app-server's error says when it has no such thread (or no rollout for it)."""
-CHOSEN: Final = (settings.MODEL, settings.EFFORT, settings.FAST)
 
 
 @define(eq=False)
@@ -143,14 +142,6 @@ def possibly_applied(observation: FailureObservation) -> FailureObservation:
     return evolve(observation, mutation_possibly_applied=True)
 
 
-def value_of(choices: settings.Choices, name: str) -> str:
-    if name == settings.MODEL:
-        return choices.model or ""
-    if name == settings.EFFORT:
-        return choices.effort or ""
-    return settings.FAST_ON if choices.fast else settings.FAST_OFF
-
-
 def rollout_size(home: str, thread_id: str) -> int:
     """The size of the thread's rollout (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-<id>.jsonl`),
     0 when it is not there (codex may keep it elsewhere: the budget is then the phase's own)."""
@@ -224,26 +215,3 @@ def listing(result: Mapping[str, Any]) -> SessionListing:
                 if info is not None]
     next_cursor = result.get("nextCursor")
     return SessionListing(sessions, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
-
-
-def choices_with(models: Sequence[Mapping[str, Any]], result: Mapping[str, Any],
-                 kept: settings.Choices | None) -> settings.Choices:
-    """What a thread runs with: as app-server reports it (`result`), with what the user chose for
-    it in this agent process before it was closed (`kept`: sent with its next turn)."""
-    choices = settings.opened(models, result)
-    if kept is not None:
-        for name in CHOSEN:
-            value = value_of(kept, name)
-            if name in kept.explicit and (name != settings.EFFORT or value in {
-                    effort for effort, _ in settings.efforts(models, choices.model)}):
-                settings.choose(choices, models, name, value)
-    return choices
-
-
-def inherit(models: Sequence[Mapping[str, Any]], source: ThreadState, forked: ThreadState) -> None:
-    """What the user chose for the source session goes on with its fork (sent with its first turn)."""
-    forked.mode = source.mode
-    forked.mode_dirty = forked.mode_explicit = source.mode_explicit
-    for name in CHOSEN:
-        if name in source.choices.explicit:
-            settings.choose(forked.choices, models, name, value_of(source.choices, name))

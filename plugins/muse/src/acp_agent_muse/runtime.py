@@ -42,6 +42,7 @@ from acp_agent.provider import (
     SessionModeState,
     SessionNotFound,
     SessionStart,
+    SessionTable,
     TurnChannel,
     TurnEnd,
     additional_directories,
@@ -76,11 +77,9 @@ class MuseRuntime(ProviderRuntime):
 
     def __init__(self, context: RuntimeContext, task_group: anyio.abc.TaskGroup) -> None:
         self.context = context
-        self._sessions: dict[str, MuseSession] = {}
+        self._sessions: SessionTable[MuseSession] = SessionTable()
         self.hosts = LiveHosts(context, task_group, self._sessions)
         self.turns = Turns(self.hosts, task_group, TURN_QUEUE_ITEMS)
-        self._kept_efforts: dict[str, str] = {}
-        """The effort chosen per session, kept after it closes so a resume or fork runs with it."""
 
     def _phase(self, phase: Phase, label: str, *, mutation: bool = False) -> Any:
         """A backend wait under its phase's deadline (the core's texts name the phase and the budget)."""
@@ -91,12 +90,6 @@ class MuseRuntime(ProviderRuntime):
         return SessionStart(state.session_id,
                             modes=SessionModeState(current_mode_id=state.mode, available_modes=list(MODES)),
                             config_options=models.options(state))
-
-    def _state(self, session_id: str) -> MuseSession:
-        state = self._sessions.get(session_id)
-        if state is None:
-            raise SessionNotFound(session_id)
-        return state
 
     # -- sessions ----------------------------------------------------------------------------------
 
@@ -121,7 +114,7 @@ class MuseRuntime(ProviderRuntime):
                            *, replay: bool) -> SessionStart:
         previous = self._sessions.get(session_id)
         state = MuseSession(session_id, cwd, mcp=items.mcp_servers(mcp_servers),
-                            roots=additional_directories(channel), effort=self._kept_efforts.get(session_id))
+                            roots=additional_directories(channel))
         async with self.hosts.using(state, previous):  # previous's host may answer for the load
             host = await self.hosts.spawn("muse serve (load)" if replay else "muse serve (resume)", cwd)
             try:
@@ -203,9 +196,7 @@ class MuseRuntime(ProviderRuntime):
                                                             "a session id.", None, Phase.FORKING.value,
                                                             mutation=True))
             state = MuseSession(new_id, cwd, mcp=items.mcp_servers(mcp_servers),
-                                roots=additional_directories(channel), effort=self._kept_efforts.get(session_id))
-            if state.effort is not None:
-                self._kept_efforts[new_id] = state.effort
+                                roots=additional_directories(channel))
             state.mode = MODE_OF_APPROVAL.get(served_mode(served) or "", DEFAULT_MODE)
             model = served.get("modelId")
             state.model = model if isinstance(model, str) and model else None
@@ -240,20 +231,19 @@ class MuseRuntime(ProviderRuntime):
     # -- settings ---------------------------------------------------------------------------------------------
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
-        await self._live_setting(self._state(session_id), "mode", mode_id)
+        await self._live_setting(self._sessions[session_id], "mode", mode_id)
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Sequence[ConfigOption]:
-        state = self._state(session_id)  # an offered option and one of its values: the core checked both
+        state = self._sessions[session_id]  # an offered option and one of its values: the core checked both
         if config_id == EFFORT:
             # Sent with each turn/start (MSP's per-turn `reasoningEffort`): nothing to apply now.
-            state.effort = self._kept_efforts[session_id] = value
+            state.effort = value
             return models.options(state)
         await self._live_setting(state, "model", value)
         tiers, _ = state.efforts.get(value, ([], None))
         if state.effort is not None and state.effort not in {tier.value for tier in tiers}:
             # The new model has no such tier: its own default from now on.
             state.effort = None
-            self._kept_efforts.pop(session_id, None)
         return models.options(state)
 
     async def _live_setting(self, state: MuseSession, name: str, value: str) -> None:
@@ -276,7 +266,7 @@ class MuseRuntime(ProviderRuntime):
     # -- turns -------------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> TurnEnd:
-        return await self.turns.prompt(self._state(session_id), prompt, turn)
+        return await self.turns.prompt(self._sessions[session_id], prompt, turn)
 
     async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
         state = self._sessions.get(session_id)

@@ -50,6 +50,7 @@ from acp_agent.wire.acp import (
     ConfigOptionUpdate,
     ConfigOptionValue,
     ContentBlock,
+    CurrentModeUpdate,
     McpServer,
     PermissionOption,
     SessionMode,
@@ -284,6 +285,7 @@ class ScriptedRuntime(ProviderRuntime):
         """Steps: text, thought, deltas (count), retry (title, kind), notice (title, details, legacy),
         fail (observation), record_fail (observation, then keep going), session_failure (observation),
         offer_models (new values of the "model" option, announced with config_option_update),
+        switch_mode (a mode the backend switched to itself, announced with current_mode_update),
         stop (stop reason), wait_cancel, wait_steer (held until steered, then `steered: <text>`),
         wait_fifo (path: held until a line is written to that named pipe), permission (title),
         tool (title), hang_submit, crash,
@@ -359,6 +361,8 @@ class ScriptedRuntime(ProviderRuntime):
         elif "offer_models" in step:
             self.script["models"] = step["offer_models"]
             await turn.emit(ConfigOptionUpdate(self._model_options()))
+        elif "switch_mode" in step:
+            await turn.emit(CurrentModeUpdate(current_mode_id=step["switch_mode"]))
         elif "signal" in step:
             await turn.emit(SIGNALS[step["signal"]]())
         elif "adopt" in step:
