@@ -199,3 +199,29 @@ async def test_mode_and_model_are_kept_when_a_closed_session_is_reopened(tmp_pat
     assert [(r.body["model"], turn_metadata(r).get("sandbox_mode")) for r in requests] == [
         ("gpt-6.1-sol", "read-only"), ("gpt-6.1-sol", "read-only")]
     assert agent.frames.problems == []
+
+
+async def test_fast_mode_is_a_switch_for_a_client_that_renders_boolean_options(tmp_path: Path) -> None:
+    """`session.configOptions.boolean`: fast mode is `{id: "fast", type: "boolean"}` (as
+    claude-agent-acp names it) and is set with `{type: "boolean", value: true}`; the real codex
+    then asks the model API for the priority tier. A select value for it is refused."""
+    with FakeResponsesAPI() as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, session={"configOptions": {"boolean": {}}}) as agent:
+            created = await agent.conn._conn.send_request("session/new", {"cwd": workspace(tmp_path), "mcpServers": []})
+            sid = created["sessionId"]
+            changed = await agent.conn._conn.send_request("session/set_config_option", {
+                "sessionId": sid, "configId": "fast", "type": "boolean", "value": True})
+            await agent.conn.prompt(session_id=sid, prompt=text("fast"))
+            with pytest.raises(Exception) as wrong:
+                await agent.conn._conn.send_request("session/set_config_option", {
+                    "sessionId": sid, "configId": "fast", "type": "boolean", "value": "on"})
+        requests = api.turn_requests
+    [fast] = [o for o in created["configOptions"] if o["id"] == "fast"]
+    assert (fast["type"], fast["currentValue"]) == ("boolean", False) and "options" not in fast
+    assert not [o for o in created["configOptions"] if o["id"] == "fast-mode"]
+    [now] = [o for o in changed["configOptions"] if o["id"] == "fast"]
+    assert now["currentValue"] is True
+    assert [sent(r)[1] for r in requests] == ["priority"]
+    assert getattr(wrong.value, "code", None) == -32602
+    assert agent.frames.problems == []

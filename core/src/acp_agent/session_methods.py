@@ -16,6 +16,7 @@ from acp_agent.agent_base import AgentBase
 from acp_agent.backends.contract import ProviderRuntime, ProviderSpec, SessionStart
 from acp_agent.failures.protocol import IncidentRegistry
 from acp_agent.failures.redaction import Redactor, mcp_secret_values
+from acp_agent.sessions import switches
 from acp_agent.sessions.choices import KeptChoices, check_mode, check_option
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
@@ -40,7 +41,8 @@ class SessionMethods(AgentBase):
     def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
         return {
             "modes": start.modes if start.modes is not None else UNSET,
-            "config_options": list(start.config_options) if start.config_options is not None else UNSET,
+            "config_options": (switches.shown(start.config_options, self.outbox.features.boolean_options)
+                               if start.config_options is not None else UNSET),
         }
 
     def _new_session_state(self, session_id: str, cwd: str, credentials: dict[str, str] | None = None) -> Session:
@@ -212,13 +214,15 @@ class SessionMethods(AgentBase):
     async def set_config_option(self, params: Any) -> Any:
         request = self._parse(params, acp.SetConfigOptionRequest)
         session = await self._opened(request.session_id)
-        check_option(session.config_options, request.config_id, request.value)
+        boolean = self.outbox.features.boolean_options
+        config_id, value = switches.requested(session.config_options, request, boolean)
+        check_option(session.config_options, config_id, value)
         async with self._provider_call("session/set_config_option"):
             runtime = await self.runtime()
-            options = await runtime.set_config_option(session.session_id, request.config_id, request.value)
-        self.choices.chose(session.session_id, ("option", request.config_id), request.value)
+            options = await runtime.set_config_option(session.session_id, config_id, value)
+        self.choices.chose(session.session_id, ("option", config_id), value)
         session.config_options = tuple(options)
-        return self._dump(acp.SetConfigOptionResponse(config_options=list(options)))
+        return self._dump(acp.SetConfigOptionResponse(config_options=switches.shown(options, boolean)))
 
     async def prompt(self, params: Any) -> Any:
         request = self._parse(params, acp.PromptRequest)

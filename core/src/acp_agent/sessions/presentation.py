@@ -56,6 +56,8 @@ class ClientFeatures:
     """`session.notices`: live `notice` updates."""
     compaction: bool = False
     """`session.compaction`: `compaction_update` and `compaction_summary_chunk`."""
+    boolean_options: bool = False
+    """`session.configOptions.boolean`: on/off options as booleans (`acp_agent.sessions.switches`)."""
 
     @property
     def terminals(self) -> bool:
@@ -73,7 +75,12 @@ class ClientFeatures:
                    elicitation_form=isinstance(elicitation.get("form"), Mapping),
                    elicitation_url=isinstance(elicitation.get("url"), Mapping),
                    notices=isinstance(session.get("notices"), Mapping),
-                   compaction=isinstance(session.get("compaction"), Mapping))
+                   compaction=isinstance(session.get("compaction"), Mapping),
+                   boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping))
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def session_title(name: str | None) -> str | None:

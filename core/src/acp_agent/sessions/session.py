@@ -54,6 +54,7 @@ from acp_agent.failures.protocol import (
 )
 from acp_agent.failures.redaction import Redactor
 from acp_agent.failures.scrub import StreamScrubber
+from acp_agent.sessions import switches
 from acp_agent.sessions.choices import KeptChoices
 from acp_agent.sessions.presentation import ClientFeatures, Presenter
 from acp_agent.sessions.questions import AskingTurn, ask
@@ -446,7 +447,10 @@ class Session:
             # incidents); providers need not say so. Replayed history carries its own recovery.
             incidents.signal(RecoverySignal.MODEL_ANSWER)
         if isinstance(event, acp.ConfigOptionUpdate):
-            self.config_options = tuple(event.config_options)  # what the client now sees offered
+            # what the client now sees offered, as the runtime offers it
+            self.config_options = tuple(o for o in event.config_options if isinstance(o, acp.ConfigOption))
+            if outbox.features.boolean_options:
+                event = attrs.evolve(event, config_options=switches.shown(event.config_options, True))
         elif isinstance(event, acp.CurrentModeUpdate):  # (e.g. a plan approved with a mode to go on in)
             outbox.choices.chose(self.session_id, ("mode", ""), event.current_mode_id)
         if turn is not None and _text_chunk(event):

@@ -253,8 +253,20 @@ class ConfigOption:
 
 
 @frozen
+class BooleanConfigOption:
+    """An on/off option as a switch (`session.configOptions.boolean` clients)."""
+
+    id: str
+    name: str
+    current_value: bool
+    description: str | Unset | None = UNSET
+    category: str | Unset | None = UNSET
+    type: Literal["boolean"] = "boolean"
+
+
+@frozen
 class ConfigOptionUpdate:
-    config_options: list[ConfigOption]
+    config_options: list[ConfigOption | BooleanConfigOption]
     meta: Meta | Unset = UNSET
     session_update: Literal["config_option_update"] = "config_option_update"
 
@@ -513,7 +525,7 @@ class SessionSetup:
     """The part of new/load/resume responses that describes modes and config options."""
 
     modes: SessionModeState | Unset | None = UNSET
-    config_options: list[ConfigOption] | Unset | None = UNSET
+    config_options: list[ConfigOption | BooleanConfigOption] | Unset | None = UNSET
     meta: Meta | Unset = UNSET
 
 
@@ -521,7 +533,7 @@ class SessionSetup:
 class NewSessionResponse:
     session_id: str
     modes: SessionModeState | Unset | None = UNSET
-    config_options: list[ConfigOption] | Unset | None = UNSET
+    config_options: list[ConfigOption | BooleanConfigOption] | Unset | None = UNSET
     meta: Meta | Unset = UNSET
 
 
@@ -582,13 +594,16 @@ class SetModeRequest:
 class SetConfigOptionRequest:
     session_id: str
     config_id: str
-    value: str
+    value: Any
+    """A select's value (a string), or a switch's (`type: "boolean"`, a boolean): checked by the
+    core (`acp_agent.sessions.switches`)."""
+    type: str | Unset | None = UNSET
     meta: Meta | Unset | None = UNSET
 
 
 @frozen
 class SetConfigOptionResponse:
-    config_options: list[ConfigOption]
+    config_options: list[ConfigOption | BooleanConfigOption]
     meta: Meta | Unset = UNSET
 
 
@@ -636,6 +651,7 @@ __all__ = [
     "AvailableCommandInput",
     "AvailableCommandsUpdate",
     "BlobResourceContents",
+    "BooleanConfigOption",
     "CompactionSummaryChunk",
     "CompactionUpdate",
     "ConfigOption",
