@@ -24,6 +24,7 @@ from acp_agent.provider import (
     Source,
     program_unavailable,
     split_title,
+    titled_classifier,
 )
 
 TRANSPORT_LOST_TITLE: Final = "The connection to Codex was lost."
@@ -162,10 +163,8 @@ def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) ->
     return message if isinstance(message, str) and message.strip() else None
 
 
-def observe_failure(native: Mapping[str, Any]) -> FailureObservation | None:
-    """The built-in answer alone (classified, then titled), for a translator run without plugins."""
-    observation = classify_failure(native)
-    return None if observation is None else attrs.evolve(observation, title=failure_title(native))
+observe_failure: Final = titled_classifier(classify_failure, failure_title)
+"""The built-in answer alone (classified, then titled), for a translator run without plugins."""
 
 
 # --- observations the adapter makes itself ----------------------------------------------------------

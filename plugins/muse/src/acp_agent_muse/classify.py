@@ -14,7 +14,15 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.provider import FailureKind, FailureObservation, RetryProgress, Source, TurnEnd, program_unavailable
+from acp_agent.provider import (
+    FailureKind,
+    FailureObservation,
+    RetryProgress,
+    Source,
+    TurnEnd,
+    program_unavailable,
+    titled_classifier,
+)
 
 HOST_TITLE: Final = "Muse Code"
 
@@ -144,10 +152,8 @@ def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) ->
     return _text(error.get("message")) if isinstance(error, Mapping) else None
 
 
-def observe_failure(native: Mapping[str, Any]) -> FailureObservation | None:
-    """The built-in answer alone (classified, then titled), for a translator run without plugins."""
-    observation = classify_failure(native)
-    return None if observation is None else attrs.evolve(observation, title=failure_title(native))
+observe_failure: Final = titled_classifier(classify_failure, failure_title)
+"""The built-in answer alone (classified, then titled), for a translator run without plugins."""
 
 
 # --- retries -----------------------------------------------------------------------------------------
