@@ -243,41 +243,29 @@ def host_lost(phase: str, *, submitted: bool, mutation: bool = False) -> Failure
     """The host died or its stdout closed.
 
     Mid-turn this is `terminalUnknown`: the turn may have run, so the outcome is unknown. Before
-    submission (start-up, reads) nothing ran: the outcome is a plain failure.
+    submission (start-up, reads) nothing ran: the outcome is a plain failure, unless a fork
+    (`mutation`) was asked for: a branch may have been made.
     """
+    lost = f"The connection to {HOST_TITLE} was lost"
     if submitted:
-        return FailureObservation(
-            kind=FailureKind.TRANSPORT_LOST,
-            native_kind="terminalUnknown" if phase == "running" else "transportError",
-            title=f"The connection to {HOST_TITLE} was lost; the turn's outcome is unknown.",
-            source="transport",
-            outcome="unknown",
-            execution="possiblySubmitted",
-            phase=phase,
-            recovery_hint="Reload and inspect the session before deciding to submit again.",
-        )
-    if mutation:
-        return FailureObservation(
-            kind=FailureKind.TRANSPORT_LOST,
-            native_kind="transportError",
-            title=(f"The connection to {HOST_TITLE} was lost after the fork was requested; "
-                   "no model turn was submitted, but a branch may have been created."),
-            source="transport",
-            outcome="unknown",
-            execution="notSubmitted",
-            phase=phase,
-            mutation_possibly_applied=True,
-            recovery_hint="Inspect session/list before retrying the fork.",
-        )
+        native = "terminalUnknown" if phase == "running" else "transportError"
+        title, hint = f"{lost}; the turn's outcome is unknown.", "Reload and inspect the session before deciding to submit again."
+    elif mutation:
+        native, hint = "transportError", "Inspect session/list before retrying the fork."
+        title = f"{lost} after the fork was requested; no model turn was submitted, but a branch may have been created."
+    else:
+        native, hint = "transportError", "Check that `muse serve` can start here, then try again."
+        title = f"{lost} before the operation finished."
     return FailureObservation(
         kind=FailureKind.TRANSPORT_LOST,
-        native_kind="transportError",
-        title=f"The connection to {HOST_TITLE} was lost before the operation finished.",
+        native_kind=native,
+        title=title,
         source="transport",
-        outcome="failed",
-        execution="notSubmitted",
+        outcome="unknown" if submitted or mutation else "failed",
+        execution="possiblySubmitted" if submitted else "notSubmitted",
         phase=phase,
-        recovery_hint="Check that `muse serve` can start here, then try again.",
+        mutation_possibly_applied=mutation and not submitted,
+        recovery_hint=hint,
     )
 
 

@@ -82,6 +82,9 @@ _TOOL_KINDS: Final[tuple[tuple[tuple[str, ...], ToolKind], ...]] = (
     (("fetch", "web", "http", "url", "browse"), "fetch"),
     (("think", "plan", "todo"), "think"),
 )
+_ITEM_KINDS: Final[Mapping[str, ToolKind]] = {
+    "userShell": "execute", "webSearch": "fetch", "subagent": "think", "reasoning": "think",
+}
 _SUBJECT_KINDS: Final[Mapping[str, ToolKind]] = {
     "shell": "execute",
     "command": "execute",
@@ -157,16 +160,8 @@ def tool_kind(name: str) -> ToolKind:
 
 
 def item_tool_kind(item: JsonObject) -> ToolKind:
-    kind = item.get("kind")
-    if kind == "userShell":
-        return "execute"
-    if kind == "webSearch":
-        return "fetch"
-    if kind in ("subagent", "reasoning"):
-        return "think"
-    if kind == "toolCall":
-        return tool_kind(json_text(item.get("tool")))
-    return "other"
+    kind = kind_of(item)
+    return tool_kind(json_text(item.get("tool"))) if kind == "toolCall" else _ITEM_KINDS.get(kind, "other")
 
 
 def tool_status(item: JsonObject) -> ToolStatus:
@@ -236,46 +231,28 @@ def _raw_input(item: JsonObject) -> Any:
     if item.get("kind") == "userShell":
         return {"command": json_text(item.get("commandText"))}
     args = parse_args(item.get("args"))
-    return args if args is not None else None
+    return UNSET if args is None else args
 
 
 def _raw_output(item: JsonObject) -> Any:
-    output: dict[str, Any] = {}
-    for key in ("exitCode", "exitSignal", "failureKind", "durationMs", "truncated"):
-        if key in item:
-            output[key] = item[key]
-    return output or None
+    """A finished item's facts (exit code, signal, ...), UNSET while it runs or has none."""
+    keys = ("exitCode", "exitSignal", "failureKind", "durationMs", "truncated")
+    output = {key: item[key] for key in keys if key in item} if tool_status(item) != "in_progress" else {}
+    return output or UNSET
 
 
 def tool_call(item: JsonObject, streamed: str = "") -> ToolCall:
     """A tool-like item as the ACP tool call that introduces it."""
-    raw = _raw_input(item)
-    status = tool_status(item)
-    raw_output = _raw_output(item) if status != "in_progress" else None
-    return ToolCall(
-        tool_call_id=json_text(item.get("itemId")),
-        title=tool_title(item),
-        kind=item_tool_kind(item),
-        status=status,
-        content=text_content(tool_output(item, streamed)),
-        locations=tool_locations(item),
-        raw_input=raw if raw is not None else UNSET,
-        raw_output=raw_output if raw_output else UNSET,
-    )
+    return ToolCall(tool_call_id=json_text(item.get("itemId")), title=tool_title(item), kind=item_tool_kind(item),
+                    status=tool_status(item), content=text_content(tool_output(item, streamed)),
+                    locations=tool_locations(item), raw_input=_raw_input(item), raw_output=_raw_output(item))
 
 
 def tool_call_update(item: JsonObject, streamed: str = "") -> ToolCallUpdate:
     """A later revision of a tool-like item: title, status and output as they are now."""
-    status = tool_status(item)
-    output = tool_output(item, streamed)
-    raw_output = _raw_output(item) if status != "in_progress" else None
-    return ToolCallUpdate(
-        tool_call_id=json_text(item.get("itemId")),
-        title=tool_title(item),
-        status=status,
-        content=text_content(output) if output else UNSET,
-        raw_output=raw_output if raw_output else UNSET,
-    )
+    return ToolCallUpdate(tool_call_id=json_text(item.get("itemId")), title=tool_title(item),
+                          status=tool_status(item), content=text_content(tool_output(item, streamed)) or UNSET,
+                          raw_output=_raw_output(item))
 
 
 def is_terminal(item: JsonObject) -> bool:
