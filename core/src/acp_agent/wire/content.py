@@ -1,10 +1,11 @@
 """A backend's JSON read leniently, and the ACP content every provider builds from it alike.
 
 A backend's notifications are JSON the provider does not control: a field of the wrong type
-counts as absent (`json_text`, `json_list`, `json_int`, `is_count`), never raises. The builders make what
-each runtime shows the same way: text as tool content, the texts of a result's content blocks
-(MCP and Anthropic share the shape), a unified diff's two sides, context use against a window,
-a plan entry's status, ACP MCP servers as a backend's configuration. Knows no vendor.
+counts as absent (`json_text`, `json_words`, `json_list`, `json_object`, `json_int`, `is_count`),
+never raises. The builders make what each runtime shows the same way: text as tool content, the
+texts of a result's content blocks (MCP and Anthropic share the shape), a unified diff's two
+sides, context use against a window, a plan entry's status, ACP MCP servers as a backend's
+configuration. Knows no vendor.
 """
 
 from __future__ import annotations
@@ -39,6 +40,16 @@ def json_text(value: Any) -> str:
 def json_list(value: Any) -> list[Any]:
     """A list field; anything else (a number, an object) counts as empty."""
     return value if isinstance(value, list) else []
+
+
+def json_words(value: Any) -> str | None:
+    """A string field with words in it (not blank), or None."""
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def json_object(value: Any) -> Mapping[str, Any]:
+    """An object field; anything else counts as an empty object."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def json_int(value: Any) -> int | None:
@@ -116,7 +127,9 @@ __all__ = [
     "is_count",
     "json_int",
     "json_list",
+    "json_object",
     "json_text",
+    "json_words",
     "mcp_server_config",
     "split_unified_diff",
     "text_blocks",

@@ -45,6 +45,7 @@ from acp_agent.provider import (
     agent_text,
     json_int,
     json_list,
+    json_object,
     json_text,
     prompt_payload,
     question_form,
@@ -108,9 +109,9 @@ def file_diffs(changes: Sequence[Any]) -> list[ToolCallContent]:
         elif kind == "delete":
             diffs.append(ToolDiff(path=path, new_text="", old_text=diff))
         else:
-            moved = change.get("kind", {}).get("move_path") if isinstance(change.get("kind"), Mapping) else None
             old, new = split_unified_diff(diff)
-            diffs.append(ToolDiff(path=json_text(moved) or path, new_text=new, old_text=old))
+            moved = json_text(json_object(change.get("kind")).get("move_path"))
+            diffs.append(ToolDiff(path=moved or path, new_text=new, old_text=old))
     return diffs
 
 
@@ -145,9 +146,7 @@ def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
     """An item as an ACP tool call: its start, or (`final`) its finished state for history replay."""
     kind_name = item.get("type")
     item_id = json_text(item.get("id"))
-    status: ToolStatus = _STATUS.get(json_text(item.get("status")), "completed" if final else "in_progress")
-    if not final and status != "in_progress":
-        status = "in_progress"
+    status: ToolStatus = _STATUS.get(json_text(item.get("status")), "completed") if final else "in_progress"
     title: str
     kind: ToolKind
     content: list[ToolCallContent] = []
@@ -172,12 +171,12 @@ def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
     elif kind_name == "webSearch":
         title, kind = _web_search_title(item), "fetch"
         raw_input = {"query": item.get("query")}
-        status = "completed" if final else "in_progress"
+        status = "completed" if final else status
     elif kind_name == "imageView":
         path = json_text(item.get("path"))
         title, kind, locations = f"View image {path}", "read", [ToolLocation(path=path)]
         raw_input = {"path": path}
-        status = "completed" if final else "in_progress"
+        status = "completed" if final else status
     else:
         return None
     return ToolCall(tool_call_id=item_id, title=title, kind=kind, status=status, content=content,
@@ -327,8 +326,7 @@ def mcp_approval_request(params: JsonObject, item_id: str, item: JsonObject | No
                          ) -> tuple[ToolCallUpdate, list[PermissionOption]]:
     """An MCP tool approval as the tool call and options to ask about: Allow, the remembered
     allowances codex offers (`_meta.persist`), Cancel."""
-    meta = params.get("_meta")
-    meta = meta if isinstance(meta, Mapping) else {}
+    meta = json_object(params.get("_meta"))
     persist = meta.get("persist")
     offered = {persist} if isinstance(persist, str) else {part for part in json_list(persist) if isinstance(part, str)}
     options = [PermissionOption(MCP_ALLOW, "Allow", "allow_once")]

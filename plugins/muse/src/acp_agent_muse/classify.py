@@ -20,6 +20,11 @@ from acp_agent.provider import (
     RetryProgress,
     Source,
     TurnEnd,
+    is_count,
+    json_int,
+    json_object,
+    json_text,
+    json_words,
     program_unavailable,
     titled_classifier,
 )
@@ -83,10 +88,6 @@ _RETRY_ERROR_KINDS: Final[Mapping[str, FailureKind]] = {
 }
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
-
-
 def source_of(native_kind: str) -> Source:
     """spec/004: model and auth errors come from the provider, host death from the transport."""
     if native_kind in PROVIDER_SOURCED:
@@ -101,14 +102,14 @@ def source_of(native_kind: str) -> Source:
 
 def turn_error_observation(error: Mapping[str, Any] | None, *, terminal: str = "failed") -> FailureObservation:
     """A failed turn's settled `TurnError` as an observation: acknowledged, then failed at the host."""
-    error = error if isinstance(error, Mapping) else {}
-    native = _text(error.get("kind")) or (terminal if terminal != "failed" else "unknown")
+    error = json_object(error)
+    native = json_words(error.get("kind")) or (terminal if terminal != "failed" else "unknown")
     kind = TURN_ERROR_KINDS.get(native, FailureKind.PROVIDER_ERROR)
     retryable = error.get("retryable")
     return FailureObservation(
         kind=kind,
         native_kind=native,
-        title=_text(error.get("message")),
+        title=json_words(error.get("message")),
         source=source_of(native),
         outcome="failed",
         execution="possiblySubmitted",
@@ -149,7 +150,7 @@ def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
 def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) -> str | None:
     """The host's own words for the failure (`error.message`)."""
     error = native.get("error")
-    return _text(error.get("message")) if isinstance(error, Mapping) else None
+    return json_words(error.get("message")) if isinstance(error, Mapping) else None
 
 
 observe_failure: Final = titled_classifier(classify_failure, failure_title)
@@ -160,22 +161,17 @@ observe_failure: Final = titled_classifier(classify_failure, failure_title)
 
 
 def _retry_kind(params: Mapping[str, Any]) -> FailureKind:
-    status = params.get("httpStatus")
-    if isinstance(status, int) and not isinstance(status, bool) and status in _RETRY_HTTP:
-        return _RETRY_HTTP[status]
-    kind = params.get("errorKind")
-    if isinstance(kind, str) and kind in _RETRY_ERROR_KINDS:
-        return _RETRY_ERROR_KINDS[kind]
-    return FailureKind.PROVIDER_ERROR
+    status = json_int(params.get("httpStatus"))
+    by_status = _RETRY_HTTP.get(status) if status is not None else None
+    return by_status or _RETRY_ERROR_KINDS.get(json_text(params.get("errorKind")), FailureKind.PROVIDER_ERROR)
 
 
 def _attempt_text(params: Mapping[str, Any]) -> str:
     attempt, limit = params.get("nextAttempt"), params.get("maxAttempts")
     delay = params.get("retryDelayMs")
     parts = []
-    if isinstance(delay, int) and not isinstance(delay, bool) and delay >= 0:
-        seconds = delay / 1000
-        parts.append(f"retrying in {seconds:g}s")
+    if is_count(delay):
+        parts.append(f"retrying in {delay / 1000:g}s")
     if isinstance(attempt, int) and isinstance(limit, int) and not isinstance(attempt, bool):
         parts.append(f"attempt {attempt}/{limit}")
     return " · ".join(parts)
@@ -188,14 +184,14 @@ def retry_progress(method: str, params: Mapping[str, Any]) -> RetryProgress:
     title is built from its counters, the way Muse's own clients word the row.
     """
     kind = _retry_kind(params)
-    reason = _text(params.get("reason")) if method == "turn/retryScheduled" else None
+    reason = json_words(params.get("reason")) if method == "turn/retryScheduled" else None
     progress = _attempt_text(params)
     if reason is not None:
         title = f"{reason} ({progress})" if progress and progress not in reason else reason
     else:
-        system = _text(params.get("system")) or "The model"
-        status = params.get("httpStatus")
-        cause = f" (HTTP {status})" if isinstance(status, int) and not isinstance(status, bool) else ""
+        system = json_words(params.get("system")) or "The model"
+        status = json_int(params.get("httpStatus"))
+        cause = f" (HTTP {status})" if status is not None else ""
         title = f"{system} is unavailable{cause}; " + (progress or "retrying") + "."
     return RetryProgress(title, kind)
 
@@ -229,7 +225,7 @@ def request_error_observation(code: int, message: str, data: Any, phase: str, *,
     return FailureObservation(
         kind=kind,
         native_kind=native,
-        title=_text(message),
+        title=json_words(message),
         source="host",
         outcome="failed",
         execution="notSubmitted",

@@ -49,6 +49,7 @@ from acp_agent.provider import (
     first_line,
     json_int,
     json_list,
+    json_object,
     json_text,
     mcp_server_config,
     prompt_payload,
@@ -346,8 +347,7 @@ def usage(params: JsonObject) -> UsageUpdate | None:
 
 def approval_stage(params: JsonObject) -> str:
     """The per-stage latch key: one decision per approval and requirement (multi-stage shells)."""
-    requirement = params.get("currentRequirementId")
-    requirement = requirement if isinstance(requirement, Mapping) else {}
+    requirement = json_object(params.get("currentRequirementId"))
     return f"{json_text(params.get('approvalId'))} {json_text(requirement.get('approvalId'))}:{requirement.get('sourceIndex')}"
 
 
@@ -407,8 +407,7 @@ def _subject_title(subject: JsonObject) -> str:
 
 def approval_tool_call(params: JsonObject, item: JsonObject | None) -> ToolCallUpdate:
     """What the approval is about, as the tool call the client is asked to permit."""
-    subject = params.get("subject")
-    subject = subject if isinstance(subject, Mapping) else {}
+    subject = json_object(params.get("subject"))
     tool = json_text(params.get("toolName"))
     title = first_line(_subject_title(subject)) or (tool_title(item) if item is not None else tool) or "Tool call"
     kind = _SUBJECT_KINDS.get(json_text(subject.get("kind"))) or (item_tool_kind(item) if item is not None else
