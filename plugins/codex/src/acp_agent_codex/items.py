@@ -16,6 +16,8 @@ from typing import Any, Final
 
 from acp_agent.provider import (
     PLAN_STATUS,
+    AgentMessageChunk,
+    AgentThoughtChunk,
     Answer,
     Compaction,
     ContentBlock,
@@ -73,6 +75,18 @@ COMMAND_OPTIONS: Final = (
     PermissionOption("decline", "Deny", "reject_once"),
 )
 FILE_CHANGE_OPTIONS: Final = COMMAND_OPTIONS
+
+
+MESSAGE_KINDS: Final = frozenset({"agentMessage", "reasoning"})
+
+
+def message_chunk(item: JsonObject) -> AgentMessageChunk | AgentThoughtChunk | None:
+    """A finished `agentMessage` as agent text, a `reasoning` item's summary as a thought (None:
+    it says nothing)."""
+    if item.get("type") == "agentMessage":
+        return agent_text(item["text"]) if json_text(item.get("text")) else None
+    summary = [part for part in json_list(item.get("summary")) if isinstance(part, str) and part]
+    return thought_text("\n\n".join(summary)) if summary else None
 
 
 # --- tool calls -------------------------------------------------------------------------------------
@@ -208,8 +222,8 @@ def command_output(item_id: str, output: str) -> ToolCallUpdate:
 
 
 def replayed_command(item: JsonObject) -> list[Event]:
-    """A stored command: one finished tool call for clients without terminals (as before), a
-    terminal with its output and exit code for the others."""
+    """A stored command: one finished tool call for clients without terminals, a terminal with
+    its output and exit code for the others."""
     call = tool_call(item, final=True)
     if call is None:
         return []
@@ -418,12 +432,9 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
             if kind == "userMessage":
                 user_message_id = user_message_id or json_text(item.get("id")) or None
                 events.extend(_user_chunks(item))
-            elif kind == "agentMessage" and json_text(item.get("text")):
-                events.append(agent_text(item["text"]))
-            elif kind == "reasoning":
-                summary = [part for part in json_list(item.get("summary")) if isinstance(part, str) and part]
-                if summary:
-                    events.append(thought_text("\n\n".join(summary)))
+            elif kind in MESSAGE_KINDS:
+                chunk = message_chunk(item)
+                events.extend([chunk] if chunk is not None else [])
             elif kind == "contextCompaction":
                 events.append(Compaction(json_text(item.get("id")) or f"{json_text(turn.get('id'))}:compaction",
                                          "completed"))

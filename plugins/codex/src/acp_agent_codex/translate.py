@@ -148,15 +148,10 @@ class TurnTranslator(Attempts):
         if kind == "userMessage":
             return []
         steps = self.progress()
-        if kind == "agentMessage":
-            text = item.get("text")
-            if item_id not in self.streamed and isinstance(text, str) and text:
-                steps.append(agent_text(text))
-        elif kind == "reasoning":
-            parts = item.get("summary")
-            summary = [part for part in parts if isinstance(part, str) and part] if isinstance(parts, list) else []
-            if item_id not in self.streamed and summary:
-                steps.append(thought_text("\n\n".join(summary)))
+        if kind in items.MESSAGE_KINDS:
+            chunk = items.message_chunk(item)
+            if item_id not in self.streamed and chunk is not None:
+                steps.append(chunk)
         elif kind == "contextCompaction":
             self.compaction_shown = True
             steps.append(Compaction(item_id, "completed"))

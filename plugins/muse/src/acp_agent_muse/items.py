@@ -532,7 +532,7 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
                 events.append(message_chunk(item, text))
         elif kind == "compaction":
             events.append(compaction(item))
-        elif is_terminal(item):  # as before for clients without terminals; a finished terminal otherwise
+        elif is_terminal(item):  # a tool call for clients without terminals; a finished terminal otherwise
             call = tool_call(item)
             events.append(TerminalStarted(call))
             if call.status != "in_progress":

@@ -144,7 +144,7 @@ class TurnTranslator(Attempts):
         return [*self.progress(), *steps] if steps or method == "item/completed" else steps
 
     def _terminal(self, method: str, item: Mapping[str, Any]) -> list[Step]:
-        """A shell command: today's tool call and updates for clients without terminals, carried
+        """A shell command: the tool call and updates for clients without terminals, carried
         in the terminal events the core renders for clients with them."""
         item_id = str(item["itemId"])
         introduced = item_id in self.introduced
