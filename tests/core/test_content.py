@@ -18,6 +18,7 @@ from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.wire.acp import ImageContent, TextContent, ToolContent, UsageUpdate, agent_text, parse_mcp_servers
 from acp_agent.wire.content import (
     PLAN_STATUS,
+    TOOL_STATUS,
     first_line,
     is_count,
     json_int,
@@ -84,9 +85,11 @@ def test_the_two_sides_of_an_app_server_file_change_diff() -> None:
     assert split_unified_diff("") == ("", "")
 
 
-def test_plan_status_and_first_line() -> None:
+def test_plan_and_tool_status_and_first_line() -> None:
     assert [PLAN_STATUS.get(s) for s in ("pending", "inProgress", "in_progress", "completed", "cancelled")] == [
         "pending", "in_progress", "in_progress", "completed", None]
+    assert [TOOL_STATUS.get(s) for s in ("inProgress", "completed", "failed", "declined")] == [
+        "in_progress", "completed", "failed", None]  # app-server's and MSP's; each adds its own failures
     assert first_line("\n  ls -la\nmore\n") == "ls -la"
     assert first_line("") == ""
     assert first_line("x" * 200, 10) == "x" * 9 + "…"

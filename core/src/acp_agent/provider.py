@@ -118,6 +118,7 @@ if TYPE_CHECKING:
     )
     from acp_agent.wire.content import (
         PLAN_STATUS,
+        TOOL_STATUS,
         first_line,
         is_count,
         json_int,
@@ -175,7 +176,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "ToolStatus", "UsageUpdate", "UserMessageChunk", "agent_text", "thought_text", "user_text",
     ),
     "acp_agent.wire.content": (
-        "PLAN_STATUS", "first_line", "is_count", "json_int", "json_list", "json_object", "json_text", "json_words",
+        "PLAN_STATUS", "TOOL_STATUS", "first_line", "is_count", "json_int", "json_list", "json_object", "json_text", "json_words",
         "mcp_server_config",
         "split_unified_diff", "text_blocks", "text_content", "usage_update",
     ),
@@ -195,6 +196,7 @@ __all__ = [
     "POLICY",
     "SETTINGS_LIMIT",
     "TITLE_LIMIT",
+    "TOOL_STATUS",
     "UNSET",
     "AgentMessageChunk",
     "AgentThoughtChunk",

@@ -4,7 +4,7 @@ A backend's notifications are JSON the provider does not control: a field of the
 counts as absent (`json_text`, `json_words`, `json_list`, `json_object`, `json_int`, `is_count`),
 never raises. The builders make what each runtime shows the same way: text as tool content, the
 texts of a result's content blocks (MCP and Anthropic share the shape), a unified diff's two
-sides, context use against a window, a plan entry's status, ACP MCP servers as a backend's
+sides, context use against a window, a tool's or plan entry's status, ACP MCP servers as a backend's
 configuration. Knows no vendor.
 """
 
@@ -19,9 +19,12 @@ from acp_agent.wire.acp import (
     TextContent,
     ToolCallContent,
     ToolContent,
+    ToolStatus,
     UsageUpdate,
 )
 
+TOOL_STATUS: Final[Mapping[str, ToolStatus]] = {"inProgress": "in_progress", "completed": "completed", "failed": "failed"}
+"""A backend's item status as ACP's tool status; each backend adds its own ways of failing."""
 PlanStatus = Literal["pending", "in_progress", "completed"]
 PLAN_STATUS: Final[Mapping[str, PlanStatus]] = {
     "pending": "pending",
@@ -121,6 +124,7 @@ def mcp_server_config(servers: Sequence[McpServer], entry: McpEntry,
 
 __all__ = [
     "PLAN_STATUS",
+    "TOOL_STATUS",
     "McpEntry",
     "PlanStatus",
     "first_line",

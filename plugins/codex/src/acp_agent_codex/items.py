@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from acp_agent.provider import (
     PLAN_STATUS,
+    TOOL_STATUS,
     AgentMessageChunk,
     AgentThoughtChunk,
     Answer,
@@ -63,12 +64,7 @@ from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]
 _SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash"})
-_STATUS: Final[Mapping[str, ToolStatus]] = {
-    "inProgress": "in_progress",
-    "completed": "completed",
-    "failed": "failed",
-    "declined": "failed",
-}
+_STATUS: Final[Mapping[str, ToolStatus]] = {**TOOL_STATUS, "declined": "failed"}
 COMMAND_OPTIONS: Final = (
     PermissionOption("accept", "Allow", "allow_once"),
     PermissionOption("acceptForSession", "Allow for this session", "allow_always"),

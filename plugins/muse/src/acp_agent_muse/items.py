@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 
 from acp_agent.provider import (
     PLAN_STATUS,
+    TOOL_STATUS,
     UNSET,
     AgentMessageChunk,
     AgentThoughtChunk,
@@ -64,14 +65,7 @@ from acp_agent_muse.classify import classify_terminal
 
 JsonObject = Mapping[str, Any]
 MESSAGE_KINDS: Final = frozenset({"agentMessage", "reasoning"})
-_STATUS: Final[Mapping[str, ToolStatus]] = {
-    "inProgress": "in_progress",
-    "completed": "completed",
-    "failed": "failed",
-    "cancelled": "failed",
-    "rejected": "failed",
-    "timedOut": "failed",
-}
+_STATUS: Final[Mapping[str, ToolStatus]] = {**TOOL_STATUS, "cancelled": "failed", "rejected": "failed", "timedOut": "failed"}
 # Substrings of a tool name → ACP tool kind, first match wins.
 _TOOL_KINDS: Final[tuple[tuple[tuple[str, ...], ToolKind], ...]] = (
     (("shell", "bash", "exec", "command", "terminal", "run"), "execute"),
