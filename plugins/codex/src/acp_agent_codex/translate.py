@@ -29,6 +29,7 @@ from acp_agent.provider import (
     agent_text,
     fold_steps,
     json_int,
+    json_object,
     thought_text,
 )
 from acp_agent_codex import items
@@ -175,14 +176,13 @@ class TurnTranslator(Attempts):
                 if item.get("type") == "commandExecution" and item.get("status") == "inProgress"]
 
     def _finished(self, params: Mapping[str, Any]) -> list[Step]:
-        turn = params.get("turn")
-        status = turn.get("status") if isinstance(turn, Mapping) else None
+        turn = json_object(params.get("turn"))
+        status = turn.get("status")
         if status == "interrupted":
             return [*self._unfinished_terminals(), TurnDone(TurnEnd("cancelled"))]
         if status == "failed":
             if self.failure is None:
-                error = turn.get("error") if isinstance(turn, Mapping) else None
-                fallback = turn_error_observation(error if isinstance(error, Mapping) else {})
+                fallback = turn_error_observation(json_object(turn.get("error")))
                 self.failure = self.classify(params) or fallback
             return [*self._unfinished_terminals(), TurnDone(self.failure)]
         # A command still running at a normal end keeps running in the background (unified exec).

@@ -149,8 +149,7 @@ def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
 
 def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) -> str | None:
     """The host's own words for the failure (`error.message`)."""
-    error = native.get("error")
-    return json_words(error.get("message")) if isinstance(error, Mapping) else None
+    return json_words(json_object(native.get("error")).get("message"))
 
 
 observe_failure: Final = titled_classifier(classify_failure, failure_title)
@@ -201,10 +200,7 @@ def retry_progress(method: str, params: Mapping[str, Any]) -> RetryProgress:
 
 def error_kind(code: int, data: Any) -> str:
     """`error.data.kind` when the host sent one, else the kind MSP assigns the code."""
-    kind = data.get("kind") if isinstance(data, Mapping) else None
-    if isinstance(kind, str) and kind:
-        return kind
-    return _CODE_KINDS.get(code, "hostError")
+    return json_text(json_object(data).get("kind")) or _CODE_KINDS.get(code, "hostError")
 
 
 def is_retryable_error(code: int, data: Any) -> bool:
@@ -212,7 +208,7 @@ def is_retryable_error(code: int, data: Any) -> bool:
     expected = RETRYABLE_CODES.get(code)
     if expected is None:
         return False
-    kind = data.get("kind") if isinstance(data, Mapping) else None
+    kind = json_object(data).get("kind")
     return kind is None or kind == expected
 
 
@@ -221,7 +217,7 @@ def request_error_observation(code: int, message: str, data: Any, phase: str, *,
     """The host answered a request with an error: nothing was admitted, so nothing was submitted."""
     native = error_kind(code, data)
     kind = _REQUEST_ERROR_KINDS.get(native, FailureKind.PROVIDER_ERROR)
-    retryable = data.get("retryable") if isinstance(data, Mapping) else None
+    retryable = json_object(data).get("retryable")
     return FailureObservation(
         kind=kind,
         native_kind=native,

@@ -473,14 +473,10 @@ def session_info(session: JsonObject, fallback_cwd: str | None) -> SessionInfo |
 
 def history_items(result: JsonObject) -> list[JsonObject]:
     """The items a resume/fork/read result serves: inline items, else the snapshot's."""
-    history = result.get("history")
-    if not isinstance(history, Mapping):
-        return []
+    history = json_object(result.get("history"))
     items = history.get("items")
     if not isinstance(items, list):
-        snapshot = history.get("snapshot")
-        state = snapshot.get("state") if isinstance(snapshot, Mapping) else None
-        items = state.get("items") if isinstance(state, Mapping) else None
+        items = json_object(json_object(history.get("snapshot")).get("state")).get("items")
     return [item for item in json_list(items) if isinstance(item, Mapping)]
 
 
