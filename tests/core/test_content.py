@@ -20,6 +20,7 @@ from acp_agent.wire.content import (
     PLAN_STATUS,
     TOOL_STATUS,
     first_line,
+    first_text,
     is_count,
     json_int,
     json_list,
@@ -91,6 +92,8 @@ def test_plan_and_tool_status_and_first_line() -> None:
     assert [TOOL_STATUS.get(s) for s in ("inProgress", "completed", "failed", "declined")] == [
         "in_progress", "completed", "failed", None]  # app-server's and MSP's; each adds its own failures
     assert first_line("\n  ls -la\nmore\n") == "ls -la"
+    tool_input = {"file_path": "", "notebook_path": 3, "path": "/w/a.py"}  # a model's tool input
+    assert (first_text(tool_input, "file_path", "notebook_path", "path"), first_text(tool_input, "x")) == ("/w/a.py", None)
     assert first_line("") == ""
     assert first_line("x" * 200, 10) == "x" * 9 + "…"
 

@@ -50,6 +50,11 @@ def json_words(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def first_text(fields: Mapping[str, Any], *keys: str) -> str | None:
+    """The first of `keys` whose value is a non-empty string (a field of another type is skipped)."""
+    return next((value for key in keys if isinstance(value := fields.get(key), str) and value), None)
+
+
 def json_object(value: Any) -> Mapping[str, Any]:
     """An object field; anything else counts as an empty object."""
     return value if isinstance(value, Mapping) else {}
@@ -128,6 +133,7 @@ __all__ = [
     "McpEntry",
     "PlanStatus",
     "first_line",
+    "first_text",
     "is_count",
     "json_int",
     "json_list",

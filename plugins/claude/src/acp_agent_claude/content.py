@@ -33,6 +33,7 @@ from acp_agent.provider import (
     ToolLocation,
     UsageUpdate,
     agent_text,
+    first_text,
     is_count,
     mcp_server_config,
     prompt_payload,
@@ -80,36 +81,26 @@ def _short(path: str, cwd: str | None) -> str:
     return path
 
 
-def _field(fields: Mapping[str, Any], *keys: str) -> str | None:
-    """The first of `keys` whose value is a non-empty string (a tool's input is the model's: a
-    field of another type is not shown)."""
-    for key in keys:
-        value = fields.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
 def tool_title(name: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> str:
     """What an editor shows for a tool call: the command, the file, the pattern."""
-    path = _field(tool_input, "file_path", "notebook_path", "path")
-    if name == "Bash" and (command := _field(tool_input, "command")):
+    path = first_text(tool_input, "file_path", "notebook_path", "path")
+    if name == "Bash" and (command := first_text(tool_input, "command")):
         return f"`{command}`"
     if name in ("Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead") and path:
         return f"{name} {_short(path, cwd)}"
-    if name in ("Glob", "Grep") and (pattern := _field(tool_input, "pattern")):
+    if name in ("Glob", "Grep") and (pattern := first_text(tool_input, "pattern")):
         return f"{name} {pattern}"
-    if name in ("WebFetch",) and (url := _field(tool_input, "url")):
+    if name in ("WebFetch",) and (url := first_text(tool_input, "url")):
         return f"Fetch {url}"
-    if name == "WebSearch" and (query := _field(tool_input, "query")):
+    if name == "WebSearch" and (query := first_text(tool_input, "query")):
         return f"Search: {query}"
-    if name in ("Task", "Agent") and (description := _field(tool_input, "description")):
+    if name in ("Task", "Agent") and (description := first_text(tool_input, "description")):
         return description
     return name
 
 
 def tool_locations(tool_input: Mapping[str, Any]) -> list[ToolLocation]:
-    path = _field(tool_input, "file_path", "notebook_path")
+    path = first_text(tool_input, "file_path", "notebook_path")
     return [ToolLocation(path)] if path else []
 
 

@@ -48,6 +48,7 @@ from acp_agent.provider import (
     UsageUpdate,
     agent_text,
     first_line,
+    first_text,
     json_int,
     json_list,
     json_object,
@@ -203,13 +204,8 @@ def tool_title(item: JsonObject) -> str:
 
 def tool_locations(item: JsonObject) -> list[ToolLocation]:
     args = parse_args(item.get("args"))
-    if not isinstance(args, Mapping):
-        return []
-    for key in _PATH_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value:
-            return [ToolLocation(value)]
-    return []
+    path = first_text(args, *_PATH_KEYS) if isinstance(args, Mapping) else None
+    return [ToolLocation(path)] if path else []
 
 
 def tool_output(item: JsonObject, streamed: str = "") -> str:
