@@ -30,6 +30,7 @@ from acp_agent.provider import (
     fold_steps,
     json_int,
     json_object,
+    json_text,
     thought_text,
 )
 from acp_agent_codex import items
@@ -158,10 +159,9 @@ class TurnTranslator(Attempts):
             steps.append(Compaction(item_id, "completed"))
         elif kind == "commandExecution":
             update = items.tool_call_update(item)
-            exit_code, output = item.get("exitCode"), item.get("aggregatedOutput")
             if update is not None:
-                steps.append(TerminalExited(item_id, update, json_int(exit_code),
-                                            output=output if isinstance(output, str) else ""))
+                steps.append(TerminalExited(item_id, update, json_int(item.get("exitCode")),
+                                            output=json_text(item.get("aggregatedOutput"))))
         else:
             update = items.tool_call_update(item)
             if update is not None:
