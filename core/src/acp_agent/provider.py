@@ -67,10 +67,10 @@ if TYPE_CHECKING:
         stop_process,
         write_launcher,
     )
-    from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion
+    from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion, question_form
     from acp_agent.backends.rpc_child import RpcChild
-    from acp_agent.backends.turns import BackendTurn, TurnDone
-    from acp_agent.failures.hooks import bound, redact_legacy
+    from acp_agent.backends.turns import Attempts, BackendTurn, TurnDone, fold_steps
+    from acp_agent.failures.hooks import bound, redact_legacy, titled_classifier
     from acp_agent.failures.protocol import (
         POLICY,
         TITLE_LIMIT,
@@ -119,8 +119,25 @@ if TYPE_CHECKING:
         thought_text,
         user_text,
     )
+    from acp_agent.wire.content import (
+        PLAN_STATUS,
+        TOOL_STATUS,
+        first_line,
+        first_text,
+        is_count,
+        json_int,
+        json_list,
+        json_object,
+        json_text,
+        json_words,
+        mcp_server_config,
+        split_unified_diff,
+        text_blocks,
+        text_content,
+        usage_update,
+    )
     from acp_agent.wire.convert import UNSET
-    from acp_agent.wire.prompt import TextStyle, prompt_parts
+    from acp_agent.wire.prompt import TextStyle, prompt_parts, prompt_payload
     from acp_agent.wire.rpc import Connection, ConnectionClosed, LineReader, Methods, PendingRequest, RpcError
 
 NAMES: dict[str, tuple[str, ...]] = {
@@ -144,10 +161,10 @@ NAMES: dict[str, tuple[str, ...]] = {
         "ChildProcess", "EarlyProcess", "adopt_child", "adopted_process", "drain_stderr",
         "kill_process_group", "open_child", "parent_death_argv", "stop_process", "write_launcher",
     ),
-    "acp_agent.backends.questions": ("Answer", "Choice", "Question", "QuestionField", "UrlQuestion",),
+    "acp_agent.backends.questions": ("Answer", "Choice", "Question", "QuestionField", "UrlQuestion", "question_form"),
     "acp_agent.backends.rpc_child": ("RpcChild",),
-    "acp_agent.backends.turns": ("BackendTurn", "TurnDone",),
-    "acp_agent.failures.hooks": ("bound", "redact_legacy",),
+    "acp_agent.backends.turns": ("Attempts", "BackendTurn", "TurnDone", "fold_steps"),
+    "acp_agent.failures.hooks": ("bound", "redact_legacy", "titled_classifier"),
     "acp_agent.failures.protocol": (
         "POLICY", "TITLE_LIMIT", "Category", "FailureKind", "FailureObservation", "Source", "split_title",
     ),
@@ -162,8 +179,13 @@ NAMES: dict[str, tuple[str, ...]] = {
         "ToolCallContent", "ToolCallUpdate", "ToolContent", "ToolDiff", "ToolKind", "ToolLocation",
         "ToolStatus", "UsageUpdate", "UserMessageChunk", "agent_text", "thought_text", "user_text",
     ),
+    "acp_agent.wire.content": (
+        "PLAN_STATUS", "TOOL_STATUS", "first_line", "first_text", "is_count", "json_int", "json_list",
+        "json_object", "json_text", "json_words", "mcp_server_config",
+        "split_unified_diff", "text_blocks", "text_content", "usage_update",
+    ),
     "acp_agent.wire.convert": ("UNSET",),
-    "acp_agent.wire.prompt": ("TextStyle", "prompt_parts",),
+    "acp_agent.wire.prompt": ("TextStyle", "prompt_parts", "prompt_payload"),
     "acp_agent.wire.rpc": (
         "Connection", "ConnectionClosed", "LineReader", "Methods", "PendingRequest", "RpcError",
     ),
@@ -174,14 +196,17 @@ _HOME = {name: module for module, names in NAMES.items() for name in names}
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
+    "PLAN_STATUS",
     "POLICY",
     "SETTINGS_LIMIT",
     "TITLE_LIMIT",
+    "TOOL_STATUS",
     "UNSET",
     "AgentMessageChunk",
     "AgentThoughtChunk",
     "Answer",
     "AttemptBoundary",
+    "Attempts",
     "AuthConfirmed",
     "AvailableCommand",
     "AvailableCommandInput",
@@ -277,21 +302,38 @@ __all__ = [
     "bound",
     "drain_stderr",
     "executable_problem",
+    "first_line",
+    "first_text",
+    "fold_steps",
     "hookimpl",
     "idle_release_s",
+    "is_count",
+    "json_int",
+    "json_list",
+    "json_object",
+    "json_text",
+    "json_words",
     "kill_process_group",
+    "mcp_server_config",
     "now_iso",
     "open_child",
     "parent_death_argv",
     "program_unavailable",
     "prompt_parts",
+    "prompt_payload",
+    "question_form",
     "read_regular_file",
     "redact_legacy",
     "regular_file_stat",
     "split_title",
+    "split_unified_diff",
     "stop_in_background",
     "stop_process",
+    "text_blocks",
+    "text_content",
     "thought_text",
+    "titled_classifier",
+    "usage_update",
     "user_text",
     "write_launcher",
 ]

@@ -8,7 +8,7 @@ turn was cancelled); the provider turns decline and cancel into its backend's re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from attrs import field
@@ -68,3 +68,26 @@ class Answer:
 
 
 CANCELLED = Answer("cancel")
+
+
+def question_form(entries: Any, message: str,
+                  multiple: Callable[[Mapping[str, Any]], bool] = lambda entry: False) -> Question:
+    """A backend's list of questions (`{id, question, header, options: [{label, description}]}`,
+    the shape Codex's and Muse's both take) as one form; an entry without an id is left out.
+    One question is asked in its own words, several under `message`."""
+    fields = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str) or not entry["id"]:
+            continue
+        options = entry.get("options")
+        choices = tuple(Choice(option["label"], _text(option.get("description")) or None)
+                        for option in (options if isinstance(options, list) else [])
+                        if isinstance(option, Mapping) and _text(option.get("label")))
+        fields.append(QuestionField(entry["id"], _text(entry.get("question")), _text(entry.get("header")),
+                                    choices, multiple(entry)))
+    single = fields[0].question if len(fields) == 1 else ""
+    return Question(single or message, tuple(fields))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""

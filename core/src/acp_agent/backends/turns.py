@@ -22,7 +22,7 @@ import anyio
 from attrs import define, field, frozen
 
 from acp_agent.backends.contract import TurnChannel, TurnFailed
-from acp_agent.backends.events import TurnEnd
+from acp_agent.backends.events import AttemptBoundary, TurnEnd
 from acp_agent.backends.phases import Phase, PhaseClock
 from acp_agent.failures.protocol import FailureObservation
 from acp_agent.sessions.queue import TurnQueue
@@ -38,6 +38,9 @@ class TurnDone:
     end: TurnEnd | FailureObservation
 
 
+Notification = tuple[str, Mapping[str, Any]]
+
+
 class Translator(Protocol):
     """Folds a turn's notifications, in order, into steps: events, failures and a `TurnDone`."""
 
@@ -45,9 +48,35 @@ class Translator(Protocol):
              params: Mapping[str, Any]) -> Iterable[Event | FailureObservation | TurnDone]: ...
 
 
+def fold_steps(translator: Translator, messages: Iterable[Notification]) -> list[Event | FailureObservation | TurnEnd]:
+    """A turn's notifications (in wire order) folded into the steps a runtime carries out, up to
+    the turn's end (`TurnDone`'s end, last): what tests fold over captured traffic."""
+    steps: list[Event | FailureObservation | TurnEnd] = []
+    for method, params in messages:
+        for step in translator.feed(method, params):
+            if isinstance(step, TurnDone):
+                steps.append(step.end)
+                return steps
+            steps.append(step)
+    return steps
+
+
+@define
+class Attempts:
+    """A translator's retry state: after a retry notice (`retrying`), the model's next output
+    opens a new attempt (`progress` hands out one `AttemptBoundary`, once)."""
+
+    retrying: bool = field(default=False, kw_only=True)
+
+    def progress(self) -> list[Event | FailureObservation | TurnDone]:
+        if not self.retrying:
+            return []
+        self.retrying = False
+        return [AttemptBoundary()]
+
+
 Entry = TypeVar("Entry")
 T = TypeVar("T", bound=Translator)
-Notification = tuple[str, Mapping[str, Any]]
 Take = Callable[[Entry], Awaitable[Notification | None]]
 """The provider's hook for each queued entry: the notification for the translator, or None when
 it handled the entry itself (a barrier, an approval, another turn's notification)."""
@@ -106,4 +135,4 @@ class BackendTurn(Generic[Entry, T]):
         return end
 
 
-__all__ = ["BackendTurn", "Take", "Translator", "TurnDone"]
+__all__ = ["Attempts", "BackendTurn", "Take", "Translator", "TurnDone", "fold_steps"]

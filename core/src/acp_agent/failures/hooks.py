@@ -92,8 +92,24 @@ def bound(hooks: FailureHooks, provider: str) -> Callable[[Mapping[str, Any]], F
     return lambda native: hooks.classify_failure(provider, native)
 
 
-def redact_legacy(failure: HistoryFailure, redact: Callable[[str], str]) -> HistoryFailure:
-    """A recognised history failure with the text a legacy client sees in its place redacted.
+Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
+
+
+def titled_classifier(classify: Classifier, title: Callable[[Mapping[str, Any]], str | None]) -> Classifier:
+    """A provider's built-in answer alone, classified then titled (as `classify_failure` would
+    with no other plugin): what a translator run without the hooks classifies with."""
+
+    def observe(native: Mapping[str, Any]) -> FailureObservation | None:
+        observation = classify(native)
+        return None if observation is None else attrs.evolve(observation, title=title(native))
+
+    return observe
+
+
+def redact_legacy(failure: HistoryFailure, redact: Callable[[str], str], *,
+                  active: bool | None = None) -> HistoryFailure:
+    """A recognised history failure with the text a legacy client sees in its place redacted
+    (and, given `active`, marked active or not).
 
     A history hook answers with the stored text as it is; the runtime that replays it redacts.
     """
@@ -102,4 +118,4 @@ def redact_legacy(failure: HistoryFailure, redact: Callable[[str], str]) -> Hist
     updates = tuple(agent_text(redact(update.content.text))
                     if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent) else update
                     for update in failure.legacy_updates)
-    return attrs.evolve(failure, legacy_updates=updates)
+    return attrs.evolve(failure, legacy_updates=updates, active=failure.active if active is None else active)

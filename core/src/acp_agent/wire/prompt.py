@@ -8,8 +8,8 @@ each provider maps the parts this returns to its backend's own input shape.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from acp_agent.wire.acp import (
     AudioContent,
@@ -60,6 +60,14 @@ def prompt_parts(prompt: Sequence[ContentBlock], style: TextStyle) -> list[Promp
             elif style.binary_links:
                 parts.append(markdown_link(os.path.basename(resource.uri) or resource.uri, resource.uri))
     return parts
+
+
+def prompt_payload(prompt: Sequence[ContentBlock], style: TextStyle, text: Callable[[str], dict[str, Any]],
+                   image: Callable[[ImageContent], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The prompt in a backend's input shape: each text part as `text(part)`, each image as
+    `image(part)`; audio, which no built-in backend takes, is left out."""
+    return [text(part) if isinstance(part, str) else image(part)
+            for part in prompt_parts(prompt, style) if not isinstance(part, AudioContent)]
 
 
 def context_text(uri: str, text: str) -> str:

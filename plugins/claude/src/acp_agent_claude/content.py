@@ -18,7 +18,6 @@ from acp_agent.provider import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
-    ImageContent,
     McpServer,
     McpServerStdio,
     Plan,
@@ -34,7 +33,11 @@ from acp_agent.provider import (
     ToolLocation,
     UsageUpdate,
     agent_text,
-    prompt_parts,
+    first_text,
+    is_count,
+    mcp_server_config,
+    prompt_payload,
+    text_blocks,
     thought_text,
 )
 
@@ -78,36 +81,26 @@ def _short(path: str, cwd: str | None) -> str:
     return path
 
 
-def _field(fields: Mapping[str, Any], *keys: str) -> str | None:
-    """The first of `keys` whose value is a non-empty string (a tool's input is the model's: a
-    field of another type is not shown)."""
-    for key in keys:
-        value = fields.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
 def tool_title(name: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> str:
     """What an editor shows for a tool call: the command, the file, the pattern."""
-    path = _field(tool_input, "file_path", "notebook_path", "path")
-    if name == "Bash" and (command := _field(tool_input, "command")):
+    path = first_text(tool_input, "file_path", "notebook_path", "path")
+    if name == "Bash" and (command := first_text(tool_input, "command")):
         return f"`{command}`"
     if name in ("Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead") and path:
         return f"{name} {_short(path, cwd)}"
-    if name in ("Glob", "Grep") and (pattern := _field(tool_input, "pattern")):
+    if name in ("Glob", "Grep") and (pattern := first_text(tool_input, "pattern")):
         return f"{name} {pattern}"
-    if name in ("WebFetch",) and (url := _field(tool_input, "url")):
+    if name in ("WebFetch",) and (url := first_text(tool_input, "url")):
         return f"Fetch {url}"
-    if name == "WebSearch" and (query := _field(tool_input, "query")):
+    if name == "WebSearch" and (query := first_text(tool_input, "query")):
         return f"Search: {query}"
-    if name in ("Task", "Agent") and (description := _field(tool_input, "description")):
+    if name in ("Task", "Agent") and (description := first_text(tool_input, "description")):
         return description
     return name
 
 
 def tool_locations(tool_input: Mapping[str, Any]) -> list[ToolLocation]:
-    path = _field(tool_input, "file_path", "notebook_path")
+    path = first_text(tool_input, "file_path", "notebook_path")
     return [ToolLocation(path)] if path else []
 
 
@@ -167,12 +160,7 @@ def plan_from_todos(tool_input: Mapping[str, Any]) -> Plan | None:
 
 
 def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(part["text"] for part in content if isinstance(part, dict)
-                         and part.get("type") == "text" and isinstance(part.get("text"), str))
-    return ""
+    return content if isinstance(content, str) else "\n".join(text_blocks(content))
 
 
 def _shell_streams(tool_use_result: Any) -> str:
@@ -226,7 +214,7 @@ def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any]
 
 def _tokens(value: Any) -> int:
     """A token count as the CLI reports it; anything but a whole number >= 0 counts as none."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    return value if is_count(value) else 0
 
 
 TEXT_STYLE = TextStyle(links="paths", mention_embedded=True, binary_links=False)
@@ -235,29 +223,20 @@ TEXT_STYLE = TextStyle(links="paths", mention_embedded=True, binary_links=False)
 
 def prompt_blocks(prompt: Sequence[ContentBlock]) -> list[dict[str, Any]]:
     """ACP prompt content as Anthropic message content blocks for the CLI's stream-json input."""
-    blocks: list[dict[str, Any]] = []
-    for part in prompt_parts(prompt, TEXT_STYLE):
-        if isinstance(part, str):
-            blocks.append({"type": "text", "text": part})
-        elif isinstance(part, ImageContent):
-            blocks.append({"type": "image", "source": {"type": "base64", "media_type": part.mime_type,
-                                                       "data": part.data}})
-    return blocks
+    return prompt_payload(prompt, TEXT_STYLE, lambda text: {"type": "text", "text": text}, lambda image: {
+        "type": "image", "source": {"type": "base64", "media_type": image.mime_type, "data": image.data}})
 
 
 def mcp_servers(servers: Sequence[McpServer]) -> dict[str, dict[str, Any]]:
     """ACP `mcpServers` (stdio, http, sse) as the CLI's MCP configuration, keyed by server name."""
-    configs: dict[str, dict[str, Any]] = {}
-    for server in servers:
+
+    def entry(server: McpServer, pairs: dict[str, str]) -> dict[str, Any]:
         if isinstance(server, McpServerStdio):
-            env = {pair.name: pair.value for pair in server.env}
-            configs[server.name] = {"type": "stdio", "command": server.command, "args": list(server.args),
-                                    **({"env": env} if env else {})}
-        else:
-            headers = {pair.name: pair.value for pair in server.headers}
-            configs[server.name] = {"type": server.type, "url": server.url,
-                                    **({"headers": headers} if headers else {})}
-    return configs
+            return {"type": "stdio", "command": server.command, "args": list(server.args),
+                    **({"env": pairs} if pairs else {})}
+        return {"type": server.type, "url": server.url, **({"headers": pairs} if pairs else {})}
+
+    return mcp_server_config(servers, entry)
 
 
 def shell_output(content: Any, is_error: bool | None, tool_use_result: Any = None) -> str:

@@ -22,8 +22,12 @@ from acp_agent.provider import (
     Notice,
     RetryProgress,
     Source,
+    json_int,
+    json_object,
+    json_words,
     program_unavailable,
     split_title,
+    titled_classifier,
 )
 
 TRANSPORT_LOST_TITLE: Final = "The connection to Codex was lost."
@@ -68,14 +72,8 @@ def error_info_variant(info: Any) -> str:
 
 def http_status(info: Any) -> int | None:
     """The upstream HTTP status an object variant carries, if any."""
-    if not isinstance(info, Mapping):
-        return None
-    for value in info.values():
-        if isinstance(value, Mapping):
-            code = value.get("httpStatusCode")
-            if isinstance(code, int) and not isinstance(code, bool):
-                return code
-    return None
+    codes = (json_int(json_object(value).get("httpStatusCode")) for value in json_object(info).values())
+    return next((code for code in codes if code is not None), None)
 
 
 def classify_error_info(info: Any) -> FailureKind:
@@ -94,9 +92,7 @@ def classify_error_info(info: Any) -> FailureKind:
 
 def error_title(params: Mapping[str, Any]) -> str | None:
     """The vendor's own text of an `error` notification (`error.message`), verbatim, or None."""
-    error = params.get("error")
-    message = error.get("message") if isinstance(error, Mapping) else None
-    return message if isinstance(message, str) and message.strip() else None
+    return json_words(json_object(params.get("error")).get("message"))
 
 
 def turn_error_observation(error: Mapping[str, Any]) -> FailureObservation:
@@ -108,12 +104,11 @@ def turn_error_observation(error: Mapping[str, Any]) -> FailureObservation:
     info = error.get("codexErrorInfo")
     kind = classify_error_info(info)
     variant = error_info_variant(info)
-    message = error.get("message")
     source: Source = "host" if variant in _HOST_VARIANTS else "provider"
     return FailureObservation(
         kind=kind,
         native_kind=variant,
-        title=message if isinstance(message, str) and message.strip() else None,
+        title=json_words(error.get("message")),
         source=source,
         outcome="failed",
         execution="possiblySubmitted",
@@ -125,8 +120,7 @@ def turn_error_observation(error: Mapping[str, Any]) -> FailureObservation:
 
 def classify_error(params: Mapping[str, Any]) -> RetryProgress | FailureObservation:
     """An `error` notification: retry progress while `willRetry`, else the turn's failure."""
-    error = params.get("error")
-    error = error if isinstance(error, Mapping) else {}
+    error = json_object(params.get("error"))
     if params.get("willRetry") is True:
         kind = classify_error_info(error.get("codexErrorInfo"))
         return RetryProgress(error_title(params) or POLICY[kind].fallback_title, kind)
@@ -144,8 +138,7 @@ def _failed_error(native: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return error if isinstance(error, Mapping) else ({} if turn.get("status") == "failed" else None)
     if "error" not in native or native.get("willRetry") is True:
         return None
-    error = native.get("error")
-    return error if isinstance(error, Mapping) else {}
+    return json_object(native.get("error"))
 
 
 def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
@@ -157,15 +150,11 @@ def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
 
 def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) -> str | None:
     """Codex's own words for the failure (`error.message`), verbatim."""
-    error = _failed_error(native)
-    message = error.get("message") if error is not None else None
-    return message if isinstance(message, str) and message.strip() else None
+    return json_words(json_object(_failed_error(native)).get("message"))
 
 
-def observe_failure(native: Mapping[str, Any]) -> FailureObservation | None:
-    """The built-in answer alone (classified, then titled), for a translator run without plugins."""
-    observation = classify_failure(native)
-    return None if observation is None else attrs.evolve(observation, title=failure_title(native))
+observe_failure: Final = titled_classifier(classify_failure, failure_title)
+"""The built-in answer alone (classified, then titled), for a translator run without plugins."""
 
 
 # --- observations the adapter makes itself ----------------------------------------------------------
@@ -220,7 +209,6 @@ def rpc_error_observation(code: int, message: str, phase: str) -> FailureObserva
 
 def _summary_title(summary: str, details: str | None) -> tuple[str, str | None]:
     """"summary — details" when it fits a title; else the summary as title and details apart."""
-    details = details if details and details.strip() else None
     if details is not None:
         joined = f"{summary} — {details}"
         if len(joined) <= TITLE_LIMIT:
@@ -238,17 +226,16 @@ def notice_for(method: str, params: Mapping[str, Any]) -> Notice | None:
     they never saw deprecation notices and still do not.
     """
     if method == "warning":
-        message = params.get("message")
-        if not isinstance(message, str) or not message.strip():
+        message = json_words(params.get("message"))
+        if message is None:
             return None
         title, details = split_title(message)
         return Notice(title, details, legacy_text=f"Warning: {message}\n\n")
     if method in ("configWarning", "deprecationNotice"):
-        summary = params.get("summary")
-        if not isinstance(summary, str) or not summary.strip():
+        summary = json_words(params.get("summary"))
+        if summary is None:
             return None
-        raw_details = params.get("details")
-        details = raw_details if isinstance(raw_details, str) and raw_details.strip() else None
+        details = json_words(params.get("details"))
         title, extra = _summary_title(summary, details)
         legacy: str | None = None
         if method == "configWarning":

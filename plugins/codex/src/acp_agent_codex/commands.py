@@ -17,16 +17,13 @@ from attrs import frozen
 from acp_agent.provider import (
     AvailableCommand,
     AvailableCommandInput,
-    ConnectionClosed,
     ContentBlock,
     Phase,
     PhaseClock,
-    RpcError,
     TextContent,
-    TurnFailed,
 )
 from acp_agent_codex import modes, settings
-from acp_agent_codex.classify import rpc_error_observation, transport_lost
+from acp_agent_codex.threads import call_in
 
 if TYPE_CHECKING:
     from acp_agent_codex.appserver import AppServer
@@ -143,13 +140,8 @@ async def answer(clock: PhaseClock, server: AppServer, thread: ThreadState, mode
         return problem
     if command.name == "mcp":
         async with clock.phase(Phase.READING, label="mcpServerStatus/list"):
-            try:
-                result = await server.call("mcpServerStatus/list", {"threadId": thread.codex_id,
-                                                                    "detail": "toolsAndAuthOnly"})
-            except ConnectionClosed:
-                raise TurnFailed(transport_lost(Phase.READING.value, submitted=False)) from None
-            except RpcError as exc:
-                raise TurnFailed(rpc_error_observation(exc.code, exc.message, Phase.READING.value)) from None
+            result = await call_in(server, "mcpServerStatus/list", {"threadId": thread.codex_id,
+                                                                   "detail": "toolsAndAuthOnly"}, Phase.READING)
         data = result.get("data") if isinstance(result, Mapping) else None
         return mcp_text([entry for entry in data or [] if isinstance(entry, Mapping)])
     choices = thread.choices

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeGuard
-
-import attrs
+from typing import Any, Final
 
 from acp_agent.provider import (
+    PLAN_STATUS,
+    TOOL_STATUS,
+    AgentMessageChunk,
+    AgentThoughtChunk,
     Answer,
-    Choice,
     Compaction,
     ContentBlock,
     Event,
@@ -28,7 +29,6 @@ from acp_agent.provider import (
     Plan,
     PlanEntry,
     Question,
-    QuestionField,
     SessionTitle,
     TerminalExited,
     TerminalStarted,
@@ -46,28 +46,25 @@ from acp_agent.provider import (
     UsageUpdate,
     UserMessageChunk,
     agent_text,
-    prompt_parts,
+    json_int,
+    json_list,
+    json_object,
+    json_text,
+    prompt_payload,
+    question_form,
     redact_legacy,
+    split_unified_diff,
+    text_blocks,
+    text_content,
     thought_text,
+    usage_update,
     user_text,
 )
 from acp_agent_codex.classify import turn_error_observation
 
 JsonObject = Mapping[str, Any]
 _SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash"})
-_STATUS: Final[Mapping[str, ToolStatus]] = {
-    "inProgress": "in_progress",
-    "completed": "completed",
-    "failed": "failed",
-    "declined": "failed",
-}
-PlanStatus = Literal["pending", "in_progress", "completed"]
-_PLAN_STATUS: Final[Mapping[str, PlanStatus]] = {
-    "pending": "pending",
-    "inProgress": "in_progress",
-    "in_progress": "in_progress",
-    "completed": "completed",
-}
+_STATUS: Final[Mapping[str, ToolStatus]] = {**TOOL_STATUS, "declined": "failed"}
 COMMAND_OPTIONS: Final = (
     PermissionOption("accept", "Allow", "allow_once"),
     PermissionOption("acceptForSession", "Allow for this session", "allow_always"),
@@ -76,18 +73,16 @@ COMMAND_OPTIONS: Final = (
 FILE_CHANGE_OPTIONS: Final = COMMAND_OPTIONS
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+MESSAGE_KINDS: Final = frozenset({"agentMessage", "reasoning"})
 
 
-def _list(value: Any) -> list[Any]:
-    """A list field as app-server sent it; anything else (a number, an object) counts as empty."""
-    return value if isinstance(value, list) else []
-
-
-# --- chunks ---------------------------------------------------------------------------------------
-
-
+def message_chunk(item: JsonObject) -> AgentMessageChunk | AgentThoughtChunk | None:
+    """A finished `agentMessage` as agent text, a `reasoning` item's summary as a thought (None:
+    it says nothing)."""
+    if item.get("type") == "agentMessage":
+        return agent_text(item["text"]) if json_text(item.get("text")) else None
+    summary = [part for part in json_list(item.get("summary")) if isinstance(part, str) and part]
+    return thought_text("\n\n".join(summary)) if summary else None
 
 
 # --- tool calls -------------------------------------------------------------------------------------
@@ -95,7 +90,7 @@ def _list(value: Any) -> list[Any]:
 
 def command_title(item: JsonObject) -> str:
     """The command as the user would type it: `/bin/bash -lc 'x'` shows as `x`."""
-    command = _text(item.get("command"))
+    command = json_text(item.get("command"))
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -107,25 +102,7 @@ def command_title(item: JsonObject) -> str:
 
 def _change_kind(change: JsonObject) -> str:
     kind = change.get("kind")
-    return _text(kind.get("type")) if isinstance(kind, Mapping) else "update"
-
-
-def split_unified_diff(diff: str) -> tuple[str, str]:
-    """The old and new text a unified diff's hunks show (context lines belong to both)."""
-    old: list[str] = []
-    new: list[str] = []
-    for line in diff.splitlines(keepends=True):
-        if line.startswith(("--- ", "+++ ", "@@", "\\")):
-            continue
-        if line.startswith("-"):
-            old.append(line[1:])
-        elif line.startswith("+"):
-            new.append(line[1:])
-        else:
-            body = line[1:] if line.startswith(" ") else line
-            old.append(body)
-            new.append(body)
-    return "".join(old), "".join(new)
+    return json_text(kind.get("type")) if isinstance(kind, Mapping) else "update"
 
 
 def file_diffs(changes: Sequence[Any]) -> list[ToolCallContent]:
@@ -134,22 +111,22 @@ def file_diffs(changes: Sequence[Any]) -> list[ToolCallContent]:
     for change in changes:
         if not isinstance(change, Mapping):
             continue
-        path = _text(change.get("path"))
-        diff = _text(change.get("diff"))
+        path = json_text(change.get("path"))
+        diff = json_text(change.get("diff"))
         kind = _change_kind(change)
         if kind == "add":
             diffs.append(ToolDiff(path=path, new_text=diff, old_text=None))
         elif kind == "delete":
             diffs.append(ToolDiff(path=path, new_text="", old_text=diff))
         else:
-            moved = change.get("kind", {}).get("move_path") if isinstance(change.get("kind"), Mapping) else None
             old, new = split_unified_diff(diff)
-            diffs.append(ToolDiff(path=_text(moved) or path, new_text=new, old_text=old))
+            moved = json_text(json_object(change.get("kind")).get("move_path"))
+            diffs.append(ToolDiff(path=moved or path, new_text=new, old_text=old))
     return diffs
 
 
 def _file_change_title(changes: Sequence[Any]) -> str:
-    paths = [(_change_kind(c), _text(c.get("path"))) for c in changes if isinstance(c, Mapping)]
+    paths = [(_change_kind(c), json_text(c.get("path"))) for c in changes if isinstance(c, Mapping)]
     if len(paths) == 1:
         verb = {"add": "Add", "delete": "Delete"}.get(paths[0][0], "Edit")
         return f"{verb} {paths[0][1]}"
@@ -157,41 +134,29 @@ def _file_change_title(changes: Sequence[Any]) -> str:
 
 
 def _locations(changes: Sequence[Any]) -> list[ToolLocation]:
-    return [ToolLocation(path=_text(c.get("path"))) for c in changes if isinstance(c, Mapping) and c.get("path")]
+    return [ToolLocation(path=json_text(c.get("path"))) for c in changes if isinstance(c, Mapping) and c.get("path")]
 
 
 def _mcp_content(item: JsonObject) -> list[ToolCallContent]:
-    content: list[ToolCallContent] = []
-    result = item.get("result")
-    if isinstance(result, Mapping):
-        for block in _list(result.get("content")):
-            if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                content.append(ToolContent(TextContent(block["text"])))
-    error = item.get("error")
-    if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-        content.append(ToolContent(TextContent(error["message"])))
-    return content
+    result, error = item.get("result"), item.get("error")
+    texts = text_blocks(result.get("content")) if isinstance(result, Mapping) else []
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return [ToolContent(TextContent(text)) for text in [*texts, *([message] if isinstance(message, str) else [])]]
 
 
 def _web_search_title(item: JsonObject) -> str:
-    query = _text(item.get("query"))
+    query = json_text(item.get("query"))
     action = item.get("action")
     if not query and isinstance(action, Mapping):
-        query = _text(action.get("query")) or _text(action.get("url"))
+        query = json_text(action.get("query")) or json_text(action.get("url"))
     return f"Web search: {query}" if query else "Web search"
-
-
-def _output_content(output: str) -> list[ToolCallContent]:
-    return [ToolContent(TextContent(output))] if output else []
 
 
 def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
     """An item as an ACP tool call: its start, or (`final`) its finished state for history replay."""
     kind_name = item.get("type")
-    item_id = _text(item.get("id"))
-    status: ToolStatus = _STATUS.get(_text(item.get("status")), "completed" if final else "in_progress")
-    if not final and status != "in_progress":
-        status = "in_progress"
+    item_id = json_text(item.get("id"))
+    status: ToolStatus = _STATUS.get(json_text(item.get("status")), "completed") if final else "in_progress"
     title: str
     kind: ToolKind
     content: list[ToolCallContent] = []
@@ -201,27 +166,27 @@ def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
         title, kind = command_title(item), "execute"
         raw_input = {"command": item.get("command"), "cwd": item.get("cwd")}
         if final:
-            content = _output_content(_text(item.get("aggregatedOutput")))
+            content = text_content(json_text(item.get("aggregatedOutput")))
     elif kind_name == "fileChange":
-        changes = _list(item.get("changes"))
+        changes = json_list(item.get("changes"))
         title, kind = _file_change_title(changes), "edit"
         content, locations = file_diffs(changes), _locations(changes)
         raw_input = {"changes": [{"path": c.get("path"), "kind": _change_kind(c)} for c in changes
                                  if isinstance(c, Mapping)]}
     elif kind_name == "mcpToolCall":
-        title, kind = f"{_text(item.get('server'))}: {_text(item.get('tool'))}", "other"
+        title, kind = f"{json_text(item.get('server'))}: {json_text(item.get('tool'))}", "other"
         raw_input = item.get("arguments")
         if final:
             content = _mcp_content(item)
     elif kind_name == "webSearch":
         title, kind = _web_search_title(item), "fetch"
         raw_input = {"query": item.get("query")}
-        status = "completed" if final else "in_progress"
+        status = "completed" if final else status
     elif kind_name == "imageView":
-        path = _text(item.get("path"))
+        path = json_text(item.get("path"))
         title, kind, locations = f"View image {path}", "read", [ToolLocation(path=path)]
         raw_input = {"path": path}
-        status = "completed" if final else "in_progress"
+        status = "completed" if final else status
     else:
         return None
     return ToolCall(tool_call_id=item_id, title=title, kind=kind, status=status, content=content,
@@ -231,14 +196,14 @@ def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
 def tool_call_update(item: JsonObject) -> ToolCallUpdate | None:
     """A completed item as the update that finishes its tool call."""
     kind_name = item.get("type")
-    item_id = _text(item.get("id"))
-    status: ToolStatus = _STATUS.get(_text(item.get("status")), "completed")
+    item_id = json_text(item.get("id"))
+    status: ToolStatus = _STATUS.get(json_text(item.get("status")), "completed")
     if kind_name == "commandExecution":
-        output = _text(item.get("aggregatedOutput"))
-        return ToolCallUpdate(tool_call_id=item_id, status=status, content=_output_content(output),
+        output = json_text(item.get("aggregatedOutput"))
+        return ToolCallUpdate(tool_call_id=item_id, status=status, content=text_content(output),
                               raw_output={"exitCode": item.get("exitCode"), "output": output})
     if kind_name == "fileChange":
-        return ToolCallUpdate(tool_call_id=item_id, status=status, content=file_diffs(_list(item.get("changes"))))
+        return ToolCallUpdate(tool_call_id=item_id, status=status, content=file_diffs(json_list(item.get("changes"))))
     if kind_name == "mcpToolCall":
         return ToolCallUpdate(tool_call_id=item_id, status=status, content=_mcp_content(item),
                               raw_output=item.get("result"))
@@ -249,25 +214,20 @@ def tool_call_update(item: JsonObject) -> ToolCallUpdate | None:
 
 def command_output(item_id: str, output: str) -> ToolCallUpdate:
     """Streamed command output so far (ACP replaces a tool call's content with each update)."""
-    return ToolCallUpdate(tool_call_id=item_id, content=_output_content(output))
-
-
-def exit_code(value: Any) -> int | None:
-    """A command's exit code as app-server sent it (None: not a whole number)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return ToolCallUpdate(tool_call_id=item_id, content=text_content(output))
 
 
 def replayed_command(item: JsonObject) -> list[Event]:
-    """A stored command: one finished tool call for clients without terminals (as before), a
-    terminal with its output and exit code for the others."""
+    """A stored command: one finished tool call for clients without terminals, a terminal with
+    its output and exit code for the others."""
     call = tool_call(item, final=True)
     if call is None:
         return []
     update = tool_call_update(item) or ToolCallUpdate(tool_call_id=call.tool_call_id)
     code = item.get("exitCode")
-    return [TerminalStarted(call, _text(item.get("cwd")) or None),
-            TerminalExited(call.tool_call_id, update, exit_code(code),
-                           output=_text(item.get("aggregatedOutput")), legacy=False)]
+    return [TerminalStarted(call, json_text(item.get("cwd")) or None),
+            TerminalExited(call.tool_call_id, update, json_int(code),
+                           output=json_text(item.get("aggregatedOutput")), legacy=False)]
 
 
 def session_title(params: JsonObject) -> SessionTitle:
@@ -281,9 +241,9 @@ def session_title(params: JsonObject) -> SessionTitle:
 
 def plan(params: JsonObject) -> Plan:
     entries = []
-    for step in _list(params.get("plan")):
+    for step in json_list(params.get("plan")):
         if isinstance(step, Mapping) and isinstance(step.get("step"), str):
-            status = _PLAN_STATUS.get(_text(step.get("status")), "pending")
+            status = PLAN_STATUS.get(json_text(step.get("status")), "pending")
             entries.append(PlanEntry(content=step["step"], status=status))
     return Plan(entries=entries)
 
@@ -293,17 +253,9 @@ def usage(params: JsonObject) -> UsageUpdate | None:
     token_usage = params.get("tokenUsage")
     if not isinstance(token_usage, Mapping):
         return None
-    window = token_usage.get("modelContextWindow")
     last = token_usage.get("last")
-    used = last.get("totalTokens") if isinstance(last, Mapping) else None
-    if not _count(window) or not _count(used) or window <= 0:
-        return None
-    return UsageUpdate(used=used, size=window)
-
-
-def _count(value: Any) -> TypeGuard[int]:
-    """A token count: a whole number >= 0 (not a bool, which JSON keeps apart)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return usage_update(last.get("totalTokens") if isinstance(last, Mapping) else None,
+                        token_usage.get("modelContextWindow"))
 
 
 # --- approvals -------------------------------------------------------------------------------------------
@@ -312,7 +264,7 @@ def _count(value: Any) -> TypeGuard[int]:
 def approval_request(method: str, params: JsonObject, item: JsonObject | None
                      ) -> tuple[ToolCallUpdate, Sequence[PermissionOption]]:
     """An app-server approval request as the tool call and options to ask the client about."""
-    item_id = _text(params.get("itemId"))
+    item_id = json_text(params.get("itemId"))
     reason = params.get("reason")
     if method == "item/commandExecution/requestApproval":
         command = {"command": params.get("command"), "cwd": params.get("cwd")}
@@ -320,7 +272,7 @@ def approval_request(method: str, params: JsonObject, item: JsonObject | None
         raw: dict[str, Any] = {**command, "reason": reason}
         return ToolCallUpdate(tool_call_id=item_id, title=title, kind="execute", status="pending",
                               raw_input=raw), COMMAND_OPTIONS
-    changes = _list((item or {}).get("changes"))
+    changes = json_list((item or {}).get("changes"))
     return ToolCallUpdate(tool_call_id=item_id, title=_file_change_title(changes), kind="edit", status="pending",
                           content=file_diffs(changes), locations=_locations(changes),
                           raw_input={"reason": reason}), FILE_CHANGE_OPTIONS
@@ -334,15 +286,7 @@ QUESTION_REQUESTS: Final = ("item/tool/requestUserInput", "mcpServer/elicitation
 
 def user_input_question(params: JsonObject) -> Question:
     """`item/tool/requestUserInput` (the model's request_user_input tool) as a form."""
-    fields = []
-    for entry in _list(params.get("questions")):
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
-            continue
-        choices = tuple(Choice(_text(o.get("label")), _text(o.get("description")) or None)
-                        for o in _list(entry.get("options")) if isinstance(o, Mapping) and _text(o.get("label")))
-        fields.append(QuestionField(entry["id"], _text(entry.get("question")), _text(entry.get("header")), choices))
-    message = fields[0].question if len(fields) == 1 and fields[0].question else USER_INPUT_MESSAGE
-    return Question(message, tuple(fields))
+    return question_form(params.get("questions"), USER_INPUT_MESSAGE)
 
 
 def user_input_result(answer: Answer) -> dict[str, Any]:
@@ -356,11 +300,11 @@ def elicitation_question(params: JsonObject, tool_call_id: str | None = None) ->
     """`mcpServer/elicitation/request`: an MCP server's form (its schema handed on as it is) or URL,
     asked on the server's running tool call (`tool_call_id`) when there is one; None for a mode
     ACP cannot carry (OpenAI's own forms)."""
-    message = _text(params.get("message"))
+    message = json_text(params.get("message"))
     mode = params.get("mode")
-    if mode == "url" and _text(params.get("url")):
-        return UrlQuestion(message, _text(params.get("url")), _text(params.get("elicitationId")) or _text(params.get("url")),
-                           tool_call_id=tool_call_id)
+    if mode == "url" and json_text(params.get("url")):
+        url = json_text(params.get("url"))
+        return UrlQuestion(message, url, json_text(params.get("elicitationId")) or url, tool_call_id=tool_call_id)
     if mode == "form":
         schema = params.get("requestedSchema")
         return Question(message, schema=schema if isinstance(schema, Mapping) else None, tool_call_id=tool_call_id)
@@ -392,17 +336,16 @@ def mcp_approval_request(params: JsonObject, item_id: str, item: JsonObject | No
                          ) -> tuple[ToolCallUpdate, list[PermissionOption]]:
     """An MCP tool approval as the tool call and options to ask about: Allow, the remembered
     allowances codex offers (`_meta.persist`), Cancel."""
-    meta = params.get("_meta")
-    meta = meta if isinstance(meta, Mapping) else {}
+    meta = json_object(params.get("_meta"))
     persist = meta.get("persist")
-    offered = {persist} if isinstance(persist, str) else {part for part in _list(persist) if isinstance(part, str)}
+    offered = {persist} if isinstance(persist, str) else {part for part in json_list(persist) if isinstance(part, str)}
     options = [PermissionOption(MCP_ALLOW, "Allow", "allow_once")]
     if "session" in offered:
         options.append(PermissionOption(MCP_ALLOW_SESSION, "Allow for this session", "allow_always"))
     if "always" in offered:
         options.append(PermissionOption(MCP_ALLOW_ALWAYS, "Always allow", "allow_always"))
     options.append(PermissionOption(MCP_CANCEL, "Cancel", "reject_once"))
-    title = f"{_text(item.get('server'))}: {_text(item.get('tool'))}" if item else _text(params.get("message"))
+    title = f"{json_text(item.get('server'))}: {json_text(item.get('tool'))}" if item else json_text(params.get("message"))
     arguments = item.get("arguments") if item else meta.get("tool_params")
     return ToolCallUpdate(tool_call_id=item_id, title=title, kind="other", status="pending",
                           raw_input=arguments), options
@@ -428,13 +371,8 @@ def elicitation_result(answer: Answer) -> dict[str, Any]:
 
 def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
     """ACP prompt blocks as app-server `UserInput`s (resources are quoted as text, like codex-acp)."""
-    inputs: list[dict[str, Any]] = []
-    for part in prompt_parts(blocks, TextStyle()):
-        if isinstance(part, str):
-            inputs.append({"type": "text", "text": part, "text_elements": []})
-        elif isinstance(part, ImageContent):
-            inputs.append({"type": "image", "url": f"data:{part.mime_type};base64,{part.data}"})
-    return inputs
+    return prompt_payload(blocks, TextStyle(), lambda text: {"type": "text", "text": text, "text_elements": []},
+                          lambda image: {"type": "image", "url": f"data:{image.mime_type};base64,{image.data}"})
 
 
 # --- history ---------------------------------------------------------------------------------------------
@@ -442,13 +380,13 @@ def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
 
 def _user_chunks(item: JsonObject) -> list[Event]:
     chunks: list[Event] = []
-    for content in _list(item.get("content")):
+    for content in json_list(item.get("content")):
         if not isinstance(content, Mapping):
             continue
         if content.get("type") == "text" and isinstance(content.get("text"), str):
             chunks.append(user_text(content["text"]))
-        elif content.get("type") == "image" and _text(content.get("url")).startswith("data:"):
-            header, _, data = _text(content.get("url"))[5:].partition(",")
+        elif content.get("type") == "image" and json_text(content.get("url")).startswith("data:"):
+            header, _, data = json_text(content.get("url"))[5:].partition(",")
             chunks.append(UserMessageChunk(ImageContent(data=data, mime_type=header.split(";")[0])))
     return chunks
 
@@ -462,8 +400,8 @@ def recognise_turn(turn: Mapping[str, Any], user_message_id: str | None) -> Hist
         return None
     observation = turn_error_observation(error)
     legacy = (agent_text(observation.title),) if observation.title else ()
-    return HistoryFailure(observation, message_id=_text(turn.get("id")),
-                          user_message_id=_text(turn.get("id")) or user_message_id, legacy_updates=legacy)
+    return HistoryFailure(observation, message_id=json_text(turn.get("id")),
+                          user_message_id=json_text(turn.get("id")) or user_message_id, legacy_updates=legacy)
 
 
 Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
@@ -483,21 +421,18 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
         if not isinstance(turn, Mapping):
             continue
         user_message_id: str | None = None
-        for item in _list(turn.get("items")):
+        for item in json_list(turn.get("items")):
             if not isinstance(item, Mapping):
                 continue
             kind = item.get("type")
             if kind == "userMessage":
-                user_message_id = user_message_id or _text(item.get("id")) or None
+                user_message_id = user_message_id or json_text(item.get("id")) or None
                 events.extend(_user_chunks(item))
-            elif kind == "agentMessage" and _text(item.get("text")):
-                events.append(agent_text(item["text"]))
-            elif kind == "reasoning":
-                summary = [part for part in _list(item.get("summary")) if isinstance(part, str) and part]
-                if summary:
-                    events.append(thought_text("\n\n".join(summary)))
+            elif kind in MESSAGE_KINDS:
+                chunk = message_chunk(item)
+                events.extend([chunk] if chunk is not None else [])
             elif kind == "contextCompaction":
-                events.append(Compaction(_text(item.get("id")) or f"{_text(turn.get('id'))}:compaction",
+                events.append(Compaction(json_text(item.get("id")) or f"{json_text(turn.get('id'))}:compaction",
                                          "completed"))
             elif kind == "commandExecution":
                 events.extend(replayed_command(item))
@@ -507,5 +442,5 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
                     events.append(call)
         failure = recogniser(turn, user_message_id)
         if failure is not None:
-            events.append(attrs.evolve(redact_legacy(failure, redact), active=last and index == len(turns) - 1))
+            events.append(redact_legacy(failure, redact, active=last and index == len(turns) - 1))
     return events

@@ -28,6 +28,7 @@ from acp_agent.provider import (
     SessionInfo,
     SessionListing,
     SessionNotFound,
+    mcp_server_config,
 )
 from acp_agent_codex import settings
 from acp_agent_codex.appserver import AppServer
@@ -104,18 +105,13 @@ class ThreadState:
 
 def mcp_config(servers: Sequence[McpServer]) -> dict[str, Any]:
     """ACP `mcpServers` as app-server config overrides (`mcp_servers.<name>`, added to the user's own)."""
-    config: dict[str, Any] = {}
-    for server in servers:
+
+    def entry(server: McpServer, pairs: dict[str, str]) -> dict[str, Any]:
         if isinstance(server, McpServerStdio):
-            entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
-            if server.env:
-                entry["env"] = {pair.name: pair.value for pair in server.env}
-        else:
-            entry = {"url": server.url}
-            if server.headers:
-                entry["http_headers"] = {pair.name: pair.value for pair in server.headers}
-        config[f"mcp_servers.{server.name}"] = entry
-    return config
+            return {"command": server.command, "args": list(server.args), **({"env": pairs} if pairs else {})}
+        return {"url": server.url, **({"http_headers": pairs} if pairs else {})}
+
+    return mcp_server_config(servers, entry, lambda name: f"mcp_servers.{name}")
 
 
 def session_info(thread: Mapping[str, Any]) -> SessionInfo | None:

@@ -14,7 +14,7 @@ from typing import Any
 from attrs import define, field
 
 from acp_agent.provider import (
-    AttemptBoundary,
+    Attempts,
     AuthConfirmed,
     Compaction,
     Event,
@@ -27,6 +27,10 @@ from acp_agent.provider import (
     TurnDone,
     TurnEnd,
     agent_text,
+    fold_steps,
+    json_int,
+    json_object,
+    json_text,
     thought_text,
 )
 from acp_agent_codex import items
@@ -57,7 +61,7 @@ Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
 
 
 @define
-class TurnTranslator:
+class TurnTranslator(Attempts):
     """State of one turn: retry incidents, items seen (for approvals), streamed output.
 
     A failure (an `error` notification that ends the turn, a failed `turn/completed`) is classified
@@ -65,19 +69,11 @@ class TurnTranslator:
     """
 
     classify: Classifier = observe_failure
-    retrying: bool = False
     failure: FailureObservation | None = None
     items: dict[str, Mapping[str, Any]] = field(factory=dict)
     streamed: set[str] = field(factory=set)
     outputs: dict[str, str] = field(factory=dict)
     compaction_shown: bool = False
-
-    def _progress(self) -> list[Step]:
-        """Model progress after a retry confirms a new attempt: the retry incident is over."""
-        if not self.retrying:
-            return []
-        self.retrying = False
-        return [AttemptBoundary()]
 
     def feed(self, method: str, params: Mapping[str, Any]) -> list[Step]:
         if method == "error":
@@ -95,11 +91,11 @@ class TurnTranslator:
                 return []
             self.streamed.add(str(params.get("itemId")))
             chunk = agent_text(delta) if method == "item/agentMessage/delta" else thought_text(delta)
-            return [*self._progress(), chunk]
+            return [*self.progress(), chunk]
         if method == "item/reasoning/summaryPartAdded":
             self.streamed.add(str(params.get("itemId")))
             index = params.get("summaryIndex")
-            return [*self._progress(), thought_text("\n\n")] if isinstance(index, int) and index > 0 else []
+            return [*self.progress(), thought_text("\n\n")] if isinstance(index, int) and index > 0 else []
         if method == "item/started":
             return self._started(params.get("item"))
         if method == "item/completed":
@@ -111,7 +107,7 @@ class TurnTranslator:
             self.outputs[item_id] = self.outputs.get(item_id, "") + delta
             return [TerminalOutput(item_id, delta, legacy=items.command_output(item_id, self.outputs[item_id]))]
         if method == "turn/plan/updated":
-            return [*self._progress(), items.plan(params)]
+            return [*self.progress(), items.plan(params)]
         if method == "thread/tokenUsage/updated":
             update = items.usage(params)
             return [update] if update is not None else []
@@ -138,12 +134,12 @@ class TurnTranslator:
             return []
         if kind == "contextCompaction":
             self.compaction_shown = True
-            return [*self._progress(), Compaction(item["id"], "in_progress")]
+            return [*self.progress(), Compaction(item["id"], "in_progress")]
         call = items.tool_call(item)
         if call is not None and kind == "commandExecution":
             cwd = item.get("cwd")
-            return [*self._progress(), TerminalStarted(call, cwd if isinstance(cwd, str) else None)]
-        return [*self._progress(), *([call] if call is not None else [])]
+            return [*self.progress(), TerminalStarted(call, cwd if isinstance(cwd, str) else None)]
+        return [*self.progress(), *([call] if call is not None else [])]
 
     def _completed(self, item: Any) -> list[Step]:
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
@@ -153,25 +149,19 @@ class TurnTranslator:
         kind = item.get("type")
         if kind == "userMessage":
             return []
-        steps = self._progress()
-        if kind == "agentMessage":
-            text = item.get("text")
-            if item_id not in self.streamed and isinstance(text, str) and text:
-                steps.append(agent_text(text))
-        elif kind == "reasoning":
-            parts = item.get("summary")
-            summary = [part for part in parts if isinstance(part, str) and part] if isinstance(parts, list) else []
-            if item_id not in self.streamed and summary:
-                steps.append(thought_text("\n\n".join(summary)))
+        steps = self.progress()
+        if kind in items.MESSAGE_KINDS:
+            chunk = items.message_chunk(item)
+            if item_id not in self.streamed and chunk is not None:
+                steps.append(chunk)
         elif kind == "contextCompaction":
             self.compaction_shown = True
             steps.append(Compaction(item_id, "completed"))
         elif kind == "commandExecution":
             update = items.tool_call_update(item)
-            exit_code, output = item.get("exitCode"), item.get("aggregatedOutput")
             if update is not None:
-                steps.append(TerminalExited(item_id, update, items.exit_code(exit_code),
-                                            output=output if isinstance(output, str) else ""))
+                steps.append(TerminalExited(item_id, update, json_int(item.get("exitCode")),
+                                            output=json_text(item.get("aggregatedOutput"))))
         else:
             update = items.tool_call_update(item)
             if update is not None:
@@ -186,14 +176,13 @@ class TurnTranslator:
                 if item.get("type") == "commandExecution" and item.get("status") == "inProgress"]
 
     def _finished(self, params: Mapping[str, Any]) -> list[Step]:
-        turn = params.get("turn")
-        status = turn.get("status") if isinstance(turn, Mapping) else None
+        turn = json_object(params.get("turn"))
+        status = turn.get("status")
         if status == "interrupted":
             return [*self._unfinished_terminals(), TurnDone(TurnEnd("cancelled"))]
         if status == "failed":
             if self.failure is None:
-                error = turn.get("error") if isinstance(turn, Mapping) else None
-                fallback = turn_error_observation(error if isinstance(error, Mapping) else {})
+                fallback = turn_error_observation(json_object(turn.get("error")))
                 self.failure = self.classify(params) or fallback
             return [*self._unfinished_terminals(), TurnDone(self.failure)]
         # A command still running at a normal end keeps running in the background (unified exec).
@@ -202,12 +191,4 @@ class TurnTranslator:
 
 def fold_turn(messages: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Event | FailureObservation | TurnEnd]:
     """Fold one turn's notifications (in wire order) into the steps the runtime would carry out."""
-    translator = TurnTranslator()
-    steps: list[Event | FailureObservation | TurnEnd] = []
-    for method, params in messages:
-        for step in translator.feed(method, params):
-            if isinstance(step, TurnDone):
-                steps.append(step.end)
-                return steps
-            steps.append(step)
-    return steps
+    return fold_steps(TurnTranslator(), messages)

@@ -14,7 +14,20 @@ from typing import Any, Final
 
 import attrs
 
-from acp_agent.provider import FailureKind, FailureObservation, RetryProgress, Source, TurnEnd, program_unavailable
+from acp_agent.provider import (
+    FailureKind,
+    FailureObservation,
+    RetryProgress,
+    Source,
+    TurnEnd,
+    is_count,
+    json_int,
+    json_object,
+    json_text,
+    json_words,
+    program_unavailable,
+    titled_classifier,
+)
 
 HOST_TITLE: Final = "Muse Code"
 
@@ -75,10 +88,6 @@ _RETRY_ERROR_KINDS: Final[Mapping[str, FailureKind]] = {
 }
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
-
-
 def source_of(native_kind: str) -> Source:
     """spec/004: model and auth errors come from the provider, host death from the transport."""
     if native_kind in PROVIDER_SOURCED:
@@ -93,14 +102,14 @@ def source_of(native_kind: str) -> Source:
 
 def turn_error_observation(error: Mapping[str, Any] | None, *, terminal: str = "failed") -> FailureObservation:
     """A failed turn's settled `TurnError` as an observation: acknowledged, then failed at the host."""
-    error = error if isinstance(error, Mapping) else {}
-    native = _text(error.get("kind")) or (terminal if terminal != "failed" else "unknown")
+    error = json_object(error)
+    native = json_words(error.get("kind")) or (terminal if terminal != "failed" else "unknown")
     kind = TURN_ERROR_KINDS.get(native, FailureKind.PROVIDER_ERROR)
     retryable = error.get("retryable")
     return FailureObservation(
         kind=kind,
         native_kind=native,
-        title=_text(error.get("message")),
+        title=json_words(error.get("message")),
         source=source_of(native),
         outcome="failed",
         execution="possiblySubmitted",
@@ -140,36 +149,28 @@ def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
 
 def failure_title(native: Mapping[str, Any], kind: FailureKind | None = None) -> str | None:
     """The host's own words for the failure (`error.message`)."""
-    error = native.get("error")
-    return _text(error.get("message")) if isinstance(error, Mapping) else None
+    return json_words(json_object(native.get("error")).get("message"))
 
 
-def observe_failure(native: Mapping[str, Any]) -> FailureObservation | None:
-    """The built-in answer alone (classified, then titled), for a translator run without plugins."""
-    observation = classify_failure(native)
-    return None if observation is None else attrs.evolve(observation, title=failure_title(native))
+observe_failure: Final = titled_classifier(classify_failure, failure_title)
+"""The built-in answer alone (classified, then titled), for a translator run without plugins."""
 
 
 # --- retries -----------------------------------------------------------------------------------------
 
 
 def _retry_kind(params: Mapping[str, Any]) -> FailureKind:
-    status = params.get("httpStatus")
-    if isinstance(status, int) and not isinstance(status, bool) and status in _RETRY_HTTP:
-        return _RETRY_HTTP[status]
-    kind = params.get("errorKind")
-    if isinstance(kind, str) and kind in _RETRY_ERROR_KINDS:
-        return _RETRY_ERROR_KINDS[kind]
-    return FailureKind.PROVIDER_ERROR
+    status = json_int(params.get("httpStatus"))
+    by_status = _RETRY_HTTP.get(status) if status is not None else None
+    return by_status or _RETRY_ERROR_KINDS.get(json_text(params.get("errorKind")), FailureKind.PROVIDER_ERROR)
 
 
 def _attempt_text(params: Mapping[str, Any]) -> str:
     attempt, limit = params.get("nextAttempt"), params.get("maxAttempts")
     delay = params.get("retryDelayMs")
     parts = []
-    if isinstance(delay, int) and not isinstance(delay, bool) and delay >= 0:
-        seconds = delay / 1000
-        parts.append(f"retrying in {seconds:g}s")
+    if is_count(delay):
+        parts.append(f"retrying in {delay / 1000:g}s")
     if isinstance(attempt, int) and isinstance(limit, int) and not isinstance(attempt, bool):
         parts.append(f"attempt {attempt}/{limit}")
     return " · ".join(parts)
@@ -182,14 +183,14 @@ def retry_progress(method: str, params: Mapping[str, Any]) -> RetryProgress:
     title is built from its counters, the way Muse's own clients word the row.
     """
     kind = _retry_kind(params)
-    reason = _text(params.get("reason")) if method == "turn/retryScheduled" else None
+    reason = json_words(params.get("reason")) if method == "turn/retryScheduled" else None
     progress = _attempt_text(params)
     if reason is not None:
         title = f"{reason} ({progress})" if progress and progress not in reason else reason
     else:
-        system = _text(params.get("system")) or "The model"
-        status = params.get("httpStatus")
-        cause = f" (HTTP {status})" if isinstance(status, int) and not isinstance(status, bool) else ""
+        system = json_words(params.get("system")) or "The model"
+        status = json_int(params.get("httpStatus"))
+        cause = f" (HTTP {status})" if status is not None else ""
         title = f"{system} is unavailable{cause}; " + (progress or "retrying") + "."
     return RetryProgress(title, kind)
 
@@ -199,10 +200,7 @@ def retry_progress(method: str, params: Mapping[str, Any]) -> RetryProgress:
 
 def error_kind(code: int, data: Any) -> str:
     """`error.data.kind` when the host sent one, else the kind MSP assigns the code."""
-    kind = data.get("kind") if isinstance(data, Mapping) else None
-    if isinstance(kind, str) and kind:
-        return kind
-    return _CODE_KINDS.get(code, "hostError")
+    return json_text(json_object(data).get("kind")) or _CODE_KINDS.get(code, "hostError")
 
 
 def is_retryable_error(code: int, data: Any) -> bool:
@@ -210,7 +208,7 @@ def is_retryable_error(code: int, data: Any) -> bool:
     expected = RETRYABLE_CODES.get(code)
     if expected is None:
         return False
-    kind = data.get("kind") if isinstance(data, Mapping) else None
+    kind = json_object(data).get("kind")
     return kind is None or kind == expected
 
 
@@ -219,11 +217,11 @@ def request_error_observation(code: int, message: str, data: Any, phase: str, *,
     """The host answered a request with an error: nothing was admitted, so nothing was submitted."""
     native = error_kind(code, data)
     kind = _REQUEST_ERROR_KINDS.get(native, FailureKind.PROVIDER_ERROR)
-    retryable = data.get("retryable") if isinstance(data, Mapping) else None
+    retryable = json_object(data).get("retryable")
     return FailureObservation(
         kind=kind,
         native_kind=native,
-        title=_text(message),
+        title=json_words(message),
         source="host",
         outcome="failed",
         execution="notSubmitted",
@@ -237,41 +235,29 @@ def host_lost(phase: str, *, submitted: bool, mutation: bool = False) -> Failure
     """The host died or its stdout closed.
 
     Mid-turn this is `terminalUnknown`: the turn may have run, so the outcome is unknown. Before
-    submission (start-up, reads) nothing ran: the outcome is a plain failure.
+    submission (start-up, reads) nothing ran: the outcome is a plain failure, unless a fork
+    (`mutation`) was asked for: a branch may have been made.
     """
+    lost = f"The connection to {HOST_TITLE} was lost"
     if submitted:
-        return FailureObservation(
-            kind=FailureKind.TRANSPORT_LOST,
-            native_kind="terminalUnknown" if phase == "running" else "transportError",
-            title=f"The connection to {HOST_TITLE} was lost; the turn's outcome is unknown.",
-            source="transport",
-            outcome="unknown",
-            execution="possiblySubmitted",
-            phase=phase,
-            recovery_hint="Reload and inspect the session before deciding to submit again.",
-        )
-    if mutation:
-        return FailureObservation(
-            kind=FailureKind.TRANSPORT_LOST,
-            native_kind="transportError",
-            title=(f"The connection to {HOST_TITLE} was lost after the fork was requested; "
-                   "no model turn was submitted, but a branch may have been created."),
-            source="transport",
-            outcome="unknown",
-            execution="notSubmitted",
-            phase=phase,
-            mutation_possibly_applied=True,
-            recovery_hint="Inspect session/list before retrying the fork.",
-        )
+        native = "terminalUnknown" if phase == "running" else "transportError"
+        title, hint = f"{lost}; the turn's outcome is unknown.", "Reload and inspect the session before deciding to submit again."
+    elif mutation:
+        native, hint = "transportError", "Inspect session/list before retrying the fork."
+        title = f"{lost} after the fork was requested; no model turn was submitted, but a branch may have been created."
+    else:
+        native, hint = "transportError", "Check that `muse serve` can start here, then try again."
+        title = f"{lost} before the operation finished."
     return FailureObservation(
         kind=FailureKind.TRANSPORT_LOST,
-        native_kind="transportError",
-        title=f"The connection to {HOST_TITLE} was lost before the operation finished.",
+        native_kind=native,
+        title=title,
         source="transport",
-        outcome="failed",
-        execution="notSubmitted",
+        outcome="unknown" if submitted or mutation else "failed",
+        execution="possiblySubmitted" if submitted else "notSubmitted",
         phase=phase,
-        recovery_hint="Check that `muse serve` can start here, then try again.",
+        mutation_possibly_applied=mutation and not submitted,
+        recovery_hint=hint,
     )
 
 

@@ -13,22 +13,20 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeGuard
-
-import attrs
+from typing import Any, Final, Literal
 
 from acp_agent.provider import (
+    PLAN_STATUS,
+    TOOL_STATUS,
     UNSET,
     AgentMessageChunk,
     AgentThoughtChunk,
     Answer,
-    Choice,
     Compaction,
     ContentBlock,
     Event,
     FailureObservation,
     HistoryFailure,
-    ImageContent,
     McpServer,
     McpServerHttp,
     McpServerStdio,
@@ -37,45 +35,38 @@ from acp_agent.provider import (
     Plan,
     PlanEntry,
     Question,
-    QuestionField,
     SessionInfo,
     SessionTitle,
     TerminalExited,
     TerminalStarted,
-    TextContent,
     TextStyle,
     ToolCall,
-    ToolCallContent,
     ToolCallUpdate,
-    ToolContent,
     ToolKind,
     ToolLocation,
     ToolStatus,
     UsageUpdate,
     agent_text,
-    prompt_parts,
+    first_line,
+    first_text,
+    json_int,
+    json_list,
+    json_object,
+    json_text,
+    mcp_server_config,
+    prompt_payload,
+    question_form,
     redact_legacy,
+    text_content,
     thought_text,
+    usage_update,
     user_text,
 )
 from acp_agent_muse.classify import classify_terminal
 
 JsonObject = Mapping[str, Any]
 MESSAGE_KINDS: Final = frozenset({"agentMessage", "reasoning"})
-_STATUS: Final[Mapping[str, ToolStatus]] = {
-    "inProgress": "in_progress",
-    "completed": "completed",
-    "failed": "failed",
-    "cancelled": "failed",
-    "rejected": "failed",
-    "timedOut": "failed",
-}
-PlanStatus = Literal["pending", "in_progress", "completed"]
-_PLAN_STATUS: Final[Mapping[str, PlanStatus]] = {
-    "pending": "pending",
-    "inProgress": "in_progress",
-    "completed": "completed",
-}
+_STATUS: Final[Mapping[str, ToolStatus]] = {**TOOL_STATUS, "cancelled": "failed", "rejected": "failed", "timedOut": "failed"}
 # Substrings of a tool name → ACP tool kind, first match wins.
 _TOOL_KINDS: Final[tuple[tuple[tuple[str, ...], ToolKind], ...]] = (
     (("shell", "bash", "exec", "command", "terminal", "run"), "execute"),
@@ -87,6 +78,9 @@ _TOOL_KINDS: Final[tuple[tuple[tuple[str, ...], ToolKind], ...]] = (
     (("fetch", "web", "http", "url", "browse"), "fetch"),
     (("think", "plan", "todo"), "think"),
 )
+_ITEM_KINDS: Final[Mapping[str, ToolKind]] = {
+    "userShell": "execute", "webSearch": "fetch", "subagent": "think", "reasoning": "think",
+}
 _SUBJECT_KINDS: Final[Mapping[str, ToolKind]] = {
     "shell": "execute",
     "command": "execute",
@@ -122,36 +116,17 @@ _ALLOW: Final = frozenset({"approved", "approvedForSession", "approvedPolicyAmen
 _REJECT: Final = frozenset({"denied", "deniedPolicyAmendment", "abort"})
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _list(value: Any) -> list[Any]:
-    """A list field as the host sent it; anything else (a number, an object) counts as empty."""
-    return value if isinstance(value, list) else []
-
-
 def kind_of(item: JsonObject) -> str:
     """An item's `kind` ("" when it is not a string: never hashed or shown as it is)."""
-    return _text(item.get("kind"))
-
-
-def _first_line(text: str, limit: int = 160) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-# --- chunks --------------------------------------------------------------------------------------------
-
-
+    return json_text(item.get("kind"))
 
 
 def message_text(item: JsonObject) -> str:
     """An agent message's text, or a reasoning item's text (its summary when it has no text)."""
-    text = _text(item.get("text"))
+    text = json_text(item.get("text"))
     if text or item.get("kind") != "reasoning":
         return text
-    summary = [part for part in _list(item.get("summary")) if isinstance(part, str) and part]
+    summary = [part for part in json_list(item.get("summary")) if isinstance(part, str) and part]
     return "\n\n".join(summary)
 
 
@@ -181,21 +156,13 @@ def tool_kind(name: str) -> ToolKind:
 
 
 def item_tool_kind(item: JsonObject) -> ToolKind:
-    kind = item.get("kind")
-    if kind == "userShell":
-        return "execute"
-    if kind == "webSearch":
-        return "fetch"
-    if kind in ("subagent", "reasoning"):
-        return "think"
-    if kind == "toolCall":
-        return tool_kind(_text(item.get("tool")))
-    return "other"
+    kind = kind_of(item)
+    return tool_kind(json_text(item.get("tool"))) if kind == "toolCall" else _ITEM_KINDS.get(kind, "other")
 
 
 def tool_status(item: JsonObject) -> ToolStatus:
     """MSP item status → ACP tool status; an unknown value is terminal, rendered as completed."""
-    status = _text(item.get("status"))
+    status = json_text(item.get("status"))
     return _STATUS.get(status, "completed" if status else "in_progress")
 
 
@@ -215,95 +182,68 @@ def _args_summary(args: Any) -> str:
 def tool_title(item: JsonObject) -> str:
     """The host's own words (`displayLabel` by status, `commandText`, `label`), else the tool and its target."""
     label = item.get("displayLabel")
-    status = _text(item.get("status"))
+    status = json_text(item.get("status"))
     if isinstance(label, Mapping):
         form = "active" if status == "inProgress" else "done" if status else "neutral"
         for key in (form, "neutral", "done", "active"):
-            if _text(label.get(key)):
-                return _text(label.get(key))
+            if json_text(label.get(key)):
+                return json_text(label.get(key))
     for key in ("commandText", "label", "displayText", "objective"):
-        if _text(item.get(key)).strip():
-            return _first_line(_text(item[key]))
-    tool = _text(item.get("tool"))
+        if json_text(item.get(key)).strip():
+            return first_line(json_text(item[key]))
+    tool = json_text(item.get("tool"))
     if tool:
         target = _args_summary(parse_args(item.get("args")))
-        return f"{tool}: {_first_line(target)}" if target else tool
-    kind = _text(item.get("kind"))
+        return f"{tool}: {first_line(target)}" if target else tool
+    kind = json_text(item.get("kind"))
     summary = item.get("summary")
     if isinstance(summary, list) and summary and isinstance(summary[0], str) and summary[0].strip():
-        return _first_line(summary[0])
+        return first_line(summary[0])
     return _GENERIC_TITLES.get(kind, kind or "Tool call")
 
 
 def tool_locations(item: JsonObject) -> list[ToolLocation]:
     args = parse_args(item.get("args"))
-    if not isinstance(args, Mapping):
-        return []
-    for key in _PATH_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value:
-            return [ToolLocation(value)]
-    return []
+    path = first_text(args, *_PATH_KEYS) if isinstance(args, Mapping) else None
+    return [ToolLocation(path)] if path else []
 
 
 def tool_output(item: JsonObject, streamed: str = "") -> str:
-    output = _text(item.get("visibleOutput")) or streamed
+    output = json_text(item.get("visibleOutput")) or streamed
     if item.get("truncated") is True and output:
         output += "\n…"
-    reason = _text(item.get("failureReason"))
+    reason = json_text(item.get("failureReason"))
     if reason and reason not in output:
         output = f"{output}\n{reason}" if output else reason
     return output
 
 
-def _content(text: str) -> list[ToolCallContent]:
-    return [ToolContent(TextContent(text))] if text else []
-
-
 def _raw_input(item: JsonObject) -> Any:
     if item.get("kind") == "userShell":
-        return {"command": _text(item.get("commandText"))}
+        return {"command": json_text(item.get("commandText"))}
     args = parse_args(item.get("args"))
-    return args if args is not None else None
+    return UNSET if args is None else args
 
 
 def _raw_output(item: JsonObject) -> Any:
-    output: dict[str, Any] = {}
-    for key in ("exitCode", "exitSignal", "failureKind", "durationMs", "truncated"):
-        if key in item:
-            output[key] = item[key]
-    return output or None
+    """A finished item's facts (exit code, signal, ...), UNSET while it runs or has none."""
+    keys = ("exitCode", "exitSignal", "failureKind", "durationMs", "truncated")
+    output = {key: item[key] for key in keys if key in item} if tool_status(item) != "in_progress" else {}
+    return output or UNSET
 
 
 def tool_call(item: JsonObject, streamed: str = "") -> ToolCall:
     """A tool-like item as the ACP tool call that introduces it."""
-    raw = _raw_input(item)
-    status = tool_status(item)
-    raw_output = _raw_output(item) if status != "in_progress" else None
-    return ToolCall(
-        tool_call_id=_text(item.get("itemId")),
-        title=tool_title(item),
-        kind=item_tool_kind(item),
-        status=status,
-        content=_content(tool_output(item, streamed)),
-        locations=tool_locations(item),
-        raw_input=raw if raw is not None else UNSET,
-        raw_output=raw_output if raw_output else UNSET,
-    )
+    return ToolCall(tool_call_id=json_text(item.get("itemId")), title=tool_title(item), kind=item_tool_kind(item),
+                    status=tool_status(item), content=text_content(tool_output(item, streamed)),
+                    locations=tool_locations(item), raw_input=_raw_input(item), raw_output=_raw_output(item))
 
 
 def tool_call_update(item: JsonObject, streamed: str = "") -> ToolCallUpdate:
     """A later revision of a tool-like item: title, status and output as they are now."""
-    status = tool_status(item)
-    output = tool_output(item, streamed)
-    raw_output = _raw_output(item) if status != "in_progress" else None
-    return ToolCallUpdate(
-        tool_call_id=_text(item.get("itemId")),
-        title=tool_title(item),
-        status=status,
-        content=_content(output) if output else UNSET,
-        raw_output=raw_output if raw_output else UNSET,
-    )
+    return ToolCallUpdate(tool_call_id=json_text(item.get("itemId")), title=tool_title(item),
+                          status=tool_status(item), content=text_content(tool_output(item, streamed)) or UNSET,
+                          raw_output=_raw_output(item))
 
 
 def is_terminal(item: JsonObject) -> bool:
@@ -313,8 +253,7 @@ def is_terminal(item: JsonObject) -> bool:
 
 
 def exit_code(item: JsonObject) -> int | None:
-    code = item.get("exitCode")
-    return code if isinstance(code, int) and not isinstance(code, bool) else None
+    return json_int(item.get("exitCode"))
 
 
 _COMPACTION_STATUS: Final[Mapping[str, Literal["completed", "failed"]]] = {
@@ -324,20 +263,18 @@ _COMPACTION_STATUS: Final[Mapping[str, Literal["completed", "failed"]]] = {
 
 def compaction(item: JsonObject) -> Compaction:
     """A `compaction` item: running until the host settles its `outcome`."""
-    outcome = _text(item.get("outcome"))
+    outcome = json_text(item.get("outcome"))
     done = item.get("status") not in ("inProgress", None) or bool(outcome)
     status = _COMPACTION_STATUS.get(outcome, "completed") if done else "in_progress"
-    tokens = {key: value for key in ("tokensBefore", "tokensAfter")
-              if isinstance(value := item.get(key), int) and not isinstance(value, bool)}
-    error = _text(item.get("failureReason")) or _text(item.get("message")) if status == "failed" else ""
-    return Compaction(_text(item.get("itemId")), status, trigger=_text(item.get("trigger")) or None,
-                      tokens_before=tokens.get("tokensBefore"), tokens_after=tokens.get("tokensAfter"),
+    error = json_text(item.get("failureReason")) or json_text(item.get("message")) if status == "failed" else ""
+    return Compaction(json_text(item.get("itemId")), status, trigger=json_text(item.get("trigger")) or None,
+                      tokens_before=json_int(item.get("tokensBefore")), tokens_after=json_int(item.get("tokensAfter")),
                       error=error or None)
 
 
 def session_title(params: JsonObject) -> SessionTitle:
     """`session/nameChanged`: the session's name (first naming or a rename) as its title."""
-    return SessionTitle(_text(params.get("name")) or None)
+    return SessionTitle(json_text(params.get("name")) or None)
 
 
 USER_INPUT_MESSAGE: Final = "Muse Code needs your input to continue."
@@ -345,18 +282,8 @@ USER_INPUT_MESSAGE: Final = "Muse Code needs your input to continue."
 
 def user_input_question(params: JsonObject) -> Question:
     """A `userInput` prompt's questions as a form (one field per question)."""
-    fields = []
-    for entry in _list(params.get("questions")):
-        if not isinstance(entry, Mapping) or not _text(entry.get("id")):
-            continue
-        choices = tuple(Choice(_text(o.get("label")), _text(o.get("description")) or None)
-                        for o in _list(entry.get("options")) if isinstance(o, Mapping) and _text(o.get("label")))
-        selection = entry.get("selection")
-        multiple = isinstance(selection, Mapping) and selection.get("mode") == "multiple"
-        fields.append(QuestionField(_text(entry["id"]), _text(entry.get("question")), _text(entry.get("header")),
-                                    choices, multiple))
-    message = fields[0].question if len(fields) == 1 and fields[0].question else USER_INPUT_MESSAGE
-    return Question(message, tuple(fields))
+    return question_form(params.get("questions"), USER_INPUT_MESSAGE, lambda entry: isinstance(
+        selection := entry.get("selection"), Mapping) and selection.get("mode") == "multiple")
 
 
 def user_input_answers(question: Question, answer: Answer) -> list[dict[str, Any]] | None:
@@ -380,7 +307,7 @@ def user_input_answers(question: Question, answer: Answer) -> list[dict[str, Any
 
 def tool_output_update(item_id: str, output: str) -> ToolCallUpdate:
     """Streamed output of a running tool so far."""
-    return ToolCallUpdate(tool_call_id=item_id, content=_content(output))
+    return ToolCallUpdate(tool_call_id=item_id, content=text_content(output))
 
 
 # --- plans and usage ---------------------------------------------------------------------------------------
@@ -389,11 +316,11 @@ def tool_output_update(item_id: str, output: str) -> ToolCallUpdate:
 def plan(params: JsonObject) -> Plan:
     """`session/todoListChanged`: the whole list, replaced; cancelled entries are dropped."""
     entries: list[PlanEntry] = []
-    for todo in _list(params.get("items")):
+    for todo in json_list(params.get("items")):
         if not isinstance(todo, Mapping):
             continue
-        status = _PLAN_STATUS.get(_text(todo.get("status")))
-        text = _text(todo.get("text")).strip()
+        status = PLAN_STATUS.get(json_text(todo.get("status")))
+        text = json_text(todo.get("text")).strip()
         if status is None or not text:
             continue
         entries.append(PlanEntry(content=text, status=status))
@@ -402,15 +329,7 @@ def plan(params: JsonObject) -> Plan:
 
 def usage(params: JsonObject) -> UsageUpdate | None:
     """`session/contextUsage`: the context window's occupancy (only when the window size is known)."""
-    used, window = params.get("usedTokens"), params.get("windowTokens")
-    if _count(used) and _count(window) and window > 0:
-        return UsageUpdate(used=used, size=window)
-    return None
-
-
-def _count(value: Any) -> TypeGuard[int]:
-    """A token count: a whole number >= 0 (not a bool, which JSON keeps apart)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return usage_update(params.get("usedTokens"), params.get("windowTokens"))
 
 
 # --- approvals -----------------------------------------------------------------------------------------------
@@ -418,15 +337,14 @@ def _count(value: Any) -> TypeGuard[int]:
 
 def approval_stage(params: JsonObject) -> str:
     """The per-stage latch key: one decision per approval and requirement (multi-stage shells)."""
-    requirement = params.get("currentRequirementId")
-    requirement = requirement if isinstance(requirement, Mapping) else {}
-    return f"{_text(params.get('approvalId'))} {_text(requirement.get('approvalId'))}:{requirement.get('sourceIndex')}"
+    requirement = json_object(params.get("currentRequirementId"))
+    return f"{json_text(params.get('approvalId'))} {json_text(requirement.get('approvalId'))}:{requirement.get('sourceIndex')}"
 
 
 def permission_kind(choice: JsonObject) -> PermissionKind | None:
     """The host's choice as an ACP option kind; a decision this version does not know is not offered."""
-    decision = _text(choice.get("decision"))
-    scope = _text(choice.get("scope")) or "once"
+    decision = json_text(choice.get("decision"))
+    scope = json_text(choice.get("scope")) or "once"
     if decision in _ALLOW:
         once = decision == "approved" and scope == "once"
         return "allow_once" if once else "allow_always"
@@ -439,24 +357,24 @@ def permission_kind(choice: JsonObject) -> PermissionKind | None:
 def permission_options(params: JsonObject) -> list[PermissionOption]:
     """Exactly the host's `availableChoices` (select, never create), in the host's order and words."""
     options: list[PermissionOption] = []
-    for choice in _list(params.get("availableChoices")):
-        if not isinstance(choice, Mapping) or not _text(choice.get("choiceId")):
+    for choice in json_list(params.get("availableChoices")):
+        if not isinstance(choice, Mapping) or not json_text(choice.get("choiceId")):
             continue
         kind = permission_kind(choice)
         if kind is None:
             continue
-        options.append(PermissionOption(option_id=choice["choiceId"], name=_text(choice.get("label")) or
+        options.append(PermissionOption(option_id=choice["choiceId"], name=json_text(choice.get("label")) or
                                         choice["choiceId"], kind=kind))
     return options
 
 
 def refusal_choice(params: JsonObject, *, prefer_abort: bool) -> str | None:
     """The host's own deny (or abort) choice, for a question nobody answered."""
-    choices = [choice for choice in _list(params.get("availableChoices")) if isinstance(choice, Mapping)]
+    choices = [choice for choice in json_list(params.get("availableChoices")) if isinstance(choice, Mapping)]
     order = ("abort", "denied") if prefer_abort else ("denied", "abort")
     for decision in order:
         for choice in choices:
-            if choice.get("decision") == decision and _text(choice.get("choiceId")):
+            if choice.get("decision") == decision and json_text(choice.get("choiceId")):
                 return str(choice["choiceId"])
     return None
 
@@ -479,16 +397,15 @@ def _subject_title(subject: JsonObject) -> str:
 
 def approval_tool_call(params: JsonObject, item: JsonObject | None) -> ToolCallUpdate:
     """What the approval is about, as the tool call the client is asked to permit."""
-    subject = params.get("subject")
-    subject = subject if isinstance(subject, Mapping) else {}
-    tool = _text(params.get("toolName"))
-    title = _first_line(_subject_title(subject)) or (tool_title(item) if item is not None else tool) or "Tool call"
-    kind = _SUBJECT_KINDS.get(_text(subject.get("kind"))) or (item_tool_kind(item) if item is not None else
+    subject = json_object(params.get("subject"))
+    tool = json_text(params.get("toolName"))
+    title = first_line(_subject_title(subject)) or (tool_title(item) if item is not None else tool) or "Tool call"
+    kind = _SUBJECT_KINDS.get(json_text(subject.get("kind"))) or (item_tool_kind(item) if item is not None else
                                                                tool_kind(tool))
     raw = parse_args(params.get("rawArgs"))
     path = subject.get("path")
     return ToolCallUpdate(
-        tool_call_id=_text(params.get("itemId")) or _text(params.get("toolCallId")),
+        tool_call_id=json_text(params.get("itemId")) or json_text(params.get("toolCallId")),
         title=title,
         kind=kind,
         status="pending",
@@ -500,10 +417,10 @@ def approval_tool_call(params: JsonObject, item: JsonObject | None) -> ToolCallU
 def decide_params(params: JsonObject, choice_id: str) -> dict[str, Any]:
     """`approval/decide` params for one choice (`commandId` is added by the command layer)."""
     return {
-        "approvalId": _text(params.get("approvalId")),
+        "approvalId": json_text(params.get("approvalId")),
         "choiceId": choice_id,
         "requirementId": params.get("currentRequirementId"),
-        "sessionId": _text(params.get("sessionId")),
+        "sessionId": json_text(params.get("sessionId")),
     }
 
 
@@ -516,45 +433,34 @@ TEXT_STYLE = TextStyle(links="file_paths")
 
 def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
     """ACP prompt blocks as MSP `TurnInputPart`s: text and images; resources are quoted as text."""
-    parts: list[dict[str, Any]] = []
-    for part in prompt_parts(blocks, TEXT_STYLE):
-        if isinstance(part, str):
-            parts.append({"type": "text", "text": part})
-        elif isinstance(part, ImageContent):
-            parts.append({"type": "image", "base64Data": part.data, "mediaType": part.mime_type})
-    return parts
+    return prompt_payload(blocks, TEXT_STYLE, lambda text: {"type": "text", "text": text},
+                          lambda image: {"type": "image", "base64Data": image.data, "mediaType": image.mime_type})
 
 
 def mcp_servers(servers: Sequence[McpServer]) -> dict[str, Any]:
     """ACP `mcpServers` as MSP `SessionConfig.mcpServers` (stdio and streamable HTTP; SSE has no arm)."""
-    config: dict[str, Any] = {}
-    for server in servers:
+
+    def entry(server: McpServer, pairs: dict[str, str]) -> dict[str, Any] | None:
         if isinstance(server, McpServerStdio):
-            env = {pair.name: pair.value for pair in server.env}
-            entry: dict[str, Any] = {"transport": "stdio", "command": server.command, "args": list(server.args)}
-            if env:
-                entry["env"] = env
-        elif isinstance(server, McpServerHttp):
-            headers = {pair.name: pair.value for pair in server.headers}
-            entry = {"transport": "streamableHttp", "url": server.url}
-            if headers:
-                entry["headers"] = headers
-        else:
-            continue
-        config[server.name] = entry
-    return config
+            return {"transport": "stdio", "command": server.command, "args": list(server.args),
+                    **({"env": pairs} if pairs else {})}
+        if isinstance(server, McpServerHttp):
+            return {"transport": "streamableHttp", "url": server.url, **({"headers": pairs} if pairs else {})}
+        return None
+
+    return mcp_server_config(servers, entry)
 
 
 def session_info(session: JsonObject, fallback_cwd: str | None) -> SessionInfo | None:
     """A `session/list` row; a session without a workspace is listed only under the asked directory."""
-    session_id = _text(session.get("sessionId"))
-    cwd = _text(session.get("workspaceRoot")) or fallback_cwd
+    session_id = json_text(session.get("sessionId"))
+    cwd = json_text(session.get("workspaceRoot")) or fallback_cwd
     if not session_id or not cwd:
         return None
-    title = next((_first_line(_text(session.get(key)), 120) for key in ("name", "title", "generatedName",
+    title = next((first_line(json_text(session.get(key)), 120) for key in ("name", "title", "generatedName",
                                                                           "firstUserPrompt")
-                  if _text(session.get(key)).strip()), None)
-    updated = _text(session.get("updatedAt")) or _text(session.get("lastActivityAt")) or None
+                  if json_text(session.get(key)).strip()), None)
+    updated = json_text(session.get("updatedAt")) or json_text(session.get("lastActivityAt")) or None
     return SessionInfo(session_id=session_id, cwd=cwd, title=title, updated_at=updated)
 
 
@@ -563,15 +469,11 @@ def session_info(session: JsonObject, fallback_cwd: str | None) -> SessionInfo |
 
 def history_items(result: JsonObject) -> list[JsonObject]:
     """The items a resume/fork/read result serves: inline items, else the snapshot's."""
-    history = result.get("history")
-    if not isinstance(history, Mapping):
-        return []
+    history = json_object(result.get("history"))
     items = history.get("items")
     if not isinstance(items, list):
-        snapshot = history.get("snapshot")
-        state = snapshot.get("state") if isinstance(snapshot, Mapping) else None
-        items = state.get("items") if isinstance(state, Mapping) else None
-    return [item for item in _list(items) if isinstance(item, Mapping)]
+        items = json_object(json_object(history.get("snapshot")).get("state")).get("items")
+    return [item for item in json_list(items) if isinstance(item, Mapping)]
 
 
 def recognise_last_turn(last_turn: Mapping[str, Any], user_message_id: str | None) -> HistoryFailure | None:
@@ -583,7 +485,7 @@ def recognise_last_turn(last_turn: Mapping[str, Any], user_message_id: str | Non
     if not isinstance(outcome, FailureObservation):
         return None
     legacy = (agent_text(outcome.title),) if outcome.title else ()
-    return HistoryFailure(outcome, message_id=_text(last_turn.get("turnId")) or "last-turn",
+    return HistoryFailure(outcome, message_id=json_text(last_turn.get("turnId")) or "last-turn",
                           user_message_id=user_message_id, active=True, legacy_updates=legacy)
 
 
@@ -605,10 +507,10 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
     for item in history_items(result):
         kind = kind_of(item)
         if kind == "userMessage":
-            turn_id = _text(item.get("turnId"))
+            turn_id = json_text(item.get("turnId"))
             if turn_id and turn_id not in user_message_of:
-                user_message_of[turn_id] = _text(item.get("itemId"))
-            if _text(item.get("text")) and item.get("retracted") is not True:
+                user_message_of[turn_id] = json_text(item.get("itemId"))
+            if json_text(item.get("text")) and item.get("retracted") is not True:
                 events.append(user_text(item["text"]))
         elif kind in MESSAGE_KINDS:
             text = message_text(item)
@@ -616,7 +518,7 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
                 events.append(message_chunk(item, text))
         elif kind == "compaction":
             events.append(compaction(item))
-        elif is_terminal(item):  # as before for clients without terminals; a finished terminal otherwise
+        elif is_terminal(item):  # a tool call for clients without terminals; a finished terminal otherwise
             call = tool_call(item)
             events.append(TerminalStarted(call))
             if call.status != "in_progress":
@@ -626,7 +528,7 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
             events.append(tool_call(item))
     last = result.get("lastTurn")
     if isinstance(last, Mapping):
-        failure = recogniser(last, user_message_of.get(_text(last.get("turnId"))) or None)
+        failure = recogniser(last, user_message_of.get(json_text(last.get("turnId"))) or None)
         if failure is not None:
-            events.append(attrs.evolve(redact_legacy(failure, redact), active=True))
+            events.append(redact_legacy(failure, redact, active=True))
     return events

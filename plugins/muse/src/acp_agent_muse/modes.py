@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from acp_agent.provider import SessionMode
+from acp_agent.provider import SessionMode, json_object
 
 MODES: Final = (
     SessionMode("default", "Default", "Muse Code asks before any action its policy does not already allow."),
@@ -36,8 +36,7 @@ MODE_OF_APPROVAL: Final[Mapping[str, str]] = {
 AUTO_DENY_MODES: Final = frozenset({"rejectApprovals"})
 
 
-def mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+mapping: Final = json_object
 
 
 def served_mode(session: Mapping[str, Any]) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 from attrs import define, field
 
 from acp_agent.provider import (
-    AttemptBoundary,
+    Attempts,
     AuthConfirmed,
     Event,
     FailureObservation,
@@ -25,6 +25,7 @@ from acp_agent.provider import (
     TurnDone,
     TurnEnd,
     UsageUpdate,
+    fold_steps,
 )
 from acp_agent_muse import items
 from acp_agent_muse.classify import classify_terminal, observe_failure, retry_progress
@@ -48,7 +49,7 @@ Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
 
 
 @define
-class TurnTranslator:
+class TurnTranslator(Attempts):
     """State of one turn: its items, streamed text and output, held deltas, retry state.
 
     A failed turn's `turn/completed` is classified by `classify`: the runtime passes the core's
@@ -63,17 +64,9 @@ class TurnTranslator:
     introduced: set[str] = field(factory=set)
     held: dict[str, list[tuple[str, str]]] = field(factory=dict)
     foreign: set[str] = field(factory=set)
-    retrying: bool = False
     done: bool = False
     window: int | None = None
     """The context window's size as the host last reported it (kept by the session across turns)."""
-
-    def _progress(self) -> list[Step]:
-        """Model output after a retry confirms a new attempt: the retry incident is over."""
-        if not self.retrying:
-            return []
-        self.retrying = False
-        return [AttemptBoundary()]
 
     def feed(self, method: str, params: Mapping[str, Any]) -> list[Step]:
         if self.done:
@@ -148,10 +141,10 @@ class TurnTranslator:
             elif method != "item/started":
                 steps.append(items.tool_call_update(item, output))
             steps.extend(self._replay_held(item_id))
-        return [*self._progress(), *steps] if steps or method == "item/completed" else steps
+        return [*self.progress(), *steps] if steps or method == "item/completed" else steps
 
     def _terminal(self, method: str, item: Mapping[str, Any]) -> list[Step]:
-        """A shell command: today's tool call and updates for clients without terminals, carried
+        """A shell command: the tool call and updates for clients without terminals, carried
         in the terminal events the core renders for clients with them."""
         item_id = str(item["itemId"])
         introduced = item_id in self.introduced
@@ -190,7 +183,7 @@ class TurnTranslator:
             self.held.setdefault(item_id, []).append((path, delta))
             return []
         steps = self._apply_delta(item_id, path, delta)
-        return [*self._progress(), *steps] if steps else []
+        return [*self.progress(), *steps] if steps else []
 
     def _apply_delta(self, item_id: str, path: str, delta: str) -> list[Step]:
         item = self.items[item_id]
@@ -231,15 +224,7 @@ class TurnTranslator:
 def fold_turn(turn_id: str, messages: Iterable[tuple[str, Mapping[str, Any]]]
               ) -> list[Event | FailureObservation | TurnEnd]:
     """Fold one turn's notifications (in wire order) into the steps the runtime carries out."""
-    translator = TurnTranslator(turn_id)
-    steps: list[Event | FailureObservation | TurnEnd] = []
-    for method, params in messages:
-        for step in translator.feed(method, params):
-            if isinstance(step, TurnDone):
-                steps.append(step.end)
-                return steps
-            steps.append(step)
-    return steps
+    return fold_steps(TurnTranslator(turn_id), messages)
 
 
 __all__ = ["RetryProgress", "Step", "TurnDone", "TurnTranslator", "fold_turn", "turn_of"]
