@@ -59,12 +59,13 @@ if hasattr(schema, "DeleteSessionResponse"):
     RESPONSE_MODELS["session/delete"] = schema.DeleteSessionResponse
 
 
-SCHEMA_ONLY_METHODS = {"auth/status", "auth/status_update"}
+SCHEMA_ONLY_METHODS = {"auth/status", "auth/status_update", "session/set_title"}
 """Unstable methods the `agent-client-protocol` models do not know yet: their frames are checked
 against the JSON schema of `@agentclientprotocol/sdk` (tests/acp_schema.py) alone."""
 SCHEMA_ONLY_UPDATES = {"notice", "compaction_update", "compaction_summary_chunk"}
 """Session updates the models do not know yet: checked against the JSON schema alone."""
-SCHEMA_ONLY_FIELDS: dict[str, tuple[str, ...]] = {"initialize": ("agentCapabilities.auth.status",)}
+SCHEMA_ONLY_FIELDS: dict[str, tuple[str, ...]] = {
+    "initialize": ("agentCapabilities.auth.status", "agentCapabilities.sessionCapabilities.title")}
 """Unstable fields the models do not know yet; a frame that has them is checked against the JSON
 schema as well."""
 

@@ -267,6 +267,7 @@ class Host:
             "session/fork": lambda: self.fork(params),
             "session/setApprovalMode": lambda: self.set_mode(params),
             "session/setModel": lambda: self.set_model(params),
+            "session/rename": lambda: self.rename(params),
             "session/leave": lambda: self.leave(params),
             "turn/start": lambda: self.turn_start(params),
             "turn/cancel": lambda: self.turn_cancel(params),
@@ -381,6 +382,19 @@ class Host:
                                                         "mode": params["mode"], "source": "approvalReconfigure"})
         return {"applyOutcome": outcome, "commandId": params["commandId"], "effectiveMode": effective,
                 "status": "accepted"}
+
+    def rename(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`session/rename`: the durable name, normalised (white space folded), announced."""
+        record = self.require(params)
+        name = " ".join(str(params.get("name") or "").split())
+        if not name:
+            raise MspError(-32602, "invalidParams", "the name is empty")
+        session_id = record["session"]["sessionId"]
+        with self.state_lock:
+            record["session"]["name"] = name
+            self.store.put(record)
+        self.notify("session/nameChanged", {**self.view(session_id), "name": name, "nameOrigin": "user"})
+        return {"commandId": params["commandId"], "status": "accepted", "name": name}
 
     def set_model(self, params: dict[str, Any]) -> dict[str, Any]:
         record = self.require_loaded(params)

@@ -62,6 +62,7 @@ class Agent(Initialization, SessionMethods):
             M.SESSION_FORK: self.fork_session,
             M.SESSION_CLOSE: self.close_session,
             M.SESSION_DELETE: self.delete_session,
+            M.SESSION_SET_TITLE: self.set_title,
             M.SESSION_PROMPT: self.prompt,
             M.SESSION_SET_MODE: self.set_mode,
             M.SESSION_SET_CONFIG_OPTION: self.set_config_option,
@@ -74,6 +75,7 @@ class Agent(Initialization, SessionMethods):
             M.SESSION_CLOSE: caps.close_session,
             M.SESSION_FORK: caps.fork_session,
             M.SESSION_DELETE: caps.delete_session,
+            M.SESSION_SET_TITLE: caps.set_title,
         }
         for method, supported in unsupported.items():
             if not supported:

@@ -46,6 +46,7 @@ class Initialization(AgentBase):
             close={} if caps.close_session else UNSET,
             fork={} if caps.fork_session else UNSET,
             delete={} if caps.delete_session else UNSET,
+            title={} if caps.set_title else UNSET,
             additional_directories={} if caps.additional_directories else UNSET,
         )
         meta: dict[str, Any] = {}

@@ -16,7 +16,6 @@ from acp_agent.agent_base import AgentBase
 from acp_agent.backends.contract import ProviderRuntime, ProviderSpec, SessionStart
 from acp_agent.failures.protocol import IncidentRegistry
 from acp_agent.failures.redaction import Redactor, mcp_secret_values
-from acp_agent.sessions import switches
 from acp_agent.sessions.choices import KeptChoices, check_mode, check_option
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
@@ -39,6 +38,8 @@ class SessionMethods(AgentBase):
         return self.outbox.choices
 
     def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
+        from acp_agent.sessions import switches
+
         return {
             "modes": start.modes if start.modes is not None else UNSET,
             "config_options": (switches.shown(start.config_options, self.outbox.features.boolean_options)
@@ -198,6 +199,29 @@ class SessionMethods(AgentBase):
             self._unhold(request.session_id)
         return {}
 
+    async def set_title(self, params: Any) -> Any:
+        """`session/set_title`: the backend renames the session; a session open here is told with
+        `session_info_update`, as when the backend names it itself."""
+        from acp_agent.sessions.presentation import MAX_TITLE_LENGTH
+
+        request = self._parse(params, acp.SetTitleRequest)
+        title = " ".join(request.title.split())
+        if not title:
+            raise RpcError(INVALID_PARAMS, "The title is empty", {"field": "title"})
+        if len(title) > MAX_TITLE_LENGTH:
+            raise RpcError(INVALID_PARAMS, f"The title is longer than {MAX_TITLE_LENGTH} characters",
+                           {"field": "title"})
+        await self._opens.settled(request.session_id)
+        async with self._provider_call("session/set_title"):
+            runtime = await self.runtime()
+            settled = await runtime.set_title(request.session_id, title)
+        session = self.sessions.get(request.session_id)
+        if session is not None:
+            from acp_agent.backends.events import SessionTitle
+
+            await session.take(SessionTitle(settled), None)
+        return {"title": settled}
+
     async def set_mode(self, params: Any) -> Any:
         request = self._parse(params, acp.SetModeRequest)
         session = await self._opened(request.session_id)
@@ -214,6 +238,8 @@ class SessionMethods(AgentBase):
     async def set_config_option(self, params: Any) -> Any:
         request = self._parse(params, acp.SetConfigOptionRequest)
         session = await self._opened(request.session_id)
+        from acp_agent.sessions import switches
+
         boolean = self.outbox.features.boolean_options
         config_id, value = switches.requested(session.config_options, request, boolean)
         check_option(session.config_options, config_id, value)

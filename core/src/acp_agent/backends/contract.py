@@ -111,6 +111,8 @@ class RuntimeCapabilities:
     close_session: bool = True
     fork_session: bool = False
     delete_session: bool = False
+    set_title: bool = False
+    """`ProviderRuntime.set_title` renames a stored session in the backend (`session/set_title`)."""
     additional_directories: bool = False
     """The runtime widens a session's workspace to the request's `additionalDirectories` (read
     from `SessionChannel.additional_directories`); off, a request that names some is refused."""
@@ -314,6 +316,12 @@ class ProviderRuntime(abc.ABC):
         session's next prompt, keeping its history. False (the default): not supported, the
         backend is replaced once no session is open."""
         return False
+
+    async def set_title(self, session_id: str, title: str) -> str:
+        """Rename the stored session `session_id` in the backend (open here or not) and return the
+        title the backend settled on (it may normalise it); raise `SessionNotFound` for an id the
+        backend does not know. Its `session/list` shows the new title from now on."""
+        raise NotSupported("session/set_title")
 
     async def delete_session(self, session_id: str) -> None:
         """Remove a stored session so `session/list` no longer shows it (ACP's `session/delete`).

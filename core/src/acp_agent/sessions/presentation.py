@@ -103,13 +103,20 @@ class Presenter:
 
     streamed: set[str] = field(factory=set)
     compactions: set[str] = field(factory=set)
+    titled: bool = False
+    title: str | None = None
+    """The title last published."""
     open_compactions: dict[str, str] = field(factory=dict)
     """`session.compaction` clients: the compactions opened and not ended, with the summary
     text streamed for each."""
 
     def render(self, event: Presented, features: ClientFeatures, capable: bool) -> list[acp.SessionUpdate]:
         if isinstance(event, SessionTitle):
-            return [acp.SessionInfoUpdate(title=session_title(event.title), updated_at=event.updated_at or now_iso())]
+            title = session_title(event.title)
+            if self.titled and title == self.title:
+                return []  # the same name again (a rename the backend also announces)
+            self.titled, self.title = True, title
+            return [acp.SessionInfoUpdate(title=title, updated_at=event.updated_at or now_iso())]
         if isinstance(event, CompactionSummaryChunk):
             if not features.compaction or event.compaction_id not in self.open_compactions or not event.text:
                 return []

@@ -139,6 +139,8 @@ class SessionCapabilities:
     fork: Meta | Unset = UNSET
     delete: Meta | Unset = UNSET
     additional_directories: Meta | Unset = UNSET
+    title: Meta | Unset = UNSET
+    """`session/set_title` (unstable)."""
 
 
 @frozen
@@ -218,6 +220,7 @@ class MethodNames:
     SESSION_FORK: ClassVar[str] = "session/fork"
     SESSION_CLOSE: ClassVar[str] = "session/close"
     SESSION_DELETE: ClassVar[str] = "session/delete"
+    SESSION_SET_TITLE: ClassVar[str] = "session/set_title"
     SESSION_PROMPT: ClassVar[str] = "session/prompt"
     SESSION_CANCEL: ClassVar[str] = "session/cancel"
     SESSION_SET_MODE: ClassVar[str] = "session/set_mode"

@@ -508,6 +508,15 @@ class SessionIdRequest:
 
 
 @frozen
+class SetTitleRequest:
+    """`session/set_title` (unstable): the session need not be open on this connection."""
+
+    session_id: str
+    title: str
+    meta: Meta | Unset | None = UNSET
+
+
+@frozen
 class SessionMode:
     id: str
     name: str
@@ -696,6 +705,7 @@ __all__ = [
     "SetConfigOptionRequest",
     "SetConfigOptionResponse",
     "SetModeRequest",
+    "SetTitleRequest",
     "StopReason",
     "TextContent",
     "TextResourceContents",

@@ -129,6 +129,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 close_session=True,
                 fork_session=True,
                 delete_session=True,
+                set_title=True,
                 additional_directories=True,  # app-server's runtimeWorkspaceRoots
                 image=True,
                 embedded_context=True,

@@ -183,6 +183,9 @@ class CodexRuntime(ProviderRuntime):
     async def delete_session(self, session_id: str) -> None:
         await self.sessions.delete(session_id)
 
+    async def set_title(self, session_id: str, title: str) -> str:
+        return await self.sessions.rename(session_id, title)
+
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         return await self.sessions.listing(cwd, cursor)
 

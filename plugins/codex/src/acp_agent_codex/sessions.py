@@ -287,6 +287,15 @@ class Sessions:
                                   Phase.PREPARING, missing=session_id)
         self._session_ids.pop(self._codex_ids.pop(session_id, ""), None)
 
+    async def rename(self, session_id: str, title: str) -> str:
+        """`thread/name/set`: app-server stores the name (`thread/list` shows it) and announces it
+        with `thread/name/updated`."""
+        server = await self.ready()
+        async with self.clock.phase(Phase.PREPARING, label="thread/name/set"):
+            await threads.call_in(server, "thread/name/set", {"threadId": self._codex_id(session_id), "name": title},
+                                  Phase.PREPARING, missing=session_id)
+        return title
+
     async def listing(self, cwd: str | None, cursor: str | None) -> SessionListing:
         server = await self.ready()
         async with self.clock.phase(Phase.READING, label="thread/list"):

@@ -40,7 +40,7 @@ TURNS_PAGE: Final = 100
 RESUME_BYTES: Final = 8 << 20
 """A rollout this large may take the whole read budget to resume; a larger one gets a budget as
 many times longer (`rollout_size`)."""
-NOT_FOUND_MARKERS: Final = ("no rollout found", "invalid session id", "not found")
+NOT_FOUND_MARKERS: Final = ("no rollout found", "invalid session id", "invalid thread id", "not found")
 """What app-server's error says when it has no such thread (or no rollout for it)."""
 
 

@@ -104,6 +104,7 @@ def provider_spec() -> ProviderSpec:
             resume_session=True,
             close_session=True,
             fork_session=True,
+            set_title=True,  # MSP `session/rename`
             additional_directories=True,  # MSP `workspaceRoots` on session/start and turn/start
             image=True,
             embedded_context=True,

@@ -46,9 +46,11 @@ from acp_agent.provider import (
     TurnChannel,
     TurnEnd,
     additional_directories,
+    json_text,
 )
 from acp_agent_muse import items, models, sessions
 from acp_agent_muse.classify import HOST_TITLE, request_error_observation
+from acp_agent_muse.host import MuseHost
 from acp_agent_muse.hosts import LiveHosts
 from acp_agent_muse.ids import mint
 from acp_agent_muse.models import EFFORT
@@ -178,6 +180,26 @@ class MuseRuntime(ProviderRuntime):
                                     if isinstance(row, Mapping)) if info is not None]
         next_cursor = result.get("nextCursor")
         return SessionListing(listed, next_cursor if isinstance(next_cursor, str) and next_cursor else None)
+
+    async def set_title(self, session_id: str, title: str) -> str:
+        """`session/rename`, on the session's own host while it runs here, else on a host of its
+        own for the request; the answer is the name the host settled."""
+        state = self._sessions.get(session_id)
+        if state is not None:
+            async with self.hosts.using(state), state.lock:
+                if state.host is not None and state.host.alive and not state.needs_resume:
+                    return await self._rename(state.host, session_id, title)
+        host = await self.hosts.spawn("muse serve (rename)", state.cwd if state is not None else None)
+        try:
+            return await self._rename(host, session_id, title)
+        finally:
+            await self.hosts.stop(host)
+
+    async def _rename(self, host: MuseHost, session_id: str, title: str) -> str:
+        async with self._phase(Phase.PREPARING, "session/rename", mutation=True):
+            result = await sessions.ask(host, "session/rename", {"sessionId": session_id, "name": title},
+                                        Phase.PREPARING, command=True, missing=session_id, mutation=True)
+        return json_text(result.get("name")) or title
 
     async def fork_session(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                            channel: SessionChannel) -> SessionStart:
