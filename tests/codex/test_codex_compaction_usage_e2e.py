@@ -61,3 +61,26 @@ async def test_compact_command_publishes_the_compacted_context_size(tmp_path: Pa
     assert agent.frames.problems == []
     before, during = around_compaction(agent.frames.updates(sid))
     assert during and during[-1] < before[-1]
+
+
+@BOTH
+async def test_each_prompt_answer_carries_its_own_turns_tokens(tmp_path: Path, capable: bool) -> None:
+    """`PromptResponse.usage`: what the turn itself used (app-server's `tokenUsage.total` minus
+    its value when the turn began), as codex-acp reads it; the model API's own figures."""
+    with FakeResponsesAPI([{"reply": "first answer"}, {"reasoning": "Thinking it over.", "reply": "second answer"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=capable) as agent:
+            session = await agent.conn.new_session(cwd=workspace(tmp_path))
+            first = await agent.conn.prompt(session_id=session.session_id, prompt=text("one"))
+            second = await agent.conn.prompt(session_id=session.session_id, prompt=text("two"))
+        sent = [request.body for request in api.turn_requests]
+    answers = [frame["result"] for frame in agent.frames.incoming
+               if isinstance(frame.get("result"), dict) and "stopReason" in frame["result"]]
+    assert len(sent) == 2 and len(answers) == 2
+    for answer in answers:
+        usage = answer["usage"]
+        assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"] > 0
+    assert first.usage is not None and second.usage is not None
+    assert answers[1]["usage"]["thoughtTokens"] == 5
+    assert answers[1]["usage"]["outputTokens"] == 7 + 5  # the fake's figures for this turn alone
+    assert agent.frames.problems == []

@@ -535,6 +535,7 @@ class Host:
         if name == "text":
             items.append(self.message(session_id, turn_id, f"{turn_id}-think", "reasoning", ["Thinking", " it over."]))
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Hello", ", world."]))
+            self.token_usage(session_id, turn_id)
             self.notify("session/contextUsage", {**self.view(session_id), "pressure": "normal", "usedTokens": 1200,
                                                  "windowTokens": 200000})
         elif name == "stream":
@@ -736,6 +737,20 @@ class Host:
         items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage",
                                   ["Removed the build directory." if allowed else "I did not remove it."]))
         return {"terminal": "completed"}
+
+    def token_usage(self, session_id: str, turn_id: str) -> None:
+        """`session/tokenUsage` for the turn's one model call: its counters and the session's
+        running totals, with a cost of $0.0125 a call."""
+        with self.state_lock:
+            record = self.store.get(session_id)
+            calls = (record["session"]["turnCount"] if record is not None else 0) + 1
+        usage = {"cachedTokens": 200, "inputTokens": 1200, "outputTokens": 20, "reasoningTokens": 5,
+                 "cacheReadTokens": 200}
+        self.notify("session/tokenUsage", {
+            **self.view(session_id), "turnId": turn_id, "modelId": DEFAULT_MODEL, "promptTokens": 1000,
+            "totalTokens": 1020, "usage": usage,
+            "cumulative": {"promptTokens": 1000 * calls, "outputTokens": 20 * calls, "totalTokens": 1020 * calls,
+                           "cost": {"usd": round(0.0125 * calls, 6), "partial": False}}})
 
     def finish(self, session_id: str, turn_id: str, items: list[dict[str, Any]], terminal: dict[str, Any]) -> None:
         with self.state_lock:

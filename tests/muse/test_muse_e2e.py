@@ -54,7 +54,9 @@ async def test_a_normal_turn_streams_text_and_thoughts(tmp_path: Path, capable: 
     assert agent_texts(agent, session.session_id) == ["Hello", ", world."]
     assert agent_texts(agent, session.session_id, "agent_thought_chunk") == ["Thinking", " it over."]
     usage = [u for u in agent.frames.updates(session.session_id) if u["sessionUpdate"] == "usage_update"]
-    assert usage == [{"sessionUpdate": "usage_update", "used": 1200, "size": 200000}]
+    # the session's cost so far rides on it (the fake host reports $0.0125 a model call)
+    assert usage == [{"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
+                      "cost": {"amount": 0.0125, "currency": "USD"}}]
     # session/new: resume the minted id, start it on -32020, settings verified with session/read
     assert methods_received(tmp_path) == ["initialize", "initialized", "session/resume", "session/start", "model/list",
                                           "session/read", "turn/start"]

@@ -42,6 +42,7 @@ from acp_agent.provider import (
     ToolKind,
     ToolLocation,
     ToolStatus,
+    TurnUsage,
     UrlQuestion,
     UsageUpdate,
     UserMessageChunk,
@@ -246,6 +247,26 @@ def plan(params: JsonObject) -> Plan:
             status = PLAN_STATUS.get(json_text(step.get("status")), "pending")
             entries.append(PlanEntry(content=step["step"], status=status))
     return Plan(entries=entries)
+
+
+USAGE_FIELDS = (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"),
+                ("thought_tokens", "reasoningOutputTokens"), ("cached_read_tokens", "cachedInputTokens"),
+                ("total_tokens", "totalTokens"))
+"""`TurnUsage`'s fields and the `tokenUsage.total` counts they come from."""
+
+
+def turn_usage(at_start: Any, params: JsonObject) -> TurnUsage | None:
+    """The turn's tokens so far: the thread's `tokenUsage.total` now minus at the turn's start
+    (codex-acp's reading), None when app-server reports no totals."""
+    token_usage = params.get("tokenUsage")
+    total = token_usage.get("total") if isinstance(token_usage, Mapping) else None
+    if not isinstance(total, Mapping) or json_int(total.get("totalTokens")) is None:
+        return None
+    before = at_start.get("total") if isinstance(at_start, Mapping) else None
+    before = before if isinstance(before, Mapping) else {}
+    counts = {field: max((json_int(total.get(key)) or 0) - (json_int(before.get(key)) or 0), 0)
+              for field, key in USAGE_FIELDS}
+    return TurnUsage(**counts)
 
 
 def usage(params: JsonObject) -> UsageUpdate | None:

@@ -74,6 +74,8 @@ class TurnTranslator(Attempts):
     streamed: set[str] = field(factory=set)
     outputs: dict[str, str] = field(factory=dict)
     compaction_shown: bool = False
+    usage_at_start: Mapping[str, Any] | None = None
+    """The thread's `tokenUsage` when the turn began: the turn's own tokens are counted from it."""
 
     def feed(self, method: str, params: Mapping[str, Any]) -> list[Step]:
         if method == "error":
@@ -109,8 +111,9 @@ class TurnTranslator(Attempts):
         if method == "turn/plan/updated":
             return [*self.progress(), items.plan(params)]
         if method == "thread/tokenUsage/updated":
-            update = items.usage(params)
-            return [update] if update is not None else []
+            steps: list[Step] = [update for update in (items.usage(params), items.turn_usage(self.usage_at_start, params))
+                                 if update is not None]
+            return steps
         if method == "thread/compacted":  # deprecated: 0.163 reports a `contextCompaction` item
             if self.compaction_shown:
                 return []

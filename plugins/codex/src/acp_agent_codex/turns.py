@@ -70,7 +70,8 @@ class Turns:
             return TurnEnd("end_turn")
         active = ActiveTurn(channel=turn, generation=server.generation,
                             queue=TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
-                            translator=TurnTranslator(classify=bound(self._servers.context.hooks, PROVIDER)))
+                            translator=TurnTranslator(classify=bound(self._servers.context.hooks, PROVIDER),
+                                                      usage_at_start=thread.usage))
         thread.active = active
         self._router.start_turn(thread.thread_id, active.queue)
         try:

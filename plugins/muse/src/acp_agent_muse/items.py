@@ -45,6 +45,7 @@ from acp_agent.provider import (
     ToolKind,
     ToolLocation,
     ToolStatus,
+    TurnUsage,
     UsageUpdate,
     agent_text,
     first_line,
@@ -325,6 +326,29 @@ def plan(params: JsonObject) -> Plan:
             continue
         entries.append(PlanEntry(content=text, status=status))
     return Plan(entries)
+
+
+def turn_usage(usage: Any, total: Any = None) -> TurnUsage | None:
+    """A turn's tokens from MSP's raw counters (`turn/completed.usage`, a `session/tokenUsage`'s
+    `usage`) and the host's counted-once `total` where it gives one; None when they are not counts."""
+    if not isinstance(usage, Mapping):
+        return None
+    input_tokens, output_tokens = json_int(usage.get("inputTokens")), json_int(usage.get("outputTokens"))
+    if input_tokens is None or output_tokens is None:
+        return None
+    return TurnUsage(input_tokens, output_tokens, json_int(usage.get("reasoningTokens")),
+                     json_int(usage.get("cacheReadTokens")) if "cacheReadTokens" in usage
+                     else json_int(usage.get("cachedTokens")), json_int(usage.get("cacheWriteTokens")),
+                     json_int(total))
+
+
+def session_cost(params: JsonObject) -> float | None:
+    """`session/tokenUsage`'s `cumulative.cost.usd`: what the session has cost so far, in dollars
+    (an estimate the host computes)."""
+    cumulative = params.get("cumulative")
+    cost = cumulative.get("cost") if isinstance(cumulative, Mapping) else None
+    usd = cost.get("usd") if isinstance(cost, Mapping) else None
+    return float(usd) if isinstance(usd, int | float) and not isinstance(usd, bool) and usd >= 0 else None
 
 
 def usage(params: JsonObject) -> UsageUpdate | None:

@@ -85,6 +85,8 @@ class MuseSession:
     mcp_noticed: bool = False
     window: int | None = None
     """The context window's size the host last reported (`session/contextUsage`)."""
+    used: int | None = None
+    """The tokens in context the host last reported (`session/contextUsage`)."""
 
 
 async def ask(host: MuseHost, method: str, params: Mapping[str, Any], phase: Phase, *,

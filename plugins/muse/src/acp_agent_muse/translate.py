@@ -16,6 +16,7 @@ from attrs import define, field
 from acp_agent.provider import (
     Attempts,
     AuthConfirmed,
+    Cost,
     Event,
     FailureObservation,
     RetryProgress,
@@ -24,6 +25,7 @@ from acp_agent.provider import (
     TerminalStarted,
     TurnDone,
     TurnEnd,
+    TurnUsage,
     UsageUpdate,
     fold_steps,
 )
@@ -67,6 +69,13 @@ class TurnTranslator(Attempts):
     done: bool = False
     window: int | None = None
     """The context window's size as the host last reported it (kept by the session across turns)."""
+    used: int | None = None
+    """The tokens in context as the host last reported them."""
+    turn_tokens: list[TurnUsage] = field(factory=list)
+    """The turn's model calls' tokens, as `session/tokenUsage` reported them."""
+    cost: float | None = None
+    """What the session has cost so far (`session/tokenUsage`), in dollars."""
+    cost_published: float | None = None
 
     def feed(self, method: str, params: Mapping[str, Any]) -> list[Step]:
         if self.done:
@@ -95,9 +104,12 @@ class TurnTranslator(Attempts):
             return [items.session_title(params)]
         if method == "session/contextUsage":
             update = items.usage(params)
-            if update is not None:
-                self.window = update.size
-            return [update] if update is not None else []
+            if update is None:
+                return []
+            self.window, self.used = update.size, update.used
+            return [self._costed(update)]
+        if method == "session/tokenUsage":
+            return self._token_usage(params)
         if method == "turn/completed":
             return self._finished(params)
         if method == "turn/unqueued":
@@ -211,14 +223,58 @@ class TurnTranslator(Attempts):
 
     # -- the end ------------------------------------------------------------------------------------------
 
+    def _token_usage(self, params: Mapping[str, Any]) -> list[Step]:
+        """A model call's usage: the session's cost so far (on the next `usage_update`, or one at
+        the turn's end), and the turn's tokens."""
+        cost = items.session_cost(params)
+        if cost is not None:
+            self.cost = cost
+        turn = items.turn_usage(params.get("usage"), params.get("totalTokens"))
+        if turn is None:
+            return []
+        self.turn_tokens.append(turn)
+        return [_summed(self.turn_tokens)]
+
+    def _costed(self, update: UsageUpdate) -> UsageUpdate:
+        if self.cost is None:
+            return update
+        self.cost_published = self.cost
+        return UsageUpdate(used=update.used, size=update.size, cost=Cost(self.cost))
+
+    def _cost_left(self) -> list[Step]:
+        """The session's cost, when it changed after the turn's last `usage_update`."""
+        if self.cost is None or self.cost == self.cost_published or not self.window or self.used is None:
+            return []
+        return [self._costed(UsageUpdate(used=self.used, size=self.window))]
+
     def _finished(self, params: Mapping[str, Any]) -> list[Step]:
         self.done = True
+        steps = self._cost_left()
+        if not self.turn_tokens:  # no per-call report: the turn's own counters
+            usage = items.turn_usage(params.get("usage"))
+            if usage is not None:
+                self.turn_tokens.append(usage)
+                steps.append(usage)
+        return [*steps, *self._end(params)]
+
+    def _end(self, params: Mapping[str, Any]) -> list[Step]:
         end = classify_terminal(params)
         if isinstance(end, FailureObservation):
             end = self.classify(params) or end
         if isinstance(end, TurnEnd) and end.stop_reason != "cancelled":
             return [AuthConfirmed(), TurnDone(end)]
         return [TurnDone(end)]
+
+
+def _summed(reports: list[TurnUsage]) -> TurnUsage:
+    """The turn's tokens: its model calls' counts added up (a count no call gave stays None)."""
+    def total(name: str) -> int | None:
+        values = [getattr(report, name) for report in reports if getattr(report, name) is not None]
+        return sum(values) if values else None
+
+    return TurnUsage(sum(r.input_tokens for r in reports), sum(r.output_tokens for r in reports),
+                     total("thought_tokens"), total("cached_read_tokens"), total("cached_write_tokens"),
+                     total("total_tokens") if all(r.total_tokens is not None for r in reports) else None)
 
 
 def fold_turn(turn_id: str, messages: Iterable[tuple[str, Mapping[str, Any]]]

@@ -117,7 +117,8 @@ class Turns:
             observation = request_error_observation(-32603, f"{HOST_TITLE} acknowledged the turn without a turn id.",
                                                     None, Phase.SUBMITTING.value)
             raise TurnFailed(attrs.evolve(observation, execution="possiblySubmitted", outcome="unknown"))
-        translator = TurnTranslator(turn_id, classify=bound(self._hosts.context.hooks, PROVIDER), window=state.window)
+        translator = TurnTranslator(turn_id, classify=bound(self._hosts.context.hooks, PROVIDER), window=state.window,
+                                    used=state.used)
         active.translator = translator
         active.acknowledged(turn_id)
         if active.cancel_requested:
@@ -129,7 +130,7 @@ class Turns:
                                            functools.partial(self._gone, active))
                 questions.cancel_scope.cancel()
         finally:
-            state.window = translator.window
+            state.window, state.used = translator.window, translator.used
         return active.outcome(end)
 
     @staticmethod
