@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from acp_agent.backends.executables import executable_problem, program_unavailable
     from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file, regular_file_stat
     from acp_agent.backends.idle import IdleRelease, idle_release_s, stop_in_background
+    from acp_agent.backends.lines_child import ChildGone, JsonLinesChild
     from acp_agent.backends.phases import Phase, PhaseClock, PhaseDeadlineExceeded, PhaseFailed
     from acp_agent.backends.process import (
         ChildProcess,
@@ -136,6 +137,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent.backends.executables": ("executable_problem", "program_unavailable",),
     "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat",),
     "acp_agent.backends.idle": ("IdleRelease", "idle_release_s", "stop_in_background"),
+    "acp_agent.backends.lines_child": ("ChildGone", "JsonLinesChild"),
     "acp_agent.backends.phases": ("Phase", "PhaseClock", "PhaseDeadlineExceeded", "PhaseFailed",),
     "acp_agent.backends.process": (
         "ChildProcess", "EarlyProcess", "adopt_child", "adopted_process", "drain_stderr",
@@ -186,6 +188,7 @@ __all__ = [
     "BackendStatus",
     "BackendTurn",
     "Category",
+    "ChildGone",
     "ChildProcess",
     "Choice",
     "Compaction",
@@ -203,6 +206,7 @@ __all__ = [
     "HistoryFailure",
     "IdleRelease",
     "ImageContent",
+    "JsonLinesChild",
     "LineReader",
     "McpServer",
     "McpServerHttp",

@@ -23,6 +23,7 @@ import anyio.abc
 from attrs import define
 
 from acp_agent.provider import (
+    ChildGone,
     FailureKind,
     FailureObservation,
     IdleRelease,
@@ -37,7 +38,7 @@ from acp_agent.provider import (
 from acp_agent_claude import asking, commands, settings, store
 from acp_agent_claude.prestart import BYPASS_REFUSED, SPARE_MODE, bypass_allowed, command, environment, spare
 from acp_agent_claude.session import PROVIDER, ClaudeSession, available_modes
-from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
+from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +157,7 @@ class Spare:
         popen = context.prestarted.take(PROVIDER, wanted[1], wanted[2]) if wanted is not None else None
         if wanted is None or popen is None:
             return None
-        cli = ClaudeCLI.adopt(popen, _before_adoption)
+        cli = ClaudeCLI.adopt(popen, on_request=_before_adoption)
         task_group.start_soon(cli.run)
         return cls(wanted[0], wanted[1], wanted[2], cli)
 
@@ -236,7 +237,7 @@ class LiveCLIs:
                     cli = await self._spawn(session, resume=resume)
                 try:
                     info = await cli.request("initialize", hooks=None)
-                except (CLIGone, ControlError) as exc:
+                except (ChildGone, ControlError) as exc:
                     log.warning("claude CLI failed to start: %s", type(exc).__name__)
                     raise PhaseFailed(start_failure("started")) from None
             session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
@@ -249,7 +250,7 @@ class LiveCLIs:
                 # Apply and verify the session's settings: the CLI answers only once they hold.
                 try:
                     await cli.request("set_permission_mode", mode=session.mode)
-                except (CLIGone, ControlError) as exc:
+                except (ChildGone, ControlError) as exc:
                     log.warning("claude CLI rejected the session settings: %s", type(exc).__name__)
                     raise PhaseFailed(start_failure("prepared")) from None
         except BaseException:
@@ -292,7 +293,7 @@ class LiveCLIs:
                        model=session.model, mcp_config=self.files.mcp_config(session), effort=session.effort,
                        fast=session.fast, add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
         try:
-            cli = await ClaudeCLI.start(argv, env=env, cwd=session.cwd,
+            cli = await ClaudeCLI.spawn(argv, env=env, cwd=session.cwd,
                                         on_request=functools.partial(self._on_request, session))
         except OSError as exc:
             log.warning("claude CLI failed to start: %s", type(exc).__name__)

@@ -16,6 +16,7 @@ import attrs
 
 from acp_agent.provider import (
     AgentMessageChunk,
+    ChildGone,
     ContentBlock,
     FailureObservation,
     Phase,
@@ -31,7 +32,7 @@ from acp_agent_claude import classify, commands, content, settings, titles
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession
-from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
+from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,8 @@ class Turns:
         try:
             async with clock.phase(Phase.SUBMITTING, label="claude"):
                 try:
-                    await cli.send_user(self._user_message(session, prompt, turn.turn_id))
-                except CLIGone:
+                    await cli.write(self._user_message(session, prompt, turn.turn_id))
+                except ChildGone:
                     log.info("claude CLI took no input")
                     raise _NotSubmitted from None
                 session.prompted = True
@@ -177,8 +178,8 @@ class Turns:
         session.steers.add(steer_id)  # before the write: the turn must not end without it
         try:
             async with self._clis.context.clock.phase(Phase.SUBMITTING, label="claude steer"):
-                await session.cli.send_user(message)
-        except CLIGone:
+                await session.cli.write(message)
+        except ChildGone:
             session.steers.discard(steer_id)
             log.info("claude CLI took no steered input")
             return False
@@ -192,7 +193,7 @@ class Turns:
         if session.cli is not None and not session.dead:
             try:
                 await session.cli.request("interrupt", timeout_s=INTERRUPT_BUDGET_S)
-            except (CLIGone, ControlError) as exc:
+            except (ChildGone, ControlError) as exc:
                 log.info("claude interrupt failed: %s", type(exc).__name__)
 
     @staticmethod
@@ -207,7 +208,7 @@ class Turns:
         assert session.cli is not None
         try:
             status = await session.cli.request("mcp_status")
-        except (CLIGone, ControlError) as exc:
+        except (ChildGone, ControlError) as exc:
             log.info("claude mcp_status failed: %s", type(exc).__name__)
             status = None
         session.last_used = time.monotonic()
