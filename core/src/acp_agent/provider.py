@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     )
     from acp_agent.backends.executables import executable_problem, program_unavailable
     from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file, regular_file_stat
-    from acp_agent.backends.idle import IdleRelease, idle_release_s, stop_in_background
+    from acp_agent.backends.idle import IdleRelease, count_setting, idle_release_s, stop_in_background
     from acp_agent.backends.lines_child import ChildGone, JsonLinesChild
     from acp_agent.backends.phases import Phase, PhaseClock, PhaseDeadlineExceeded, PhaseFailed
     from acp_agent.backends.process import (
@@ -136,7 +136,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     ),
     "acp_agent.backends.executables": ("executable_problem", "program_unavailable",),
     "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat",),
-    "acp_agent.backends.idle": ("IdleRelease", "idle_release_s", "stop_in_background"),
+    "acp_agent.backends.idle": ("IdleRelease", "count_setting", "idle_release_s", "stop_in_background"),
     "acp_agent.backends.lines_child": ("ChildGone", "JsonLinesChild"),
     "acp_agent.backends.phases": ("Phase", "PhaseClock", "PhaseDeadlineExceeded", "PhaseFailed",),
     "acp_agent.backends.process": (
@@ -273,6 +273,7 @@ __all__ = [
     "adopted_process",
     "agent_text",
     "bound",
+    "count_setting",
     "drain_stderr",
     "executable_problem",
     "hookimpl",

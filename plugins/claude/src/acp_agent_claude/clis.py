@@ -1,9 +1,8 @@
 """The sessions' live CLIs: started (or adopted from the spare the command line started),
 prepared with the session's settings, released when idle or beyond a safety bound, started
-again resuming the transcript, and stopped at the agent's exit. Each CLI's reader runs in the
-runtime's task group, as do the stops of released CLIs and failed attempts. A session's MCP
-servers reach its CLI as a private file: their env values and headers are secrets, and on the
-CLI's command line they would be readable by every local user."""
+again resuming the transcript, and stopped at the agent's exit, all in the runtime's task group.
+A session's MCP servers reach its CLI as a private file: their env values and headers are
+secrets, which on the CLI's command line every local user could read."""
 
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ from acp_agent.provider import (
     RuntimeContext,
     RuntimeReplaced,
     TurnChannel,
+    count_setting,
     idle_release_s,
     stop_in_background,
 )
@@ -50,21 +50,13 @@ CUT_OFF_TERM_S = 1.0
 it acts on SIGTERM itself (writes out its transcript, then exits); the bound leaves room for a
 loaded machine."""
 MAX_LIVE_VAR = "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS"
-DEFAULT_MAX_LIVE = 32  # a safety bound; the idle release is what frees memory
+DEFAULT_MAX_LIVE = 32
+"""How many sessions may keep a CLI between turns (0: no bound) before the least recently used
+idle one is released: a safety bound far above what one user keeps in use; memory goes back
+through the idle release (`IDLE_VAR`)."""
 IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
 DEFAULT_IDLE_MS = 600_000
 PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
-
-
-def max_live_clis(environ: Mapping[str, str]) -> int | None:
-    """How many sessions may keep a CLI running between turns, beyond which the least recently
-    used idle one is released (None: no bound, when set to 0). Memory goes back through the idle
-    release (`IDLE_VAR`): the default is only a safety bound, far above the sessions one user
-    keeps in use, so that a session in use never pays a CLI restart."""
-    raw = environ.get(MAX_LIVE_VAR, "").strip()
-    if raw.isdigit():
-        return int(raw) if int(raw) > 0 else None
-    return DEFAULT_MAX_LIVE
 
 
 def start_failure(what: str) -> FailureObservation:
@@ -193,7 +185,7 @@ class LiveCLIs:
         self._tg = task_group
         PrivateFiles.remove_stale()  # MCP secrets that agents killed before their `aclose` left behind
         self.files = PrivateFiles()
-        self.max_live = max_live_clis(context.environ)
+        self.max_live = count_setting(context.environ, MAX_LIVE_VAR, default=DEFAULT_MAX_LIVE)
         self._idle_release = IdleRelease(idle_release_s(context.environ, IDLE_VAR, default_ms=DEFAULT_IDLE_MS),
                                          self._idle_since, functools.partial(self.release, why="idle"))
         task_group.start_soon(self._idle_release.run)
@@ -224,11 +216,8 @@ class LiveCLIs:
     async def connect(self, session: ClaudeSession, *, resume: bool,
                       started: ClaudeCLI | None = None, mode_known: anyio.Event | None = None) -> None:
         """Start (or, `started`, adopt) and prepare a CLI for the session. On any failure the CLI
-        is killed before the error answers: it holds no turn (nor any transcript but the one an
-        earlier CLI wrote), and a kill takes milliseconds, so the error still answers within its
-        deadline and nothing of the failed attempt outlives it (an orderly stop of a CLI that
-        ignores the end of its input would keep it running, and the agent's exit waiting, for
-        seconds). `mode_known`: the stored mode is being read alongside; the settings wait."""
+        is killed before the error answers: it holds no turn, and nothing of the failed attempt
+        outlives it. `mode_known`: the stored mode is being read alongside; the settings wait."""
         cli: ClaudeCLI | None = started
         clock = self.context.clock
         try:
@@ -363,18 +352,14 @@ class LiveCLIs:
 
     @staticmethod
     async def stop(cli: ClaudeCLI) -> None:
-        """Stop a CLI: stdin EOF, SIGTERM after STOP_GRACE_S, SIGKILL; reaped, its group killed."""
         await cli.stop(grace_s=STOP_GRACE_S)
 
     @staticmethod
     async def stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:
-        """The agent is exiting. A CLI that never had a prompt holds nothing: it is killed. One
-        between turns whose last turn ended SETTLED_S ago has written its transcript: stdin EOF
-        and SIGTERM at once (its own orderly exit), SIGKILL after EXIT_GRACE_S. One whose turn
-        was cut off (answered as shut down on a signal, or cut off otherwise) or is being cut
-        off by the exit is not kept either: stdin EOF and SIGTERM at once, on which the CLI
-        writes out its transcript and exits, SIGKILL after CUT_OFF_TERM_S. So the agent exits
-        at once and leaves nothing behind. One that was just busy gets the orderly stop."""
+        """The agent is exiting: a CLI that never had a prompt is killed; one settled between
+        turns gets SIGTERM at once (its transcript is written), SIGKILL after EXIT_GRACE_S; one
+        whose turn was or is being cut off gets SIGTERM at once (it writes out its transcript),
+        SIGKILL after CUT_OFF_TERM_S; one that was just busy gets the orderly stop."""
         if session.turn is None and not session.prompted:
             await cli.stop(grace_s=0, term_s=0)  # nothing of it to keep: no transcript, no turn
         elif session.turn is None and time.monotonic() - session.last_used >= SETTLED_S:

@@ -149,20 +149,7 @@ class TurnFold:
                 if thought:
                     events.append(thought_text(thought))
             elif block_kind == "tool_use":
-                use = _tool_use(block)
-                if use is None:
-                    continue
-                tool_id, name, tool_input = use
-                self.tools[tool_id] = name
-                self.inputs[tool_id] = tool_input
-                if name == "TodoWrite":
-                    plan = content.plan_from_todos(tool_input)
-                    if plan is not None:
-                        events.append(plan)
-                if name in TASK_TOOLS:
-                    continue  # shown as the plan once its result confirms the change
-                call = content.tool_call(tool_id, name, tool_input, self.cwd)
-                events.append(TerminalStarted(call, self.cwd) if name == "Bash" else call)
+                events.extend(self._tool_use(block))
         if message.get("stop_reason") == "refusal":
             self.refusal_text = text or self.refusal_text
         return events
@@ -225,18 +212,28 @@ class TurnFold:
                 texts.append(said)
                 events.append(subagents.progress(parent, texts))
             elif block.get("type") == "tool_use":
-                use = _tool_use(block)
-                if use is None:
-                    continue
-                tool_id, name, tool_input = use
-                self.tools[tool_id] = name
-                self.subagent_tools.add(tool_id)  # its own loop answers it, maybe after this turn
-                self.inputs[tool_id] = tool_input
-                if name in TASK_TOOLS:
-                    continue
-                call = subagents.mark(content.tool_call(tool_id, name, tool_input, self.cwd), parent)
-                events.append(TerminalStarted(call, self.cwd) if name == "Bash" else call)
+                events.extend(self._tool_use(block))
         return events
+
+    def _tool_use(self, block: Mapping[str, Any]) -> list[Event]:
+        """A call (the turn's, or under the subagent's Agent call), kept until its result; a task
+        tool shows as the plan once its result confirms the change."""
+        use = _tool_use(block)
+        if use is None:
+            return []
+        tool_id, name, tool_input = use
+        self.tools[tool_id] = name
+        self.inputs[tool_id] = tool_input
+        if self._parent is not None:
+            self.subagent_tools.add(tool_id)  # its own loop answers it, maybe after this turn
+        plan = content.plan_from_todos(tool_input) if name == "TodoWrite" and self._parent is None else None
+        if name in TASK_TOOLS:
+            return [plan] if plan is not None else []
+        call = content.tool_call(tool_id, name, tool_input, self.cwd)
+        if self._parent is not None:
+            call = subagents.mark(call, self._parent)
+        shown: Event = TerminalStarted(call, self.cwd) if name == "Bash" else call
+        return [plan, shown] if plan is not None else [shown]
 
     def _system(self, subtype: str, data: Mapping[str, Any]) -> list[Event]:
         if subtype == "api_retry":
