@@ -187,12 +187,9 @@ async def _can_use_tool(session: ClaudeSession, environ: Mapping[str, str],
     if choice in ("allow", "allow_always"):
         # Allowed: the CLI runs the tool now; its result completes or fails the call.
         await turn.emit(ToolCallUpdate(tool_call_id=call.tool_call_id, status="in_progress"))
-    if choice == "allow":
-        return {"behavior": "allow", "updatedInput": tool_input}
-    if choice == "allow_always":
-        suggestions = request.get("permission_suggestions")
         allowed: dict[str, Any] = {"behavior": "allow", "updatedInput": tool_input}
-        if isinstance(suggestions, list) and suggestions:
+        suggestions = request.get("permission_suggestions")
+        if choice == "allow_always" and isinstance(suggestions, list) and suggestions:
             allowed["updatedPermissions"] = suggestions
         return allowed
     denied: dict[str, Any] = {"behavior": "deny", "message": "The user rejected this tool call."}
