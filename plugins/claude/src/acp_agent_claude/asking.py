@@ -1,13 +1,11 @@
 """The CLI's own control requests (`answer`): permission to use a tool, AskUserQuestion and
-ExitPlanMode among them, and an MCP server's elicitation. The agent registers no hook callbacks
+ExitPlanMode among them, and an MCP server's elicitation; the agent registers no hook callbacks
 and no in-process MCP servers, so any other request is refused.
 
-AskUserQuestion and ExitPlanMode reach the agent as `can_use_tool` control requests. The first is
-a question (`acp_agent.sessions.questions`: an ACP elicitation, else permission requests whose options are
-the answers), answered to the CLI as the tool's `updatedInput` with `answers`, as
-claude-agent-acp's `elicitation.js` does. The second offers claude-agent-acp's choices for
-leaving plan mode (approve and switch to a mode, or keep planning). An MCP server's elicitation
-arrives as an `elicitation` control request and is asked the same way.
+AskUserQuestion (a `can_use_tool` request) is asked as a question (the core's: an elicitation,
+else permission options) and answered as the tool's `updatedInput` with `answers`, as
+claude-agent-acp's `elicitation.js` does; ExitPlanMode offers claude-agent-acp's choices for
+leaving plan mode. An MCP server's `elicitation` request is asked the same way.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The per-turn fold: one turn's stream-json lines in, neutral events and the turn's outcome out.
 
-Pure state machine (no I/O), so real CLI output replayed from fixtures drives it in tests exactly
-as the live runtime does.
-
-The CLI's lines are input like a client's: a field of the wrong type is never forwarded and never
-raises. A block or line that cannot be shown (a tool call without an id, text that is not a
-string) is logged, without its content, and skipped.
+A pure state machine (no I/O). The CLI's lines are input like a client's: a field of the wrong
+type is never forwarded and never raises; a block that cannot be shown (a tool call without an
+id, text that is not a string) is logged, without its content, and skipped.
 """
 
 from __future__ import annotations
@@ -43,11 +40,8 @@ Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
 @define
 class TurnFold:
     """Folds one turn. `feed` returns events to emit; `outcome` is set once the result arrives.
-
-    A failed result is classified by `observe` from the CLI's own lines (`{"assistant": <the
-    turn's last failing assistant line>, "result": <the result line>}`): the runtime passes the
-    core's failure hooks, so any plugin may answer before this provider's own classification.
-    """
+    A failed result is classified by `observe` (the runtime passes the core's failure hooks) from
+    `{"assistant": <the turn's last failing assistant line>, "result": <the result line>}`."""
 
     cwd: str | None = None
     cancel_requested: bool = False

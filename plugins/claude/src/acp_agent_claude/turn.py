@@ -155,8 +155,7 @@ class Turns:
     @staticmethod
     def _turn_ended(session: ClaudeSession, fold: TurnFold) -> bool:
         """Whether the turn is over: its result is in and no steered message is queued or running
-        (a steer at priority `now` aborts the cycle, whose result comes first; the steered
-        message's own cycle ends with the result that answers the turn). A cancel ends it at once."""
+        (the aborted cycle's result comes before the steer's own). A cancel ends it at once."""
         if not fold.finished:
             return False
         if (session.steers or session.steer_running) and not fold.cancel_requested:
@@ -166,10 +165,10 @@ class Turns:
         return True
 
     async def steer(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
-        """A user message into the running turn, as claude-agent-acp sends it: priority `now`
-        (the CLI aborts the current cycle and runs the message next), `later` while a permission
-        request or question is open (so the user's answer is not thrown away). Its output streams
-        into `turn`, which ends with the result after it. False when the turn is already over."""
+        """A user message into the running turn: priority `now` (the CLI aborts the current cycle
+        and runs it next), `later` while a permission request or question is open (so the answer
+        is not thrown away). Its output streams into `turn`, which ends with the result after it.
+        False when the turn is already over."""
         if (session.turn is not turn or session.turn_over or session.cli is None or session.dead
                 or session.fold is None or session.cancelling()):
             return False
@@ -232,12 +231,10 @@ class Turns:
                                     fast=fast, account=session.account)
 
     async def ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
-        """A new session's first turn that ended publishes its prompt as the title at once (as
-        the Codex provider does; claude-agent-acp shows the stored first prompt where the CLI
-        gives no title). Until the CLI has named the session, each turn that ended asks it for a
-        title, in the background, which replaces the prompt. Not before the turn: the CLI stores
-        the title in the transcript at once, and a transcript holding only a title is one
-        `--resume` cannot open (a CLI lost in its first turn would leave the session unresumable)."""
+        """A new session's first ended turn publishes its prompt as the title; until the CLI has
+        named the session, each ended turn asks it for a title in the background. Not before the
+        turn: the CLI stores the title at once, and a transcript holding only a title is one
+        `--resume` cannot open."""
         if session.untitled and (shown := titles.provisional(prompt)):
             session.untitled = False
             await turn.emit(SessionTitle(shown))  # the core makes it one short line
