@@ -72,10 +72,9 @@ class Turns:
                 self._clis.release(session, "new credentials")
         await self._clis.ensure(session, turn)
         local = commands.local_command(prompt)
-        if local == commands.MCP:
-            return await self._answer_mcp(session, turn)
-        if local == commands.STATUS:
-            await turn.emit(AgentMessageChunk(TextContent(self._status(session))))
+        if local is not None:
+            answer = await self._mcp(session) if local == commands.MCP else self._status(session)
+            await turn.emit(AgentMessageChunk(TextContent(answer)))
             return TurnEnd("end_turn")
         session.fold, session.turn = self._fold(session), turn
         session.steers.clear()
@@ -202,18 +201,17 @@ class Turns:
         await turn.emit(SessionFailure(classify.lost_while_idle()))
 
     @staticmethod
-    async def _answer_mcp(session: ClaudeSession, turn: TurnChannel) -> TurnEnd:
+    async def _mcp(session: ClaudeSession) -> str:
         """`/mcp`, which the CLI answers only with a count in stream-json: its servers' states."""
         assert session.cli is not None
         try:
             status = await session.cli.request("mcp_status")
         except (ChildGone, ControlError) as exc:
             log.info("claude mcp_status failed: %s", type(exc).__name__)
-            status = None
-        session.last_used = time.monotonic()
-        answer = commands.mcp_text(status) if status is not None else "The MCP servers' state is not available."
-        await turn.emit(AgentMessageChunk(TextContent(answer)))
-        return TurnEnd("end_turn")
+            return "The MCP servers' state is not available."
+        finally:
+            session.last_used = time.monotonic()
+        return commands.mcp_text(status)
 
     @staticmethod
     def _status(session: ClaudeSession) -> str:
