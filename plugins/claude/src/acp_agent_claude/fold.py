@@ -73,32 +73,24 @@ class TurnFold:
 
     def feed(self, message: Mapping[str, Any]) -> list[Event]:
         """One stream-json line of the CLI (a dict as it wrote it)."""
-        kind = message.get("type")
         parent = message.get("parent_tool_use_id")
         self._parent = parent if isinstance(parent, str) else None
-        if kind == "stream_event":
-            return self._stream_event(_mapping(message.get("event")))
-        if kind == "assistant":
-            return self._assistant(message)
-        if kind == "user":
-            return self._user(message)
-        if kind == "system":
-            return self._system(str(message.get("subtype") or ""), message)
-        if kind == "tool_progress":
-            return self._progress(message)
-        if kind == "result":
-            self.outcome = self._result(message)
-            events = self._usage(message)
-            if self.outcome == TurnEnd("refusal") and self.refusal_text:
-                events.insert(0, agent_text(self.refusal_text))
-            if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
-                events.append(AuthConfirmed())  # the API accepted the credentials for this turn
-            return events
-        return []
+        fold = _LINES.get(message.get("type"))
+        return fold(self, message) if fold is not None else []
 
-    def _stream_event(self, event: Mapping[str, Any]) -> list[Event]:
+    def _end(self, message: Mapping[str, Any]) -> list[Event]:
+        self.outcome = self._result(message)
+        events = self._usage(message)
+        if self.outcome == TurnEnd("refusal") and self.refusal_text:
+            events.insert(0, agent_text(self.refusal_text))
+        if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
+            events.append(AuthConfirmed())  # the API accepted the credentials for this turn
+        return events
+
+    def _stream_event(self, line: Mapping[str, Any]) -> list[Event]:
         if self._parent is not None:
             return []  # a subagent's deltas: its whole message shows on its Agent call
+        event = _mapping(line.get("event"))
         if event.get("type") == "message_start":
             self.streaming_id = _string(_mapping(event.get("message")).get("id"))
             return []
@@ -229,7 +221,8 @@ class TurnFold:
         shown: Event = TerminalStarted(call, self.cwd) if name == "Bash" else call
         return [plan, shown] if plan is not None else [shown]
 
-    def _system(self, subtype: str, data: Mapping[str, Any]) -> list[Event]:
+    def _system(self, data: Mapping[str, Any]) -> list[Event]:
+        subtype = data.get("subtype")
         if subtype == "api_retry":
             # The content of the next attempt ends this incident: the core treats live model content so.
             return [classify.retry_progress(data)]
@@ -320,6 +313,13 @@ class TurnFold:
         if self.cancel_requested:
             return TurnEnd("cancelled")
         return classify.transport_lost(worker_shutting_down=self.worker_shutting_down)
+
+
+_LINES: dict[Any, Callable[[TurnFold, Mapping[str, Any]], list[Event]]] = {
+    "stream_event": TurnFold._stream_event, "assistant": TurnFold._assistant, "user": TurnFold._user,
+    "system": TurnFold._system, "tool_progress": TurnFold._progress, "result": TurnFold._end,
+}
+"""How each kind of stream-json line is folded (others show nothing)."""
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
