@@ -73,24 +73,18 @@ class PrivateFiles:
 
     def __init__(self) -> None:
         self._dir: Path | None = None
-        self._files = 0
-
-    def _private_dir(self) -> Path:
-        if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_DIR_PREFIX}{os.getpid()}-"))
-        return self._dir
 
     def mcp_config(self, session: ClaudeSession) -> str | None:
         """The session's MCP servers as the path of a 0600 file (None: it has none)."""
         if not session.mcp_servers:
             return None
         if session.mcp_config is None:
-            self._files += 1
-            path = self._private_dir() / f"mcp-{self._files}.json"
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            if self._dir is None:
+                self._dir = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_DIR_PREFIX}{os.getpid()}-"))
+            descriptor, path = tempfile.mkstemp(prefix="mcp-", suffix=".json", dir=self._dir)
             with os.fdopen(descriptor, "w") as handle:
                 json.dump({"mcpServers": session.mcp_servers}, handle)
-            session.mcp_config = path
+            session.mcp_config = Path(path)
         return str(session.mcp_config)
 
     @staticmethod
