@@ -7,7 +7,7 @@ import time
 import anyio
 import pytest
 
-from acp_agent.backends.idle import IdleRelease, idle_release_s
+from acp_agent.backends.idle import IdleRelease, count_setting, idle_release_s
 
 pytestmark = pytest.mark.timeout(30)
 VAR = "ACP_AGENT_X_IDLE_RELEASE_MS"
@@ -19,6 +19,11 @@ def test_the_variable_is_milliseconds_zero_is_never_and_anything_else_the_defaul
         raw: str | None, expected: float | None) -> None:
     environ = {} if raw is None else {VAR: raw}
     assert idle_release_s(environ, VAR, default_ms=60_000) == expected
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(None, 32), ("", 32), (" 4 ", 4), ("0", None), ("-1", 32), ("x", 32)])
+def test_a_bound_is_a_count_zero_is_none_and_anything_else_the_default(raw: str | None, expected: int | None) -> None:
+    assert count_setting({} if raw is None else {VAR: raw}, VAR, default=32) == expected
 
 
 @pytest.mark.anyio

@@ -53,18 +53,17 @@ if TYPE_CHECKING:
     )
     from acp_agent.backends.executables import executable_problem, program_unavailable
     from acp_agent.backends.files import SETTINGS_LIMIT, UnsafeFile, read_regular_file, regular_file_stat
-    from acp_agent.backends.idle import IdleRelease, idle_release_s, stop_in_background
+    from acp_agent.backends.idle import IdleRelease, count_setting, idle_release_s, stop_in_background
+    from acp_agent.backends.lines_child import ChildGone, JsonLinesChild
     from acp_agent.backends.phases import Phase, PhaseClock, PhaseDeadlineExceeded, PhaseFailed
     from acp_agent.backends.process import (
         ChildProcess,
         EarlyProcess,
         adopt_child,
-        adopted_process,
         drain_stderr,
         kill_process_group,
         open_child,
         parent_death_argv,
-        stop_process,
         write_launcher,
     )
     from acp_agent.backends.questions import Answer, Choice, Question, QuestionField, UrlQuestion, question_form
@@ -156,11 +155,12 @@ NAMES: dict[str, tuple[str, ...]] = {
     ),
     "acp_agent.backends.executables": ("executable_problem", "program_unavailable",),
     "acp_agent.backends.files": ("SETTINGS_LIMIT", "UnsafeFile", "read_regular_file", "regular_file_stat",),
-    "acp_agent.backends.idle": ("IdleRelease", "idle_release_s", "stop_in_background"),
+    "acp_agent.backends.idle": ("IdleRelease", "count_setting", "idle_release_s", "stop_in_background"),
+    "acp_agent.backends.lines_child": ("ChildGone", "JsonLinesChild"),
     "acp_agent.backends.phases": ("Phase", "PhaseClock", "PhaseDeadlineExceeded", "PhaseFailed",),
     "acp_agent.backends.process": (
-        "ChildProcess", "EarlyProcess", "adopt_child", "adopted_process", "drain_stderr",
-        "kill_process_group", "open_child", "parent_death_argv", "stop_process", "write_launcher",
+        "ChildProcess", "EarlyProcess", "adopt_child", "drain_stderr", "kill_process_group", "open_child",
+        "parent_death_argv", "write_launcher",
     ),
     "acp_agent.backends.questions": ("Answer", "Choice", "Question", "QuestionField", "UrlQuestion", "question_form"),
     "acp_agent.backends.rpc_child": ("RpcChild",),
@@ -215,6 +215,7 @@ __all__ = [
     "BackendStatus",
     "BackendTurn",
     "Category",
+    "ChildGone",
     "ChildProcess",
     "Choice",
     "Compaction",
@@ -234,6 +235,7 @@ __all__ = [
     "HistoryFailure",
     "IdleRelease",
     "ImageContent",
+    "JsonLinesChild",
     "LineReader",
     "McpServer",
     "McpServerHttp",
@@ -299,9 +301,9 @@ __all__ = [
     "UserMessageChunk",
     "additional_directories",
     "adopt_child",
-    "adopted_process",
     "agent_text",
     "bound",
+    "count_setting",
     "drain_stderr",
     "executable_problem",
     "first_line",
@@ -330,7 +332,6 @@ __all__ = [
     "split_title",
     "split_unified_diff",
     "stop_in_background",
-    "stop_process",
     "text_blocks",
     "text_content",
     "thought_text",

@@ -1,10 +1,11 @@
 """Idle release: a session's backend process is stopped once it has gone unused for a while, and
 started again (resuming the session) when the session is next used.
 
-`idle_release_s` is the one reader of a provider's release-time variable; `IdleRelease` is the
-task that releases what has gone unused, waking when the next release is due or when told that
-something started being used; `stop_in_background` stops a released backend without holding up
-the release, and gives what the session's next start must wait for.
+`idle_release_s` is the one reader of a provider's release-time variable (`count_setting` of
+any other bound); `IdleRelease` is the task that releases what has gone unused, waking when the
+next release is due or when told that something started being used; `stop_in_background`
+stops a released backend without holding up the release, and gives what the session's next
+start must wait for.
 """
 
 from __future__ import annotations
@@ -19,13 +20,20 @@ import anyio.abc
 T = TypeVar("T")
 
 
+def count_setting(environ: Mapping[str, str], variable: str, *, default: int) -> int | None:
+    """A count or bound from `variable`: None (none) when it is 0, `default` when it is unset or
+    not a number."""
+    raw = environ.get(variable, "").strip()
+    if raw.isdigit():
+        return int(raw) if int(raw) > 0 else None
+    return default
+
+
 def idle_release_s(environ: Mapping[str, str], variable: str, *, default_ms: int) -> float | None:
     """After how many seconds without use a session's backend is released, from `variable` in
     milliseconds: None (never) when it is 0, `default_ms` when it is unset or not a number."""
-    raw = environ.get(variable, "").strip()
-    if raw.isdigit():
-        return int(raw) / 1000 if int(raw) > 0 else None
-    return default_ms / 1000
+    ms = count_setting(environ, variable, default=default_ms)
+    return ms / 1000 if ms is not None else None
 
 
 def stop_in_background(task_group: anyio.abc.TaskGroup, stop: Callable[[], Awaitable[object]]) -> anyio.Event:

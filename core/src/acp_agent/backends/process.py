@@ -25,10 +25,6 @@ import anyio
 import anyio.abc
 
 from acp_agent.backends import pdeath
-
-# Re-exported: part of this module's API (the Claude runtime imports `runnable` from here).
-from acp_agent.backends.pdeath import SETPRIV_CANDIDATES as SETPRIV_CANDIDATES  # noqa: PLC0414
-from acp_agent.backends.pdeath import runnable as runnable  # noqa: PLC0414
 from acp_agent.wire.rpc import LineReader
 from acp_agent.wire.stdio import FdReceiveStream, FdSendStream
 

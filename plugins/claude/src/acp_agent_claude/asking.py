@@ -1,13 +1,11 @@
 """The CLI's own control requests (`answer`): permission to use a tool, AskUserQuestion and
-ExitPlanMode among them, and an MCP server's elicitation. The agent registers no hook callbacks
+ExitPlanMode among them, and an MCP server's elicitation; the agent registers no hook callbacks
 and no in-process MCP servers, so any other request is refused.
 
-AskUserQuestion and ExitPlanMode reach the agent as `can_use_tool` control requests. The first is
-a question (`acp_agent.sessions.questions`: an ACP elicitation, else permission requests whose options are
-the answers), answered to the CLI as the tool's `updatedInput` with `answers`, as
-claude-agent-acp's `elicitation.js` does. The second offers claude-agent-acp's choices for
-leaving plan mode (approve and switch to a mode, or keep planning). An MCP server's elicitation
-arrives as an `elicitation` control request and is asked the same way.
+AskUserQuestion (a `can_use_tool` request) is asked as a question (the core's: an elicitation,
+else permission options) and answered as the tool's `updatedInput` with `answers`, as
+claude-agent-acp's `elicitation.js` does; ExitPlanMode offers claude-agent-acp's choices for
+leaving plan mode. An MCP server's `elicitation` request is asked the same way.
 """
 
 from __future__ import annotations
@@ -134,7 +132,11 @@ PERMISSION_OPTIONS = (
     PermissionOption("allow_always", "Always allow", "allow_always"),
     PermissionOption("reject", "Reject", "reject_once"),
 )
-CANCELLED = {"behavior": "deny", "message": "The turn was cancelled.", "interrupt": True}
+
+
+def _deny(message: str, *, interrupt: bool = False) -> dict[str, Any]:
+    """The tool is refused; `interrupt` stops the turn too."""
+    return {"behavior": "deny", "message": message, **({"interrupt": True} if interrupt else {})}
 
 
 async def answer(session: ClaudeSession, environ: Mapping[str, str], request: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +171,7 @@ async def _can_use_tool(session: ClaudeSession, environ: Mapping[str, str],
     tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
     turn = session.turn
     if turn is None or session.cancelling():
-        return dict(CANCELLED)
+        return _deny("The turn was cancelled.", interrupt=True)
     if tool_name == ASK_TOOL:
         tool_use_id = request.get("tool_use_id")
         return await _ask_user(session, turn, tool_input, tool_use_id if isinstance(tool_use_id, str) else None)
@@ -187,18 +189,12 @@ async def _can_use_tool(session: ClaudeSession, environ: Mapping[str, str],
     if choice in ("allow", "allow_always"):
         # Allowed: the CLI runs the tool now; its result completes or fails the call.
         await turn.emit(ToolCallUpdate(tool_call_id=call.tool_call_id, status="in_progress"))
-    if choice == "allow":
-        return {"behavior": "allow", "updatedInput": tool_input}
-    if choice == "allow_always":
-        suggestions = request.get("permission_suggestions")
         allowed: dict[str, Any] = {"behavior": "allow", "updatedInput": tool_input}
-        if isinstance(suggestions, list) and suggestions:
+        suggestions = request.get("permission_suggestions")
+        if choice == "allow_always" and isinstance(suggestions, list) and suggestions:
             allowed["updatedPermissions"] = suggestions
         return allowed
-    denied: dict[str, Any] = {"behavior": "deny", "message": "The user rejected this tool call."}
-    if choice is None and session.cancelling():
-        denied["interrupt"] = True
-    return denied
+    return _deny("The user rejected this tool call.", interrupt=choice is None and session.cancelling())
 
 
 async def _ask_user(session: ClaudeSession, turn: TurnChannel, tool_input: dict[str, Any],
@@ -208,13 +204,10 @@ async def _ask_user(session: ClaudeSession, turn: TurnChannel, tool_input: dict[
     refuses the tool."""
     asked = question(tool_input, tool_use_id)
     if asked is None:
-        return {"behavior": "deny", "message": "AskUserQuestion called with no valid questions."}
+        return _deny("AskUserQuestion called with no valid questions.")
     answered = await turn.ask(asked)
     if answered.action == "cancel":
-        denied: dict[str, Any] = {"behavior": "deny", "message": "The user dismissed the question."}
-        if session.cancelling():
-            denied["interrupt"] = True
-        return denied
+        return _deny("The user dismissed the question.", interrupt=session.cancelling())
     return {"behavior": "allow", "updatedInput": answered_input(tool_input, answered)}
 
 
@@ -230,8 +223,7 @@ async def _leave_plan_mode(session: ClaudeSession, turn: TurnChannel, update: To
             # The interrupt ends the turn with an error result: an intended stop, so the
             # turn ends `cancelled` (as claude-agent-acp maps it) and the user types feedback.
             session.fold.cancel_requested = True
-        message = "The turn was cancelled." if cancelled else "User chose to keep planning"
-        return {"behavior": "deny", "message": message, "interrupt": True}
+        return _deny("The turn was cancelled." if cancelled else "User chose to keep planning", interrupt=True)
     session.mode = mode
     await turn.emit(ToolCallUpdate(tool_call_id=update.tool_call_id, status="in_progress"))
     await turn.emit(CurrentModeUpdate(current_mode_id=mode))

@@ -2,7 +2,7 @@
 
 Failures are classified from the CLI's stream-json lines as plain JSON (`classify_failure`,
 `failure_title`: this provider's answers to the core's failure hooks), exactly as the runtime read
-them from the CLI. No I/O. Tested from tables of real CLI 2.1.332 output.
+them from the CLI. No I/O.
 """
 
 from __future__ import annotations
@@ -48,12 +48,8 @@ ERROR_KINDS: Mapping[str, FailureKind] = {
     "cloud_credential_error": FailureKind.ACCESS_DENIED,
 }
 STATUS_KINDS: Mapping[int, FailureKind] = {
-    400: FailureKind.BAD_REQUEST,
-    404: FailureKind.BAD_REQUEST,
-    413: FailureKind.BAD_REQUEST,
-    422: FailureKind.BAD_REQUEST,
-    401: FailureKind.AUTH_REQUIRED,
-    403: FailureKind.AUTH_REQUIRED,
+    **dict.fromkeys((400, 404, 413, 422), FailureKind.BAD_REQUEST),
+    **dict.fromkeys((401, 403), FailureKind.AUTH_REQUIRED),
     429: FailureKind.RATE_LIMITED,
     529: FailureKind.OVERLOADED,
 }
@@ -74,12 +70,8 @@ def is_login_text(text: str) -> bool:
 
 def error_kind(error: str | None, api_error_status: int | None = None) -> FailureKind:
     """The neutral kind of an assistant `error`; unknown kinds are provider errors, refined by status."""
-    kind = ERROR_KINDS.get(error or "")
-    if kind is not None:
-        return kind
-    if api_error_status is not None and api_error_status in STATUS_KINDS:
-        return STATUS_KINDS[api_error_status]
-    return FailureKind.PROVIDER_ERROR
+    kind = ERROR_KINDS.get(error or "") or STATUS_KINDS.get(api_error_status or 0)
+    return kind or FailureKind.PROVIDER_ERROR
 
 
 def synthetic_failure_kind(text: str, error: str | None, api_error_status: int | None) -> FailureKind | None:
@@ -94,11 +86,8 @@ def synthetic_failure_kind(text: str, error: str | None, api_error_status: int |
 
 
 def retry_progress(data: Mapping[str, Any]) -> RetryProgress:
-    """A `system/api_retry` line as a warning on the turn's incident.
-
-    The CLI gives no user-facing text for retries, so the title is ours; without an HTTP status
-    the retry is a reconnect (category connection).
-    """
+    """A `system/api_retry` line as a warning on the turn's incident, in our words (the CLI has
+    none); without an HTTP status the retry is a reconnect."""
     attempt, maximum = data.get("attempt"), data.get("max_retries")
     status = data.get("error_status")
     if status is None:
@@ -189,10 +178,8 @@ def assistant_failure_kind(line: Mapping[str, Any]) -> FailureKind | None:
 
 
 def classify_failure(native: Mapping[str, Any]) -> FailureObservation | None:
-    """`{"assistant": <the turn's failing assistant line>?, "result": <its error result>}` → the failure.
-
-    The title is left to `failure_title` (the failure-title hook), so a plugin can word it.
-    """
+    """`{"assistant": <the turn's failing assistant line>?, "result": <its error result>}` → the
+    failure, its title left to `failure_title` (the failure-title hook, so a plugin can word it)."""
     result = _mapping(native.get("result"))
     if not result.get("is_error"):
         return None

@@ -1,9 +1,8 @@
 """The sessions' live CLIs: started (or adopted from the spare the command line started),
 prepared with the session's settings, released when idle or beyond a safety bound, started
-again resuming the transcript, and stopped at the agent's exit. Each CLI's reader runs in the
-runtime's task group, as do the stops of released CLIs and failed attempts. A session's MCP
-servers reach its CLI as a private file: their env values and headers are secrets, and on the
-CLI's command line they would be readable by every local user."""
+again resuming the transcript, and stopped at the agent's exit, all in the runtime's task group.
+A session's MCP servers reach its CLI as a private file: their env values and headers are
+secrets, which on the CLI's command line every local user could read."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ import anyio.abc
 from attrs import define
 
 from acp_agent.provider import (
+    ChildGone,
     FailureKind,
     FailureObservation,
     IdleRelease,
@@ -31,13 +31,14 @@ from acp_agent.provider import (
     RuntimeContext,
     RuntimeReplaced,
     TurnChannel,
+    count_setting,
     idle_release_s,
     stop_in_background,
 )
 from acp_agent_claude import asking, commands, settings, store
 from acp_agent_claude.prestart import BYPASS_REFUSED, SPARE_MODE, bypass_allowed, command, environment, spare
 from acp_agent_claude.session import PROVIDER, ClaudeSession, available_modes
-from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
+from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
 
@@ -49,21 +50,13 @@ CUT_OFF_TERM_S = 1.0
 it acts on SIGTERM itself (writes out its transcript, then exits); the bound leaves room for a
 loaded machine."""
 MAX_LIVE_VAR = "ACP_AGENT_CLAUDE_MAX_LIVE_CLIS"
-DEFAULT_MAX_LIVE = 32  # a safety bound; the idle release is what frees memory
+DEFAULT_MAX_LIVE = 32
+"""How many sessions may keep a CLI between turns (0: no bound) before the least recently used
+idle one is released: a safety bound far above what one user keeps in use; memory goes back
+through the idle release (`IDLE_VAR`)."""
 IDLE_VAR = "ACP_AGENT_CLAUDE_IDLE_RELEASE_MS"
 DEFAULT_IDLE_MS = 600_000
 PRIVATE_DIR_PREFIX = "acp-agent-claude-"  # then the agent's PID: what a killed agent left is found again
-
-
-def max_live_clis(environ: Mapping[str, str]) -> int | None:
-    """How many sessions may keep a CLI running between turns, beyond which the least recently
-    used idle one is released (None: no bound, when set to 0). Memory goes back through the idle
-    release (`IDLE_VAR`): the default is only a safety bound, far above the sessions one user
-    keeps in use, so that a session in use never pays a CLI restart."""
-    raw = environ.get(MAX_LIVE_VAR, "").strip()
-    if raw.isdigit():
-        return int(raw) if int(raw) > 0 else None
-    return DEFAULT_MAX_LIVE
 
 
 def start_failure(what: str) -> FailureObservation:
@@ -80,24 +73,18 @@ class PrivateFiles:
 
     def __init__(self) -> None:
         self._dir: Path | None = None
-        self._files = 0
-
-    def _private_dir(self) -> Path:
-        if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_DIR_PREFIX}{os.getpid()}-"))
-        return self._dir
 
     def mcp_config(self, session: ClaudeSession) -> str | None:
         """The session's MCP servers as the path of a 0600 file (None: it has none)."""
         if not session.mcp_servers:
             return None
         if session.mcp_config is None:
-            self._files += 1
-            path = self._private_dir() / f"mcp-{self._files}.json"
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            if self._dir is None:
+                self._dir = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_DIR_PREFIX}{os.getpid()}-"))
+            descriptor, path = tempfile.mkstemp(prefix="mcp-", suffix=".json", dir=self._dir)
             with os.fdopen(descriptor, "w") as handle:
                 json.dump({"mcpServers": session.mcp_servers}, handle)
-            session.mcp_config = path
+            session.mcp_config = Path(path)
         return str(session.mcp_config)
 
     @staticmethod
@@ -132,8 +119,8 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # another user's
+        pass
     return True
 
 
@@ -156,7 +143,7 @@ class Spare:
         popen = context.prestarted.take(PROVIDER, wanted[1], wanted[2]) if wanted is not None else None
         if wanted is None or popen is None:
             return None
-        cli = ClaudeCLI.adopt(popen, _before_adoption)
+        cli = ClaudeCLI.adopt(popen, on_request=_before_adoption)
         task_group.start_soon(cli.run)
         return cls(wanted[0], wanted[1], wanted[2], cli)
 
@@ -192,7 +179,7 @@ class LiveCLIs:
         self._tg = task_group
         PrivateFiles.remove_stale()  # MCP secrets that agents killed before their `aclose` left behind
         self.files = PrivateFiles()
-        self.max_live = max_live_clis(context.environ)
+        self.max_live = count_setting(context.environ, MAX_LIVE_VAR, default=DEFAULT_MAX_LIVE)
         self._idle_release = IdleRelease(idle_release_s(context.environ, IDLE_VAR, default_ms=DEFAULT_IDLE_MS),
                                          self._idle_since, functools.partial(self.release, why="idle"))
         task_group.start_soon(self._idle_release.run)
@@ -223,11 +210,8 @@ class LiveCLIs:
     async def connect(self, session: ClaudeSession, *, resume: bool,
                       started: ClaudeCLI | None = None, mode_known: anyio.Event | None = None) -> None:
         """Start (or, `started`, adopt) and prepare a CLI for the session. On any failure the CLI
-        is killed before the error answers: it holds no turn (nor any transcript but the one an
-        earlier CLI wrote), and a kill takes milliseconds, so the error still answers within its
-        deadline and nothing of the failed attempt outlives it (an orderly stop of a CLI that
-        ignores the end of its input would keep it running, and the agent's exit waiting, for
-        seconds). `mode_known`: the stored mode is being read alongside; the settings wait."""
+        is killed before the error answers: it holds no turn, and nothing of the failed attempt
+        outlives it. `mode_known`: the stored mode is being read alongside; the settings wait."""
         cli: ClaudeCLI | None = started
         clock = self.context.clock
         try:
@@ -236,7 +220,7 @@ class LiveCLIs:
                     cli = await self._spawn(session, resume=resume)
                 try:
                     info = await cli.request("initialize", hooks=None)
-                except (CLIGone, ControlError) as exc:
+                except (ChildGone, ControlError) as exc:
                     log.warning("claude CLI failed to start: %s", type(exc).__name__)
                     raise PhaseFailed(start_failure("started")) from None
             session.models = [m for m in info.get("models") or [] if isinstance(m, dict) and m.get("value")]
@@ -249,7 +233,7 @@ class LiveCLIs:
                 # Apply and verify the session's settings: the CLI answers only once they hold.
                 try:
                     await cli.request("set_permission_mode", mode=session.mode)
-                except (CLIGone, ControlError) as exc:
+                except (ChildGone, ControlError) as exc:
                     log.warning("claude CLI rejected the session settings: %s", type(exc).__name__)
                     raise PhaseFailed(start_failure("prepared")) from None
         except BaseException:
@@ -292,7 +276,7 @@ class LiveCLIs:
                        model=session.model, mcp_config=self.files.mcp_config(session), effort=session.effort,
                        fast=session.fast, add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
         try:
-            cli = await ClaudeCLI.start(argv, env=env, cwd=session.cwd,
+            cli = await ClaudeCLI.spawn(argv, env=env, cwd=session.cwd,
                                         on_request=functools.partial(self._on_request, session))
         except OSError as exc:
             log.warning("claude CLI failed to start: %s", type(exc).__name__)
@@ -362,18 +346,14 @@ class LiveCLIs:
 
     @staticmethod
     async def stop(cli: ClaudeCLI) -> None:
-        """Stop a CLI: stdin EOF, SIGTERM after STOP_GRACE_S, SIGKILL; reaped, its group killed."""
         await cli.stop(grace_s=STOP_GRACE_S)
 
     @staticmethod
     async def stop_at_exit(session: ClaudeSession, cli: ClaudeCLI) -> None:
-        """The agent is exiting. A CLI that never had a prompt holds nothing: it is killed. One
-        between turns whose last turn ended SETTLED_S ago has written its transcript: stdin EOF
-        and SIGTERM at once (its own orderly exit), SIGKILL after EXIT_GRACE_S. One whose turn
-        was cut off (answered as shut down on a signal, or cut off otherwise) or is being cut
-        off by the exit is not kept either: stdin EOF and SIGTERM at once, on which the CLI
-        writes out its transcript and exits, SIGKILL after CUT_OFF_TERM_S. So the agent exits
-        at once and leaves nothing behind. One that was just busy gets the orderly stop."""
+        """The agent is exiting: a CLI that never had a prompt is killed; one settled between
+        turns gets SIGTERM at once (its transcript is written), SIGKILL after EXIT_GRACE_S; one
+        whose turn was or is being cut off gets SIGTERM at once (it writes out its transcript),
+        SIGKILL after CUT_OFF_TERM_S; one that was just busy gets the orderly stop."""
         if session.turn is None and not session.prompted:
             await cli.stop(grace_s=0, term_s=0)  # nothing of it to keep: no transcript, no turn
         elif session.turn is None and time.monotonic() - session.last_used >= SETTLED_S:

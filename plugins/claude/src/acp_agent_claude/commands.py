@@ -1,13 +1,9 @@
 """Slash commands the agent answers itself because the CLI has no non-interactive form of them.
 
-Claude Code 2.1.332 answers most of its local commands in stream-json (`/usage`, `/cost`,
-`/context` come back as a synthetic assistant message), but `/mcp` only says "N MCP servers ... Use
-`/mcp` in the terminal for details". A bare `/mcp` is answered from the CLI's `mcp_status`
-control request instead: one line per server with its transport and state. Only names,
-transports, states and errors are shown: a server's configuration holds secrets (env, headers).
-`/status` is interactive only (the CLI neither lists nor answers it in stream-json): the agent
-offers it and answers with the session's model, mode, directories, where its credentials come
-from (the CLI's `account` sources, never a secret) and the CLI's version.
+In stream-json `/mcp` only counts the servers: a bare `/mcp` is answered from the CLI's
+`mcp_status` control request, one line per server with its transport, state and error (never its
+configuration: it holds secrets). `/status` is interactive only: the agent offers it and answers
+with the session's model, mode, directories, credential sources (never a secret) and CLI version.
 """
 
 from __future__ import annotations
@@ -41,13 +37,8 @@ def credential_source(account: Any) -> str:
     """Where the CLI's credentials come from, from its `account` report: names of sources only."""
     if not isinstance(account, dict):
         return "unknown"
-    parts = []
-    token = account.get("tokenSource")
-    if isinstance(token, str) and token and token != "none":
-        parts.append(f"token from {token}")
-    key = account.get("apiKeySource")
-    if isinstance(key, str) and key and key != "none":
-        parts.append(f"API key from {key}")
+    parts = [f"{label} from {source}" for key, label in (("tokenSource", "token"), ("apiKeySource", "API key"))
+             if isinstance(source := account.get(key), str) and source and source != "none"]
     provider = account.get("apiProvider")
     where = ", ".join(parts) or "not signed in"
     return f"{where} ({provider})" if isinstance(provider, str) and provider else where

@@ -1,11 +1,8 @@
 """The per-turn fold: one turn's stream-json lines in, neutral events and the turn's outcome out.
 
-Pure state machine (no I/O), so real CLI output replayed from fixtures drives it in tests exactly
-as the live runtime does.
-
-The CLI's lines are input like a client's: a field of the wrong type is never forwarded and never
-raises. A block or line that cannot be shown (a tool call without an id, text that is not a
-string) is logged, without its content, and skipped.
+A pure state machine (no I/O). The CLI's lines are input like a client's: a field of the wrong
+type is never forwarded and never raises; a block that cannot be shown (a tool call without an
+id, text that is not a string) is logged, without its content, and skipped.
 """
 
 from __future__ import annotations
@@ -43,11 +40,8 @@ Classifier = Callable[[Mapping[str, Any]], FailureObservation | None]
 @define
 class TurnFold:
     """Folds one turn. `feed` returns events to emit; `outcome` is set once the result arrives.
-
-    A failed result is classified by `observe` from the CLI's own lines (`{"assistant": <the
-    turn's last failing assistant line>, "result": <the result line>}`): the runtime passes the
-    core's failure hooks, so any plugin may answer before this provider's own classification.
-    """
+    A failed result is classified by `observe` (the runtime passes the core's failure hooks) from
+    `{"assistant": <the turn's last failing assistant line>, "result": <the result line>}`."""
 
     cwd: str | None = None
     cancel_requested: bool = False
@@ -79,32 +73,24 @@ class TurnFold:
 
     def feed(self, message: Mapping[str, Any]) -> list[Event]:
         """One stream-json line of the CLI (a dict as it wrote it)."""
-        kind = message.get("type")
         parent = message.get("parent_tool_use_id")
         self._parent = parent if isinstance(parent, str) else None
-        if kind == "stream_event":
-            return self._stream_event(_mapping(message.get("event")))
-        if kind == "assistant":
-            return self._assistant(message)
-        if kind == "user":
-            return self._user(message)
-        if kind == "system":
-            return self._system(str(message.get("subtype") or ""), message)
-        if kind == "tool_progress":
-            return self._progress(message)
-        if kind == "result":
-            self.outcome = self._result(message)
-            events = self._usage(message)
-            if self.outcome == TurnEnd("refusal") and self.refusal_text:
-                events.insert(0, agent_text(self.refusal_text))
-            if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
-                events.append(AuthConfirmed())  # the API accepted the credentials for this turn
-            return events
-        return []
+        fold = _LINES.get(message.get("type"))
+        return fold(self, message) if fold is not None else []
 
-    def _stream_event(self, event: Mapping[str, Any]) -> list[Event]:
+    def _end(self, message: Mapping[str, Any]) -> list[Event]:
+        self.outcome = self._result(message)
+        events = self._usage(message)
+        if self.outcome == TurnEnd("refusal") and self.refusal_text:
+            events.insert(0, agent_text(self.refusal_text))
+        if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
+            events.append(AuthConfirmed())  # the API accepted the credentials for this turn
+        return events
+
+    def _stream_event(self, line: Mapping[str, Any]) -> list[Event]:
         if self._parent is not None:
             return []  # a subagent's deltas: its whole message shows on its Agent call
+        event = _mapping(line.get("event"))
         if event.get("type") == "message_start":
             self.streaming_id = _string(_mapping(event.get("message")).get("id"))
             return []
@@ -149,20 +135,7 @@ class TurnFold:
                 if thought:
                     events.append(thought_text(thought))
             elif block_kind == "tool_use":
-                use = _tool_use(block)
-                if use is None:
-                    continue
-                tool_id, name, tool_input = use
-                self.tools[tool_id] = name
-                self.inputs[tool_id] = tool_input
-                if name == "TodoWrite":
-                    plan = content.plan_from_todos(tool_input)
-                    if plan is not None:
-                        events.append(plan)
-                if name in TASK_TOOLS:
-                    continue  # shown as the plan once its result confirms the change
-                call = content.tool_call(tool_id, name, tool_input, self.cwd)
-                events.append(TerminalStarted(call, self.cwd) if name == "Bash" else call)
+                events.extend(self._tool_use(block))
         if message.get("stop_reason") == "refusal":
             self.refusal_text = text or self.refusal_text
         return events
@@ -225,20 +198,31 @@ class TurnFold:
                 texts.append(said)
                 events.append(subagents.progress(parent, texts))
             elif block.get("type") == "tool_use":
-                use = _tool_use(block)
-                if use is None:
-                    continue
-                tool_id, name, tool_input = use
-                self.tools[tool_id] = name
-                self.subagent_tools.add(tool_id)  # its own loop answers it, maybe after this turn
-                self.inputs[tool_id] = tool_input
-                if name in TASK_TOOLS:
-                    continue
-                call = subagents.mark(content.tool_call(tool_id, name, tool_input, self.cwd), parent)
-                events.append(TerminalStarted(call, self.cwd) if name == "Bash" else call)
+                events.extend(self._tool_use(block))
         return events
 
-    def _system(self, subtype: str, data: Mapping[str, Any]) -> list[Event]:
+    def _tool_use(self, block: Mapping[str, Any]) -> list[Event]:
+        """A call (the turn's, or under the subagent's Agent call), kept until its result; a task
+        tool shows as the plan once its result confirms the change."""
+        use = _tool_use(block)
+        if use is None:
+            return []
+        tool_id, name, tool_input = use
+        self.tools[tool_id] = name
+        self.inputs[tool_id] = tool_input
+        if self._parent is not None:
+            self.subagent_tools.add(tool_id)  # its own loop answers it, maybe after this turn
+        plan = content.plan_from_todos(tool_input) if name == "TodoWrite" and self._parent is None else None
+        if name in TASK_TOOLS:
+            return [plan] if plan is not None else []
+        call = content.tool_call(tool_id, name, tool_input, self.cwd)
+        if self._parent is not None:
+            call = subagents.mark(call, self._parent)
+        shown: Event = TerminalStarted(call, self.cwd) if name == "Bash" else call
+        return [plan, shown] if plan is not None else [shown]
+
+    def _system(self, data: Mapping[str, Any]) -> list[Event]:
+        subtype = data.get("subtype")
         if subtype == "api_retry":
             # The content of the next attempt ends this incident: the core treats live model content so.
             return [classify.retry_progress(data)]
@@ -329,6 +313,13 @@ class TurnFold:
         if self.cancel_requested:
             return TurnEnd("cancelled")
         return classify.transport_lost(worker_shutting_down=self.worker_shutting_down)
+
+
+_LINES: dict[Any, Callable[[TurnFold, Mapping[str, Any]], list[Event]]] = {
+    "stream_event": TurnFold._stream_event, "assistant": TurnFold._assistant, "user": TurnFold._user,
+    "system": TurnFold._system, "tool_progress": TurnFold._progress, "result": TurnFold._end,
+}
+"""How each kind of stream-json line is folded (others show nothing)."""
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

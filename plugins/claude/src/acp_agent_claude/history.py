@@ -1,12 +1,10 @@
 """Pure recognition of a stored Claude transcript for `session/load` replay.
 
-Input: the transcript's visible messages in order (`type`, `uuid`, raw API `message`), as the SDK's
-`get_session_messages` returns them. Output: what to replay, in place: user and agent text, tool
-calls, and the synthetic usage-limit failures as `HistoryFailure`s with the id the live failure had.
-Only messages the CLI itself wrote (`<synthetic>` model) with an SDK-owned usage-limit prefix count;
-model prose that merely looks like one does not. Each entry is first offered to `recogniser` (the
-runtime passes the core's history hook, so any plugin may recognise its own failures; this
-provider's answer is `recognise_entry`).
+Input: the transcript's visible messages in order (`type`, `uuid`, raw API `message`), as the
+SDK's `get_session_messages` returns them. Output: what to replay: user and agent text, tool
+calls, and the failures the CLI itself wrote (`<synthetic>` model) as `HistoryFailure`s with the
+id the live failure had. Each entry is first offered to `recogniser` (the runtime passes the
+core's history hook; this provider's answer is `recognise_entry`).
 """
 
 from __future__ import annotations
@@ -37,11 +35,8 @@ Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
 
 
 def recognise_entry(entry: Mapping[str, Any], user_message_id: str | None) -> HistoryFailure | None:
-    """One transcript entry → the failure it stored, or None (the history hook's built-in answer).
-
-    A usage-limit message is a typed record; a "run /login" message is replayed as text only
-    (`typed=False`); anything else is not a failure.
-    """
+    """One transcript entry → the failure it stored, or None: a usage-limit message is a typed
+    record, a "run /login" message is replayed as text only (`typed=False`)."""
     message = entry.get("message")
     if entry.get("type") != "assistant" or not isinstance(message, Mapping):
         return None
@@ -74,11 +69,8 @@ def replay(entries: Iterable[Mapping[str, Any]], session_id: str = "", cwd: str 
 
 class Replayer:
     """`replay`, one entry at a time, so `session/load` sends updates as the transcript is read.
-
-    What an entry yields is final, except after a typed failure: whether it stays active is known
-    only at a real model answer (it recovered) or the end, so from it on the events are held back
-    until then (a usage limit is usually the end of a transcript, so this is short).
-    """
+    After a typed failure the events are held back until a real model answer (it recovered) or
+    the end (it stays active)."""
 
     def __init__(self, cwd: str | None = None, recogniser: Recogniser = recognise_entry) -> None:
         self.cwd, self.recogniser = cwd, recogniser
@@ -164,14 +156,10 @@ class Replayer:
 
 
 class TranscriptReader:
-    """One pass over a stored transcript (JSONL): its visible entries in batches, as they are read,
-    and the stored permission mode (its last user record's) from the same pass.
-
-    Visible entries are the SDK's (`get_session_messages`): user and assistant records that are
-    not meta, sidechain or team records, in file order. Unlike the SDK's reader it keeps nothing
-    it has handed on, so memory stays flat however long the history, and every branch the file
-    holds is replayed (a rewound one too): nothing the user typed is left out.
-    """
+    """One pass over a stored transcript (JSONL): its visible entries (the SDK's: user and
+    assistant records, not meta, sidechain or team ones) in batches as they are read, and the
+    stored permission mode (the last user record's). It keeps nothing it has handed on, so
+    memory stays flat, and every branch the file holds is replayed (a rewound one too)."""
 
     def __init__(self, chunk: int = 1 << 18, *, entries: bool = True) -> None:
         self.chunk, self.entries = chunk, entries  # entries=False: only the mode (a resume)

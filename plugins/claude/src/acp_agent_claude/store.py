@@ -1,17 +1,13 @@
 """The Claude store's session list, read without trusting what the store's directories hold.
 
 claude-agent-sdk's `list_sessions` opens every `<uuid>.jsonl` in the project directories of
-`$CLAUDE_CONFIG_DIR/projects` as it finds it: a FIFO there blocks its thread for good (the list
-fails at its deadline and every later call leaves one more thread behind), a link to the agent's
-stdin reads the client's requests. This lists the same sessions: it finds the directories as the
-SDK does (the project's own, those of its git worktrees; every one for a list of all), keeps the
-transcripts that are regular files (`os.stat`, which opens nothing; others are skipped with a log
-line), and has the SDK's public `get_session_info` read each of them (head and tail, as its list
-does). The SDK reads the store of `os.environ`, so this does too. A load or fork is checked the
-same way before the SDK reads the one transcript (`check_transcript`).
-
-One race is left: a transcript replaced by a FIFO between the check and the SDK's open (only a
-local process racing the agent can do that; the store is the user's own directory).
+`$CLAUDE_CONFIG_DIR/projects` as it finds it: a FIFO there blocks its thread for good, a link to
+the agent's stdin reads the client's requests. This lists the same sessions: it finds the
+directories as the SDK does (the project's, its git worktrees'; all of them for a list of all),
+keeps the transcripts that are regular files (`os.stat` opens nothing; others are skipped with a
+log line), and has the SDK's public `get_session_info` read each. The SDK reads the store of
+`os.environ`, so this does too. A load or fork is checked the same way (`check_transcript`);
+a transcript replaced by a FIFO between the check and the SDK's open is the one race left.
 
 `read` runs any of these (and the SDK's readers) on a worker thread within the reading deadline.
 """
@@ -121,10 +117,8 @@ def transcript_path(session_id: str, directory: str | None, *, refuse_unsafe: bo
 
 def written_transcript(session_id: str, directory: str) -> Path | None:
     """The transcript where the CLI writes it for `directory` (`<config>/projects/<directory with
-    every other character than a letter or digit a dash>/<id>.jsonl`), found without importing
-    claude-agent-sdk (a slow import: the load's first update would wait for it). None
-    where only the SDK's fuller search can tell (no such file, a path long enough to be hashed,
-    a git worktree's transcript, an id that is not a UUID)."""
+    every character but letters and digits a dash>/<id>.jsonl`), found without importing
+    claude-agent-sdk (a slow import). None where only the SDK's fuller search can tell."""
     try:
         uuid.UUID(session_id)
     except ValueError:

@@ -1,9 +1,8 @@
 """Claude Code's task tools (TaskCreate / TaskUpdate / TaskList / TaskGet) as an ACP plan.
 
-Claude Code 2.1.332 carries the plan with these tools instead of TodoWrite. Like
-claude-agent-acp's `publishTaskPlan`, the session keeps the task list, each confirmed change
-from a tool's result updates it, and the whole list goes out as one `plan` update; the task
-calls themselves are not shown as tool calls (TaskGet only reads).
+Claude Code carries the plan with these tools instead of TodoWrite. The session keeps the task
+list, each confirmed change from a tool's result updates it, and the whole list goes out as one
+`plan` update (as claude-agent-acp's `publishTaskPlan`); the task calls are not shown.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from acp_agent.provider import ContentBlock, Event, SessionTitle, TextContent, now_iso
-from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
+from acp_agent.provider import ChildGone, ContentBlock, Event, SessionTitle, TextContent, now_iso
+from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
 TITLE_TIMEOUT_S = 60.0
@@ -36,7 +36,7 @@ async def publish(cli: ClaudeCLI, text: str, emit: Callable[[Event], Awaitable[N
     try:
         answer = await cli.request("generate_session_title", timeout_s=TITLE_TIMEOUT_S, description=text,
                                    persist=True)
-    except (CLIGone, ControlError) as exc:
+    except (ChildGone, ControlError) as exc:
         log.info("no session title from the claude CLI: %s", exc)
         return False
     title = answer.get("title")

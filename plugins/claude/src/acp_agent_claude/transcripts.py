@@ -41,9 +41,8 @@ class Transcripts:
 
     async def check(self, session_id: str, directory: str) -> None:
         """A stored transcript that is not a regular file (a FIFO, a link to a device) is no
-        session: the SDK's reader would block on it or read without end. A regular file where the
-        CLI writes it ends the check at once (the store's fuller search imports claude-agent-sdk,
-        which the load's first update would wait for)."""
+        session: the SDK's reader would block on it. A regular file where the CLI writes it ends
+        the check at once, without the store's search (which imports claude-agent-sdk)."""
         if await self._read(store.written_transcript, session_id, directory, label="claude store") is not None:
             return
         try:
@@ -63,12 +62,10 @@ class Transcripts:
 
     async def replay_and_resume(self, session: ClaudeSession, channel: SessionChannel, *, replay: bool,
                                 read_mode: bool) -> None:
-        """Replay the transcript while the CLI starts resuming it (its resume reads it too).
-
-        The transcript is read once, in a worker thread, and each batch of entries is sent on as it
-        comes, under a deadline on progress (`PhaseClock.paced`), so a long history is never cut
-        off; the stored permission mode comes from the same pass, and the CLI waits for it only
-        before its settings are applied. Either side failing stops the other."""
+        """Replay the transcript while the CLI starts resuming it. It is read once, in a worker
+        thread, each batch sent on as it comes under a deadline on progress (`PhaseClock.paced`);
+        the stored permission mode comes from the same pass, and the CLI waits for it only before
+        its settings are applied. Either side failing stops the other."""
         mode_known = anyio.Event()
         failures: list[BaseException] = []
         async with anyio.create_task_group() as tg:

@@ -16,6 +16,7 @@ import attrs
 
 from acp_agent.provider import (
     AgentMessageChunk,
+    ChildGone,
     ContentBlock,
     FailureObservation,
     Phase,
@@ -31,7 +32,7 @@ from acp_agent_claude import classify, commands, content, settings, titles
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession
-from acp_agent_claude.transport import ClaudeCLI, CLIGone, ControlError
+from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +72,9 @@ class Turns:
                 self._clis.release(session, "new credentials")
         await self._clis.ensure(session, turn)
         local = commands.local_command(prompt)
-        if local == commands.MCP:
-            return await self._answer_mcp(session, turn)
-        if local == commands.STATUS:
-            await turn.emit(AgentMessageChunk(TextContent(self._status(session))))
+        if local is not None:
+            answer = await self._mcp(session) if local == commands.MCP else self._status(session)
+            await turn.emit(AgentMessageChunk(TextContent(answer)))
             return TurnEnd("end_turn")
         session.fold, session.turn = self._fold(session), turn
         session.steers.clear()
@@ -109,8 +109,8 @@ class Turns:
         try:
             async with clock.phase(Phase.SUBMITTING, label="claude"):
                 try:
-                    await cli.send_user(self._user_message(session, prompt, turn.turn_id))
-                except CLIGone:
+                    await cli.write(self._user_message(session, prompt, turn.turn_id))
+                except ChildGone:
                     log.info("claude CLI took no input")
                     raise _NotSubmitted from None
                 session.prompted = True
@@ -154,8 +154,7 @@ class Turns:
     @staticmethod
     def _turn_ended(session: ClaudeSession, fold: TurnFold) -> bool:
         """Whether the turn is over: its result is in and no steered message is queued or running
-        (a steer at priority `now` aborts the cycle, whose result comes first; the steered
-        message's own cycle ends with the result that answers the turn). A cancel ends it at once."""
+        (the aborted cycle's result comes before the steer's own). A cancel ends it at once."""
         if not fold.finished:
             return False
         if (session.steers or session.steer_running) and not fold.cancel_requested:
@@ -165,10 +164,10 @@ class Turns:
         return True
 
     async def steer(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
-        """A user message into the running turn, as claude-agent-acp sends it: priority `now`
-        (the CLI aborts the current cycle and runs the message next), `later` while a permission
-        request or question is open (so the user's answer is not thrown away). Its output streams
-        into `turn`, which ends with the result after it. False when the turn is already over."""
+        """A user message into the running turn: priority `now` (the CLI aborts the current cycle
+        and runs it next), `later` while a permission request or question is open (so the answer
+        is not thrown away). Its output streams into `turn`, which ends with the result after it.
+        False when the turn is already over."""
         if (session.turn is not turn or session.turn_over or session.cli is None or session.dead
                 or session.fold is None or session.cancelling()):
             return False
@@ -177,8 +176,8 @@ class Turns:
         session.steers.add(steer_id)  # before the write: the turn must not end without it
         try:
             async with self._clis.context.clock.phase(Phase.SUBMITTING, label="claude steer"):
-                await session.cli.send_user(message)
-        except CLIGone:
+                await session.cli.write(message)
+        except ChildGone:
             session.steers.discard(steer_id)
             log.info("claude CLI took no steered input")
             return False
@@ -192,7 +191,7 @@ class Turns:
         if session.cli is not None and not session.dead:
             try:
                 await session.cli.request("interrupt", timeout_s=INTERRUPT_BUDGET_S)
-            except (CLIGone, ControlError) as exc:
+            except (ChildGone, ControlError) as exc:
                 log.info("claude interrupt failed: %s", type(exc).__name__)
 
     @staticmethod
@@ -202,18 +201,17 @@ class Turns:
         await turn.emit(SessionFailure(classify.lost_while_idle()))
 
     @staticmethod
-    async def _answer_mcp(session: ClaudeSession, turn: TurnChannel) -> TurnEnd:
+    async def _mcp(session: ClaudeSession) -> str:
         """`/mcp`, which the CLI answers only with a count in stream-json: its servers' states."""
         assert session.cli is not None
         try:
             status = await session.cli.request("mcp_status")
-        except (CLIGone, ControlError) as exc:
+        except (ChildGone, ControlError) as exc:
             log.info("claude mcp_status failed: %s", type(exc).__name__)
-            status = None
-        session.last_used = time.monotonic()
-        answer = commands.mcp_text(status) if status is not None else "The MCP servers' state is not available."
-        await turn.emit(AgentMessageChunk(TextContent(answer)))
-        return TurnEnd("end_turn")
+            return "The MCP servers' state is not available."
+        finally:
+            session.last_used = time.monotonic()
+        return commands.mcp_text(status)
 
     @staticmethod
     def _status(session: ClaudeSession) -> str:
@@ -231,12 +229,10 @@ class Turns:
                                     fast=fast, account=session.account)
 
     async def ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
-        """A new session's first turn that ended publishes its prompt as the title at once (as
-        the Codex provider does; claude-agent-acp shows the stored first prompt where the CLI
-        gives no title). Until the CLI has named the session, each turn that ended asks it for a
-        title, in the background, which replaces the prompt. Not before the turn: the CLI stores
-        the title in the transcript at once, and a transcript holding only a title is one
-        `--resume` cannot open (a CLI lost in its first turn would leave the session unresumable)."""
+        """A new session's first ended turn publishes its prompt as the title; until the CLI has
+        named the session, each ended turn asks it for a title in the background. Not before the
+        turn: the CLI stores the title at once, and a transcript holding only a title is one
+        `--resume` cannot open."""
         if session.untitled and (shown := titles.provisional(prompt)):
             session.untitled = False
             await turn.emit(SessionTitle(shown))  # the core makes it one short line
