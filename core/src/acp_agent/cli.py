@@ -63,6 +63,43 @@ def _default(option: str, environ: Mapping[str, str]) -> str | None:
     return environ.get(variable, fallback)
 
 
+def _serving_options(parser: argparse.ArgumentParser) -> None:
+    """The options of serving a provider on stdin/stdout (what an editor runs)."""
+    parser.add_argument("--provider", default=_default("--provider", os.environ),
+                        help="the provider to run (see `acp-agent providers`; env ACP_AGENT_PROVIDER)")
+    parser.add_argument("--log-file", default=_default("--log-file", os.environ),
+                        help="write logs here instead of stderr (env ACP_AGENT_LOG_FILE)")
+    parser.add_argument("--log-level", default=_default("--log-level", os.environ),
+                        choices=LOG_LEVELS, type=str.lower,
+                        help="log level (env ACP_AGENT_LOG_LEVEL, default warning)")
+    parser.add_argument("--max-line-bytes", type=int, default=None,
+                        help="largest accepted input line in bytes (default 50 MiB)")
+
+
+def _arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line, parsed. One that only serves a provider (the serving options and nothing
+    else) is read by a parser of those options alone: building every command's parser is most of
+    argparse's time on the way to the backend's early spawn. Anything else (a command, `--cli`,
+    `--help`, `--version`, a mistake) is read by the whole parser, which gives its usage and errors."""
+    import argparse
+
+    class NotServing(Exception):
+        pass
+
+    class ServingParser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise NotServing(message)
+
+    serving = ServingParser(prog="acp-agent", add_help=False)
+    _serving_options(serving)
+    serving.set_defaults(command=None, cli=None, stdin=False)
+    try:
+        args, rest = serving.parse_known_args(argv)
+    except NotServing:
+        return _parser().parse_args(argv)
+    return _parser().parse_args(argv) if rest else args
+
+
 def _parser() -> argparse.ArgumentParser:
     import argparse
 
@@ -74,15 +111,7 @@ def _parser() -> argparse.ArgumentParser:
                     "it (`acp-agent editor-config --provider NAME` prints the editor entry).",
         epilog="Run `acp-agent COMMAND --help` for a command's own help.",
     )
-    parser.add_argument("--provider", default=_default("--provider", os.environ),
-                        help="the provider to run (see `acp-agent providers`; env ACP_AGENT_PROVIDER)")
-    parser.add_argument("--log-file", default=_default("--log-file", os.environ),
-                        help="write logs here instead of stderr (env ACP_AGENT_LOG_FILE)")
-    parser.add_argument("--log-level", default=_default("--log-level", os.environ),
-                        choices=LOG_LEVELS, type=str.lower,
-                        help="log level (env ACP_AGENT_LOG_LEVEL, default warning)")
-    parser.add_argument("--max-line-bytes", type=int, default=None,
-                        help="largest accepted input line in bytes (default 50 MiB)")
+    _serving_options(parser)
     parser.add_argument("--cli", nargs=argparse.REMAINDER, default=None, metavar="ARGS",
                         help="run the provider's own CLI with the remaining arguments and the agent's "
                              "environment (e.g. `--provider claude --cli auth login`)")
@@ -190,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     prestarted = Prestarted()
     try:
-        args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+        args = _arguments(sys.argv[1:] if argv is None else list(argv))
         if args.command:
             return _subcommand(args)
         if args.cli is None and args.provider:

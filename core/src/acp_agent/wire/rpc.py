@@ -1,37 +1,59 @@
 """JSON-RPC 2.0 over newline-delimited JSON on anyio byte streams.
 
-Owns framing, request/response correlation, concurrency of handlers, and the single writer.
-It knows nothing of ACP: methods are looked up in a table handed in by the caller.
+Owns framing, the single writer and the routing of what the peer sends to handlers; the calls in
+progress (our requests awaiting answers, the peer's being handled) are kept by
+`acp_agent.wire.calls`. It knows nothing of ACP: methods are looked up in a table handed in by the caller.
 Nothing but protocol frames is ever written to the output stream.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import anyio
 import anyio.abc
 from attrs import define, field
 
+from acp_agent.wire.calls import (
+    IncomingCalls,
+    NotificationHandler,
+    OutgoingCalls,
+    PendingRequest,
+    Reply,
+    RequestHandler,
+)
 from acp_agent.wire.convert import clip
+from acp_agent.wire.messages import (
+    AUTH_REQUIRED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    ConnectionClosed,
+    JsonObject,
+    RpcError,
+    error_message,
+    valid_id,
+)
 from acp_agent.wire.records import frozen
 
-if TYPE_CHECKING:  # the streams load with the first request's answer, not on the way to `initialize`
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+__all__ = [
+    "AUTH_REQUIRED", "DEFAULT_CLOSE_FLUSH_S", "DEFAULT_MAX_IN_FLIGHT", "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_QUEUED_BYTES", "DEFAULT_REQUEST_TIMEOUT_S", "INTERNAL_ERROR", "INVALID_PARAMS",
+    "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "REQUEST_CANCELLED", "Connection",
+    "ConnectionClosed", "JsonObject", "LineReader", "Methods", "NotificationHandler",
+    "PendingRequest", "Reply", "RequestHandler", "RpcError", "new_event", "response_frame",
+    "waiting_request",
+]
 
 log = logging.getLogger(__name__)
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
-AUTH_REQUIRED = -32000
 
 DEFAULT_MAX_LINE_BYTES = 50 * 1024 * 1024
 DEFAULT_REQUEST_TIMEOUT_S = 300.0
@@ -41,50 +63,11 @@ DEFAULT_MAX_IN_FLIGHT = 1024
 """Requests being handled at once; more are answered with an error, so memory stays bounded."""
 DEFAULT_CLOSE_FLUSH_S = 1.0
 
-JsonObject = dict[str, Any]
-
-
-class RpcError(Exception):
-    """An error answer to a request: raised by handlers, returned to the peer as `error`."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-        self.on_written: Callable[[bool], None] | None = None
-        """Like `Reply.on_written`: told whether the error answer was really written."""
-
-    def to_wire(self) -> JsonObject:
-        error: JsonObject = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
-
-class ConnectionClosed(Exception):
-    """The peer went away before answering."""
-
 
 def new_event() -> anyio.Event:
     """An `anyio.Event`, as a field's factory: `factory=anyio.Event` would load anyio's
     synchronization module where the class is defined, on the way to `initialize`."""
     return anyio.Event()
-
-
-@frozen
-class Reply:
-    """A handler result plus a callback told whether the response frame was really written.
-
-    Lets a caller count something as delivered only once it reached the output stream.
-    """
-
-    result: Any
-    on_written: Callable[[bool], None]
-
-
-RequestHandler = Callable[[Any], Awaitable[Any]]
-NotificationHandler = Callable[[Any], Awaitable[None]]
 
 
 @frozen
@@ -98,19 +81,6 @@ class Methods:
     requests: Mapping[str, RequestHandler]
     notifications: Mapping[str, NotificationHandler]
     ordered: frozenset[str] = frozenset()
-
-
-class PendingRequest:
-    """A request awaiting its answer: the reader hands the answer over through `send`."""
-
-    __slots__ = ("method", "receive", "request_id", "send")
-
-    def __init__(self, request_id: int, method: str, send: MemoryObjectSendStream[JsonObject],
-                 receive: MemoryObjectReceiveStream[JsonObject]) -> None:
-        self.request_id = request_id
-        self.method = method
-        self.send = send
-        self.receive = receive
 
 
 @frozen
@@ -287,6 +257,35 @@ class _OutQueue:
         self.release(left)
         return left
 
+    async def write_to(self, stream: anyio.abc.ByteSendStream, failed: Callable[[], None]) -> None:
+        """The writer: batch after batch to `stream` until closed and empty, each frame reported
+        written or not. A failed write tells `failed` and closes the queue: what is left is
+        reported unwritten."""
+        batch: list[_Frame] = []
+        try:
+            ok = True
+            while True:
+                next_batch = await self.take()
+                if next_batch is None:
+                    return
+                batch = next_batch
+                if ok:
+                    try:
+                        await stream.send(b"".join(frame.data for frame in batch))
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                        log.warning("output stream failed: %s", type(exc).__name__)
+                        failed()
+                        ok = False
+                        self.close()
+                self.release(batch)
+                done_batch, batch = batch, []
+                _report(done_batch, ok)
+        finally:
+            left = self.abandon()
+            if batch:
+                self.release(batch)
+            _report(batch + left, False)
+
 
 @define
 class Connection:
@@ -320,20 +319,15 @@ class Connection:
     closing the input stream; otherwise only EOF does. The agent's client connection sets it: a
     client that stopped reading but keeps its end of stdin open must not keep the agent running."""
     _queue: _OutQueue = field(init=False)
-    _pending: dict[int, MemoryObjectSendStream[JsonObject]] = field(init=False, factory=dict)
-    _running: dict[Any, anyio.CancelScope] = field(init=False, factory=dict)
-    _requests: int = field(init=False, default=0)
-    _notifications: int = field(init=False, default=0)
-    _requests_idle: anyio.Event = field(init=False, factory=new_event)
+    _outgoing: OutgoingCalls = field(init=False, factory=OutgoingCalls)
+    _incoming: IncomingCalls = field(init=False, factory=IncomingCalls)
     _output_broken: anyio.Event = field(init=False, factory=new_event)
     _next_id: int = field(init=False, default=0)
-    _input_closed: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)
     _write_failed: bool = field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
         self._queue = _OutQueue(self.max_queued_bytes)
-        self._requests_idle.set()
 
     # -- outgoing -------------------------------------------------------------------------
 
@@ -349,7 +343,7 @@ class Connection:
 
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
         """Send a request and wait for its answer under a deadline; raises RpcError on an error answer."""
-        if self._closed or self._input_closed:
+        if self._closed or self._outgoing.closed:
             raise ConnectionClosed(method)
         pending = self._register(method)
         message: JsonObject = {"jsonrpc": "2.0", "id": pending.request_id, "method": method}
@@ -370,32 +364,12 @@ class Connection:
     def _register(self, method: str) -> PendingRequest:
         request_id = self._next_id
         self._next_id += 1
-        answer_send, answer_receive = anyio.create_memory_object_stream[JsonObject](1)
-        self._pending[request_id] = answer_send
-        return PendingRequest(request_id, method, answer_send, answer_receive)
+        return self._outgoing.register(request_id, method)
 
     async def _complete(self, pending: PendingRequest, message: JsonObject | None,
                         timeout_s: float | None) -> Any:
-        try:
-            with anyio.fail_after(timeout_s if timeout_s is not None else self.request_timeout_s):
-                if message is not None and not await self._send(message):
-                    raise ConnectionClosed(pending.method)
-                try:
-                    answer = await pending.receive.receive()
-                except anyio.EndOfStream:
-                    raise ConnectionClosed(pending.method) from None
-        finally:
-            self._pending.pop(pending.request_id, None)
-            pending.send.close()
-            pending.receive.close()
-        if "error" in answer:
-            error = answer["error"] if isinstance(answer["error"], dict) else {}
-            code = error.get("code")
-            if not isinstance(code, int) or isinstance(code, bool):
-                code = INTERNAL_ERROR
-            message_text = error.get("message")
-            raise RpcError(code, message_text if isinstance(message_text, str) else "", error.get("data"))
-        return answer.get("result")
+        send = None if message is None else functools.partial(self._send, message)
+        return await self._outgoing.complete(pending, send, self.request_timeout_s if timeout_s is None else timeout_s)
 
     async def _send(self, message: JsonObject, *, wait_written: bool = False) -> bool:
         if self._closed or self._write_failed:
@@ -416,7 +390,7 @@ class Connection:
         return bool(outcome and outcome[0])
 
     async def _send_error(self, message_id: Any, error: RpcError) -> None:
-        await self._send(_error_message(message_id, error))
+        await self._send(error_message(message_id, error))
 
     # -- the connection's tasks -------------------------------------------------------------
 
@@ -445,60 +419,34 @@ class Connection:
                     handlers.cancel_scope.cancel()
             finally:
                 self._closed = True
-                self._close_pending()
+                self._outgoing.close()
                 self._queue.close()
                 with anyio.move_on_after(self.close_flush_s):
                     await writer_done.wait()
                 writer_group.cancel_scope.cancel()
 
-    def _close_pending(self) -> None:
-        self._input_closed = True
-        for pending in list(self._pending.values()):
-            pending.close()
-
     async def _finish_in_flight(self) -> None:
         """At input EOF: no answer to our requests can arrive any more, and requests received
         get their answer: the result if it comes within the grace, else -32800."""
-        self._close_pending()
+        self._outgoing.close()
         with anyio.move_on_after(self.eof_grace_s):
             async with anyio.create_task_group() as waiting:
                 # Done when every request is answered, or when no answer can be written any more.
-                for event in (self._requests_idle, self._output_broken):
+                for event in (self._incoming.idle, self._output_broken):
                     waiting.start_soon(_set_then_cancel, event, waiting.cancel_scope)
-        if self._running:
-            log.info("input closed with %d request(s) running: cancelling them", len(self._running))
-        for scope in list(self._running.values()):
-            scope.cancel()
+        self._incoming.cancel_all()
         with anyio.move_on_after(self.close_flush_s):
-            await self._requests_idle.wait()
+            await self._incoming.idle.wait()
 
     async def _writer(self, done: anyio.Event) -> None:
-        batch: list[_Frame] = []
         try:
-            while True:
-                next_batch = await self._queue.take()
-                if next_batch is None:
-                    return
-                batch = next_batch
-                ok = not self._write_failed
-                if ok:
-                    try:
-                        await self.send_stream.send(b"".join(frame.data for frame in batch))
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                        log.warning("output stream failed: %s", type(exc).__name__)
-                        self._write_failed = True
-                        self._output_broken.set()
-                        ok = False
-                        self._queue.close()
-                self._queue.release(batch)
-                done_batch, batch = batch, []
-                _report(done_batch, ok)
+            await self._queue.write_to(self.send_stream, self._output_failed)
         finally:
-            left = self._queue.abandon()
-            if batch:
-                self._queue.release(batch)
-            _report(batch + left, False)
             done.set()
+
+    def _output_failed(self) -> None:
+        self._write_failed = True
+        self._output_broken.set()
 
     async def _reader(self, handlers: anyio.abc.TaskGroup) -> None:
         lines = LineReader(self.receive_stream, self.max_line_bytes)
@@ -550,12 +498,12 @@ class Connection:
             return
         message_id = message.get("id")
         has_id = "id" in message
-        if has_id and not _valid_id(message_id):
+        if has_id and not valid_id(message_id):
             await self._send_error(None, RpcError(INVALID_REQUEST, "Invalid id"))
             return
         if "method" not in message:
             if has_id and ("result" in message or "error" in message):
-                self._resolve(message)
+                self._outgoing.resolve(message)
                 return
             await self._send_error(message_id if has_id else None, RpcError(
                 INVALID_REQUEST, "Invalid request: missing 'method'"))
@@ -569,22 +517,22 @@ class Connection:
                 log.info("ignored a malformed notification: %s", malformed.message)
             return
         params = message.get("params")
-        busy = self._requests + self._notifications >= self.max_in_flight
+        busy = self._incoming.requests + self._incoming.notifications >= self.max_in_flight
         if not has_id:
             if method == "$/cancel_request":
-                self._cancel_request(params)
+                self._incoming.cancel(params)
                 return
             handler = self.methods.notifications.get(method)
             if handler is None:
                 log.debug("ignored unknown notification %s", method)
             elif method in self.methods.ordered:
-                await self._run_notification(method, handler, params)
+                await self._incoming.run_notification(method, handler, params)
             elif busy:
                 log.warning("ignored notification %s: %d messages already being handled", method,
                             self.max_in_flight)
             else:
-                self._notifications += 1
-                handlers.start_soon(self._run_notification, method, handler, params, True)
+                self._incoming.notifications += 1
+                handlers.start_soon(self._incoming.run_notification, method, handler, params, True)
             return
         request_handler = self.methods.requests.get(method)
         if request_handler is None:
@@ -595,46 +543,12 @@ class Connection:
                 INTERNAL_ERROR, f"Too many requests in flight (limit {self.max_in_flight}); "
                 "send it again once some are answered."))
             return
-        self._requests += 1
-        if self._requests_idle.is_set():
-            self._requests_idle = anyio.Event()
+        self._incoming.started_request()
         handlers.start_soon(self._run_request, message_id, method, request_handler, params)
-
-    def _resolve(self, message: JsonObject) -> None:
-        message_id = message["id"]
-        pending = self._pending.get(message_id) if isinstance(message_id, int) else None
-        if pending is None:
-            log.debug("response to an unknown request id %r", message_id)
-            return
-        try:
-            pending.send_nowait(message)
-        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            log.debug("duplicate response to request id %r", message_id)
-
-    def _cancel_request(self, params: Any) -> None:
-        request_id = params.get("requestId") if isinstance(params, dict) else None
-        if not _valid_id(request_id):
-            log.info("ignored $/cancel_request: requestId must be a string, an integer or null")
-            return
-        scope = self._running.get(_id_key(request_id))
-        if scope is not None:
-            scope.cancel()
-
-    async def _run_notification(self, method: str, handler: NotificationHandler, params: Any,
-                                counted: bool = False) -> None:
-        try:
-            await handler(params)
-        except RpcError as exc:
-            log.info("notification %s rejected: %s", method, exc.message)
-        except Exception:
-            log.exception("notification handler %s failed", method)
-        finally:
-            if counted:
-                self._notifications -= 1
 
     async def _run_request(self, message_id: Any, method: str, handler: RequestHandler, params: Any) -> None:
         try:
-            answer, on_written = await self._answer(message_id, method, handler, params)
+            answer, on_written = await self._incoming.answer(message_id, method, handler, params)
             if self._closed:
                 if on_written is not None:
                     on_written(False)
@@ -643,7 +557,7 @@ class Connection:
                 data = _encode(answer)
             except (TypeError, ValueError, RecursionError):
                 log.exception("result of %s is not JSON", method)
-                data = _encode(_error_message(message_id, RpcError(
+                data = _encode(error_message(message_id, RpcError(
                     INTERNAL_ERROR, f"Internal error while handling {method}")))
                 if on_written is not None:
                     on_written(False)
@@ -655,39 +569,7 @@ class Connection:
                 if not queued and on_written is not None:
                     on_written(False)
         finally:
-            self._requests -= 1
-            if self._requests == 0:
-                self._requests_idle.set()
-
-    async def _answer(self, message_id: Any, method: str, handler: RequestHandler,
-                      params: Any) -> tuple[JsonObject, Callable[[bool], None] | None]:
-        key = _id_key(message_id)
-        answer: JsonObject
-        on_written: Callable[[bool], None] | None = None
-        with anyio.CancelScope() as scope:
-            self._running[key] = scope
-            try:
-                result = await handler(params)
-                if isinstance(result, Reply):
-                    on_written = result.on_written
-                    result = result.result
-                answer = {"jsonrpc": "2.0", "id": message_id, "result": result}
-            except RpcError as exc:
-                answer = _error_message(message_id, exc)
-                on_written = exc.on_written
-            except Exception:
-                log.exception("handler for %s failed", method)
-                answer = _error_message(message_id, RpcError(INTERNAL_ERROR, f"Internal error while handling {method}"))
-            finally:
-                if self._running.get(key) is scope:
-                    del self._running[key]
-        if scope.cancelled_caught:
-            answer = _error_message(message_id, RpcError(REQUEST_CANCELLED, "Request cancelled"))
-            if on_written is not None:
-                on_written(False)  # that answer is not the one written
-            on_written = None
-        return answer, on_written
-
+            self._incoming.finished_request()
 
 async def _set_then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
@@ -703,7 +585,7 @@ def waiting_request(line: bytes) -> tuple[Any, str, Any] | None:
         return None
     if not isinstance(message, dict) or "method" not in message or message.get("id") is None:
         return None
-    if not _valid_id(message["id"]) or _call_error(message, require_version=True) is not None:
+    if not valid_id(message["id"]) or _call_error(message, require_version=True) is not None:
         return None
     return message["id"], message["method"], message.get("params")
 
@@ -721,15 +603,3 @@ def _call_error(message: JsonObject, require_version: bool) -> RpcError | None:
 def response_frame(message_id: Any, result: Any) -> bytes:
     """The frame answering request `message_id` with `result`, as the connection writes it."""
     return _encode({"jsonrpc": "2.0", "id": message_id, "result": result})
-
-
-def _valid_id(value: Any) -> bool:
-    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _id_key(value: Any) -> Any:
-    return (type(value).__name__, value)
-
-
-def _error_message(message_id: Any, error: RpcError) -> JsonObject:
-    return {"jsonrpc": "2.0", "id": message_id, "error": error.to_wire()}
