@@ -48,15 +48,21 @@ class V2Client:
         acp_schema.check_result(method, frame["result"], version="v2")
         return frame["result"]
 
-    async def until(self, wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """The first frame from now on (or already read and not yet passed) that `wanted` takes."""
-        with anyio.fail_after(FRAME_DEADLINE_S):
+    async def until(self, wanted: Callable[[dict[str, Any]], bool], *, allow: bool = False,
+                    deadline_s: float = FRAME_DEADLINE_S) -> dict[str, Any]:
+        """The first frame from now on (or already read and not yet passed) that `wanted` takes;
+        with `allow`, each permission request on the way is answered with its first allow option."""
+        with anyio.fail_after(deadline_s):
             while True:
                 while self.seen < len(self.agent.frames):
                     frame = self.agent.frames[self.seen]
                     self.seen += 1
                     if wanted(frame):
                         return frame
+                    if allow and frame.get("method") == "session/request_permission":
+                        option = next(o for o in frame["params"]["options"] if o["kind"].startswith("allow"))
+                        await self.agent.send({"jsonrpc": "2.0", "id": frame["id"], "result": {
+                            "outcome": {"outcome": "selected", "optionId": option["optionId"]}}})
                 await self.agent._frame()
 
     def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
