@@ -89,6 +89,9 @@ class V2Surface:
         self.asks: dict[str, int] = {}
         self.prompts: dict[str, int] = {}
         """Per session, the accepted prompts whose turn has not ended (a queued one runs next)."""
+        self.accepted: dict[str, list[_Accepted]] = {}
+        """Per session, the prompts answered whose turn has not yet joined the session's line: a
+        `session/cancel` cancels them as it cancels the prompts queued in the line."""
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -111,7 +114,8 @@ class V2Surface:
             requests[M.SESSION_FORK] = self.fork_session
         if M.SESSION_CLOSE in v1.requests:
             requests[M.SESSION_CLOSE] = self.close_session
-        return Methods(requests=requests, notifications=v1.notifications, ordered=v1.ordered)
+        notifications = {**v1.notifications, M.SESSION_CANCEL: self.cancel}
+        return Methods(requests=requests, notifications=notifications, ordered=v1.ordered)
 
     def client(self, connection: Connection) -> V2Client:
         """The connection as the sessions write to it: in v2 form."""
@@ -142,7 +146,8 @@ class V2Surface:
         return wire.v2_config_options(self.options.get(session_id, []), self.modes.get(session_id))
 
     def _forget(self, session_id: str) -> None:
-        for table in (self.modes, self.options, self.running_tools, self.replays, self.asks, self.prompts):
+        for table in (self.modes, self.options, self.running_tools, self.replays, self.asks, self.prompts,
+                      self.accepted):
             table.pop(session_id, None)
         self.ids.forget(session_id)
 
@@ -230,19 +235,39 @@ class V2Surface:
         message_id = uuid.uuid4().hex
         await self._send(session_id, {"sessionUpdate": "user_message", "messageId": message_id,
                                       "content": request["prompt"]})
+        accepted = _Accepted()
+        self.accepted.setdefault(session_id, []).append(accepted)
 
         def start(written: bool) -> None:
             group = self._agent._task_group
             if written and group is not None:
-                group.start_soon(self._turn, session_id, request)
+                group.start_soon(self._turn, session_id, request, accepted)
+            else:
+                self._started(session_id, accepted)
         return Reply({"messageId": message_id}, start)
 
-    async def _turn(self, session_id: str, request: dict[str, Any]) -> None:
+    def _started(self, session_id: str, accepted: _Accepted) -> None:
+        waiting = self.accepted.get(session_id, [])
+        if accepted in waiting:
+            waiting.remove(accepted)
+
+    async def cancel(self, params: Any) -> None:
+        """`session/cancel`: v1's, and the prompts accepted whose turn has not started yet."""
+        session_id = params.get("sessionId") if isinstance(params, Mapping) else None
+        for accepted in self.accepted.get(session_id, []) if isinstance(session_id, str) else []:
+            accepted.cancelled = True
+        await self._v1.notifications[M.SESSION_CANCEL](params)
+
+    async def _turn(self, session_id: str, request: dict[str, Any], accepted: _Accepted) -> None:
         """The v1 prompt, its answer as the `idle` that ends the turn. The v1 answer's
         `on_written` (the next prompt's start, a failure record's commit) is told whether that
         `idle` was written."""
         on_written: Callable[[bool], None] | None = None
         written = False
+        self._started(session_id, accepted)
+        if accepted.cancelled:
+            await self._send(session_id, wire.idle_update({"stopReason": "cancelled"}))
+            return
         self.prompts[session_id] = self.prompts.get(session_id, 0) + 1
         try:
             if self.prompts[session_id] == 1:
@@ -353,6 +378,15 @@ class V2Surface:
             if answered and left == 0:
                 with anyio.CancelScope(shield=True):
                     await self._send(session_id, wire.state_update("running"))
+
+
+class _Accepted:
+    """A prompt answered `{messageId}` whose turn has not joined the session's line yet."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
 
 
 class V2Client:
