@@ -55,7 +55,7 @@ async def _surface(prompts: list[Any], cancels: list[Any]) -> tuple[V2Surface, _
 async def test_a_cancel_before_the_turn_joined_the_line_cancels_it() -> None:
     prompts: list[Any] = []
     cancels: list[Any] = []
-    surface, agent, table = await _surface(prompts, cancels)
+    _, agent, table = await _surface(prompts, cancels)
     reply = await table.requests["session/prompt"]({"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]})
     assert isinstance(reply, Reply)
     await table.notifications["session/cancel"]({"sessionId": "s"})
