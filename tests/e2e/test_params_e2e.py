@@ -42,12 +42,13 @@ async def test_initialize_rejects_a_protocol_version_that_is_not_an_integer(tmp_
         await started(agent)
 
 
-@pytest.mark.parametrize("version", [0, 2, 99, 65535])
-async def test_initialize_answers_an_unsupported_version_with_the_one_it_supports(tmp_path: Path,
-                                                                                  version: int) -> None:
+@pytest.mark.parametrize(("version", "answered"), [(0, 1), (2, 2), (99, 2), (65535, 2)])
+async def test_initialize_answers_an_unsupported_version_with_the_one_it_supports(tmp_path: Path, version: int,
+                                                                                  answered: int) -> None:
+    """The highest version the agent speaks at or below the one asked (ACP v2: `acp_agent.v2`)."""
     async with raw_agent("scripted", tmp_path, scripted_env(tmp_path)) as agent:
         answer = await agent.ask("initialize", {"protocolVersion": version, "clientCapabilities": {}})
-    assert answer["result"]["protocolVersion"] == 1
+    assert answer["result"]["protocolVersion"] == answered
 
 
 async def test_null_for_an_optional_capability_means_absent(tmp_path: Path) -> None:

@@ -95,6 +95,8 @@ class Agent(Initialization, SessionMethods):
         self.connection = Connection(self._input, ScrubbingSendStream(send, self.settings.redact), self.methods())
         if self._outbox is not None:
             self._outbox.connection = self.connection
+        if self.surface is not None:  # a v2 `initialize` answered before the event loop
+            self._link()
         if max_line_bytes:
             self.connection.max_line_bytes = max_line_bytes
         self.connection.eof_grace_s = EOF_GRACE_S

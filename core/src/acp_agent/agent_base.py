@@ -39,12 +39,13 @@ from acp_agent.signin import SignIn
 from acp_agent.startup.prestart import Prestarted
 from acp_agent.wire import acp
 from acp_agent.wire.convert import clip, describe_error
-from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Connection, RpcError
+from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Connection, Methods, RpcError
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
     from acp_agent.sessions.holds import SessionHolds
     from acp_agent.sessions.routing import SessionRouter
     from acp_agent.sessions.session import Outbox, Session
+    from acp_agent.v2 import V2Client, V2Surface
 
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,8 @@ class AgentBase:
         """What the client was told through ACP's `auth/status` (kept up to date once it asked)."""
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None
+        self.surface: V2Surface | None = None
+        """The v2 translation of the connection, when `initialize` negotiated ACP v2 (`acp_agent.v2`)."""
         self._task_group: anyio.abc.TaskGroup | None = None
         self.backend = RuntimeHome(self.provider, self.settings.prestarted)
         """Opens, replaces and closes the provider runtime."""
@@ -124,10 +127,30 @@ class AgentBase:
             from acp_agent.sessions.session import Outbox
 
             self._outbox = Outbox(self.converter, self.settings.redact, self.provider.name, self.credentials,
-                                  self.provider.credentials.env_vars, connection=self.connection,
+                                  self.provider.credentials.env_vars, connection=self._client(),
                                   auth_feed=self.auth_feed)
             self._negotiate(self._outbox)
         return self._outbox
+
+    def methods(self) -> Methods:
+        """The v1 method table (`acp_agent.agent.Agent`)."""
+        raise NotImplementedError
+
+    def _client(self) -> Connection | V2Client | None:
+        """Where the sessions write: the connection, or its v2 translation."""
+        if self.surface is None or self.connection is None:
+            return self.connection
+        return self.surface.client(self.connection)
+
+    def _link(self) -> None:
+        """The connection speaks the version `initialize` negotiated: the v1 methods and frames,
+        or their v2 translation (`acp_agent.v2.V2Surface`)."""
+        if self.connection is None:
+            return
+        v1 = self.methods()
+        self.connection.methods = v1 if self.surface is None else self.surface.methods(v1)
+        if self._outbox is not None:
+            self._outbox.connection = self._client()
 
     def _negotiate(self, outbox: Outbox) -> None:
         from acp_agent.sessions.presentation import ClientFeatures

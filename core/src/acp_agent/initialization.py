@@ -9,6 +9,7 @@ from acp_agent.agent_base import AgentBase
 from acp_agent.failures.auth_status import auth_status_negotiated
 from acp_agent.failures.protocol import advertised_meta, negotiated
 from acp_agent.wire import acp
+from acp_agent.wire import v2 as wire_v2
 from acp_agent.wire.convert import UNSET, Unset
 from acp_agent.wire.rpc import Reply
 
@@ -17,22 +18,27 @@ class Initialization(AgentBase):
     """`initialize`, `authenticate`, `logout`."""
 
     async def initialize(self, params: Any) -> Any:
-        request = self._parse(params, acp.InitializeRequest)
+        v2 = wire_v2.requested(params)
+        request = self._parse(wire_v2.v1_initialize(params) if v2 else params, acp.InitializeRequest)
         wanted = auth_status_negotiated(request.client_capabilities.meta, self.provider.name)
-        return self._initialized(request, await self.signin.auth_meta(wanted))
+        return self._initialized(request, await self.signin.auth_meta(wanted), v2=v2)
 
     def initialize_now(self, params: Any) -> Reply | None:
         """`initialize` answered without the event loop (`acp_agent.startup.early`): the same answer, or
         None when it needs the loop (a client that negotiated auth status: the keyring is asked).
         Raises RpcError as `initialize` does, before anything changes."""
-        request = self._parse(params, acp.InitializeRequest)
+        v2 = wire_v2.requested(params)
+        request = self._parse(wire_v2.v1_initialize(params) if v2 else params, acp.InitializeRequest)
         if auth_status_negotiated(request.client_capabilities.meta, self.provider.name):
             return None
-        return self._initialized(request, UNSET)
+        return self._initialized(request, UNSET, v2=v2)
 
-    def _initialized(self, request: acp.InitializeRequest, auth_meta: dict[str, Any] | Unset) -> Reply:
+    def _initialized(self, request: acp.InitializeRequest, auth_meta: dict[str, Any] | Unset, *,
+                     v2: bool = False) -> Reply:
         """What the client declared is recorded and the answer built (`initialize` may come again:
-        the newest declaration wins)."""
+        the newest declaration wins). A v2 client (`protocolVersion` 2 or more) declared what
+        `acp_agent.wire.v2.v1_initialize` makes of its request, is answered the v2 form of the v1
+        answer, and the connection speaks v2 from now on (`acp_agent.v2`)."""
         self.client_capabilities = self.signin.client_capabilities = request.client_capabilities
         client_meta = request.client_capabilities.meta
         self.capable = negotiated(client_meta)
@@ -74,6 +80,13 @@ class Initialization(AgentBase):
                                           title=f"{self.provider.title} (acp-agent)"),
             meta=meta or UNSET,
         )
+        if v2 != (self.surface is not None):
+            from acp_agent.v2 import V2Surface
+
+            self.surface = V2Surface(self) if v2 else None
+            self._link()
+        if v2:
+            return Reply(wire_v2.v2_initialize(self._dump(response)), self._mark_answered)
         return Reply(self._dump(response), self._mark_answered)
 
     def _mark_answered(self, written: bool) -> None:
