@@ -20,6 +20,7 @@ import cattrs
 from attrs import define, field
 
 from acp_agent.backends.contract import (
+    MessageNotFound,
     NotSupported,
     ProviderRuntime,
     ProviderSpec,
@@ -271,6 +272,9 @@ class AgentBase:
             raise RpcError(METHOD_NOT_FOUND, f"{what} is not supported by the {self.provider.title} provider") from None
         except SessionNotFound as exc:
             raise session_not_found(str(exc)) from None
+        except MessageNotFound as exc:
+            raise RpcError(INVALID_PARAMS, f"The session has no message {clip(str(exc))!r} to fork at",
+                           {"field": "_meta.jetbrains.air.fork.messageId"}) from None
         except (PhaseDeadlineExceeded, PhaseFailed, TurnFailed) as exc:
             from acp_agent.sessions.session import baseline_error
 

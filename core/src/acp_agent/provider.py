@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from acp_agent.backends.contract import (
         BackendStatus,
         CredentialSpec,
+        MessageNotFound,
         NotSupported,
         PrestartedBackends,
         ProviderRuntime,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         TurnChannel,
         TurnFailed,
         additional_directories,
+        fork_at,
     )
     from acp_agent.backends.events import (
         AttemptBoundary,
@@ -143,10 +145,10 @@ if TYPE_CHECKING:
 NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent": ("hookimpl",),
     "acp_agent.backends.contract": (
-        "BackendStatus", "CredentialSpec", "NotSupported", "PrestartedBackends", "ProviderRuntime",
+        "BackendStatus", "CredentialSpec", "MessageNotFound", "NotSupported", "PrestartedBackends", "ProviderRuntime",
         "ProviderSpec", "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing",
         "SessionNotFound", "SessionStart", "SessionTable", "TerminalLogin", "TurnChannel", "TurnFailed",
-        "additional_directories",
+        "additional_directories", "fork_at",
     ),
     "acp_agent.backends.events": (
         "AttemptBoundary", "AuthConfirmed", "Compaction", "CompactionSummaryChunk", "Event",
@@ -240,6 +242,7 @@ __all__ = [
     "McpServer",
     "McpServerHttp",
     "McpServerStdio",
+    "MessageNotFound",
     "Methods",
     "NotSupported",
     "Notice",
@@ -309,6 +312,7 @@ __all__ = [
     "first_line",
     "first_text",
     "fold_steps",
+    "fork_at",
     "hookimpl",
     "idle_release_s",
     "is_count",

@@ -67,21 +67,26 @@ class SessionMethods(AgentBase):
     async def fork_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
         request = self._parse(params, acp.ForkSessionRequest)
+        at = fork_point(request.meta)
+        if at is not None and not self.provider.capabilities.fork_at_message:
+            raise RpcError(INVALID_PARAMS, f"The {self.provider.title} provider cannot fork at a message",
+                           {"field": "_meta.jetbrains.air.fork"})
         return await self._create_session("session/fork", request.cwd, request.meta, request.additional_directories,
                                           lambda runtime, channel: runtime.fork_session(
                                               request.session_id, request.cwd, request.mcp_servers, channel),
-                                          source=request.session_id)
+                                          source=request.session_id, fork_at=at)
 
     async def _create_session(self, what: str, cwd: str, meta: Any, directories: Any,
                               start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]],
-                              source: str = "") -> Reply:
+                              source: str = "", fork_at: str | None = None) -> Reply:
         """A session the provider creates (new, or a fork of `source`, with the choices made for
         it): its events wait until the response is written."""
         from acp_agent.sessions.session import PendingSession
 
         self._check_cwd(cwd)
         pending = PendingSession(self.router, credentials=client_credentials(self.provider, self.settings.redact, meta),
-                                 additional_directories=requested_directories(self.provider, directories))
+                                 additional_directories=requested_directories(self.provider, directories),
+                                 fork_at=fork_at)
         try:
             async with self._provider_call(what):
                 runtime = await self.runtime()
@@ -388,3 +393,17 @@ def _both(first: Callable[[bool], None] | None, then: Callable[[bool], None]) ->
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
+
+def fork_point(meta: Any) -> str | None:
+    """AIR's `_meta.jetbrains.air.fork.messageId` of a `session/fork`: the message to branch at,
+    without the `:segment:<n>` a client adds to a message it shows in parts; -32602 for one that
+    is not a non-empty string."""
+    air = meta.get("jetbrains", {}).get("air", {}) if isinstance(meta, dict) else {}
+    fork = air.get("fork") if isinstance(air, dict) else None
+    if fork is None:
+        return None
+    message_id = fork.get("messageId") if isinstance(fork, dict) else None
+    if not isinstance(message_id, str) or not message_id.strip():
+        raise RpcError(INVALID_PARAMS, "_meta.jetbrains.air.fork needs a messageId",
+                       {"field": "_meta.jetbrains.air.fork.messageId"})
+    return message_id.split(":segment:", 1)[0]

@@ -113,6 +113,10 @@ class RuntimeCapabilities:
     delete_session: bool = False
     set_title: bool = False
     """`ProviderRuntime.set_title` renames a stored session in the backend (`session/set_title`)."""
+    fork_at_message: bool = False
+    """`fork_session` branches at the message `fork_at(channel)` names (AIR's
+    `_meta.jetbrains.air.fork.messageId`), raising `MessageNotFound` for an id the session lacks;
+    off, a fork that names a message is refused (-32602)."""
     additional_directories: bool = False
     """The runtime widens a session's workspace to the request's `additionalDirectories` (read
     from `SessionChannel.additional_directories`); off, a request that names some is refused."""
@@ -233,6 +237,13 @@ def additional_directories(channel: SessionChannel) -> tuple[str, ...]:
     return tuple(value) if isinstance(value, tuple | list) else ()
 
 
+def fork_at(channel: SessionChannel) -> str | None:
+    """The message a `session/fork` asked to branch at: the new session keeps the history up to
+    and including it (None: the whole history). Only with `RuntimeCapabilities.fork_at_message`."""
+    value = getattr(channel, "fork_at", None)
+    return value if isinstance(value, str) and value else None
+
+
 class TurnChannel(SessionChannel, Protocol):
     """The core's side of one turn."""
 
@@ -252,6 +263,10 @@ class TurnChannel(SessionChannel, Protocol):
 
 class SessionNotFound(Exception):
     """The backend has no session with that id."""
+
+
+class MessageNotFound(Exception):
+    """The session has no message with that id (a fork asked to branch at it): -32602."""
 
 
 _Session = TypeVar("_Session")

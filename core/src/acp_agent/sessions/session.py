@@ -509,6 +509,8 @@ class PendingSession:
     router: SessionRouter
     credentials: dict[str, str] = field(factory=dict)
     additional_directories: tuple[str, ...] = ()
+    fork_at: str | None = None
+    """The message a fork branches at (`backends.contract.fork_at`)."""
     session_id: str = ""
     target: Session | None = None
     key: str = field(init=False)
