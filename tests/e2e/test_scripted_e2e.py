@@ -242,3 +242,28 @@ async def test_chunks_carry_their_message_id_and_a_secret_split_across_them_is_m
     assert "".join(text for _, message_id, text in chunks if message_id == "m1").startswith("thinkingkey ")
     assert secret not in agent.frames.text()
     assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["loadReplayEnd", "not-declared"])
+async def test_a_load_replay_ends_with_airs_marker_for_a_client_that_declares_it(
+        tmp_path: Path, declared: bool) -> None:
+    """AIR's `loadReplayEnd`: after the whole replay, before the `session/load` answer, one
+    `session_info_update` with `_meta.jetbrains.air.loadReplayEnd: true` (no title, no time)."""
+    script = {"history": {"stored": [{"user": "hi"}, {"agent": "hello"}]}}
+    capabilities = ["sessionFailure", "loadReplayEnd"] if declared else ["sessionFailure"]
+    async with spawn_agent("scripted", tmp_path, script_env(tmp_path, script)) as agent:
+        await agent.initialize(capable=False, meta={"jetbrains": {"air": {"version": 1, "capabilities": capabilities}}})
+        await agent.conn.load_session(session_id="stored", cwd=str(tmp_path), mcp_servers=[])
+        frames = list(agent.frames.incoming)
+    answer = next(i for i, frame in enumerate(frames) if isinstance(frame.get("result"), dict)
+                  and frame is not frames[0])
+    updates = [frame["params"]["update"] for frame in frames[:answer] if frame.get("method") == "session/update"]
+    end = {"sessionUpdate": "session_info_update", "_meta": {"jetbrains": {"air": {"version": 1, "loadReplayEnd": True}}}}
+    kinds = [update["sessionUpdate"] for update in updates]
+    if declared:
+        assert updates[-1] == end and kinds[:2] == ["user_message_chunk", "agent_message_chunk"]
+    else:
+        assert end not in updates
+    init_meta = frames[0]["result"].get("_meta", {})
+    assert "loadReplayEnd" not in str(init_meta)  # the client declares it; the agent does not advertise it
+    assert agent.frames.problems == []

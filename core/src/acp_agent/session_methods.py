@@ -38,13 +38,7 @@ class SessionMethods(AgentBase):
         return self.outbox.choices
 
     def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
-        from acp_agent.sessions import switches
-
-        return {
-            "modes": start.modes if start.modes is not None else UNSET,
-            "config_options": (switches.shown(start.config_options, self.outbox.features.boolean_options)
-                               if start.config_options is not None else UNSET),
-        }
+        return setup_fields(start, self.outbox.features.boolean_options)
 
     def _new_session_state(self, session_id: str, cwd: str, credentials: dict[str, str] | None = None) -> Session:
         from acp_agent.sessions.session import Session
@@ -54,8 +48,7 @@ class SessionMethods(AgentBase):
 
     def _hold_mcp_secrets(self, params: Any) -> None:
         """From the raw request, before it is checked, so no answer (an error included) can echo them."""
-        if isinstance(params, dict):
-            self.settings.redact.add(*mcp_secret_values(params.get("mcpServers")))
+        self.settings.redact.add(*mcp_secret_values(params.get("mcpServers") if isinstance(params, dict) else None))
 
     async def new_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
@@ -156,6 +149,10 @@ class SessionMethods(AgentBase):
             # included); from now on its events go straight to it.
             channel.loaded = True
             await session.open()
+            if replay and self.outbox.features.load_replay_end:
+                from acp_agent.sessions.presentation import replay_end
+
+                await session.send_update(replay_end())
         except BaseException:
             if existing is None:
                 self.sessions.pop(session.session_id, None)
@@ -207,15 +204,10 @@ class SessionMethods(AgentBase):
     async def set_title(self, params: Any) -> Any:
         """`session/set_title`: the backend renames the session; a session open here is told with
         `session_info_update`, as when the backend names it itself."""
-        from acp_agent.sessions.presentation import MAX_TITLE_LENGTH
+        from acp_agent.sessions.presentation import client_title
 
         request = self._parse(params, acp.SetTitleRequest)
-        title = " ".join(request.title.split())
-        if not title:
-            raise RpcError(INVALID_PARAMS, "The title is empty", {"field": "title"})
-        if len(title) > MAX_TITLE_LENGTH:
-            raise RpcError(INVALID_PARAMS, f"The title is longer than {MAX_TITLE_LENGTH} characters",
-                           {"field": "title"})
+        title = client_title(request.title)
         await self._opens.settled(request.session_id)
         async with self._provider_call("session/set_title"):
             runtime = await self.runtime()
@@ -407,3 +399,14 @@ def fork_point(meta: Any) -> str | None:
         raise RpcError(INVALID_PARAMS, "_meta.jetbrains.air.fork needs a messageId",
                        {"field": "_meta.jetbrains.air.fork.messageId"})
     return message_id.split(":segment:", 1)[0]
+
+
+def setup_fields(start: SessionStart, boolean_options: bool) -> dict[str, Any]:
+    """The modes and config options of a new/load/resume/fork answer, as the client sees them."""
+    from acp_agent.sessions import switches
+
+    return {
+        "modes": start.modes if start.modes is not None else UNSET,
+        "config_options": (switches.shown(start.config_options, boolean_options)
+                           if start.config_options is not None else UNSET),
+    }

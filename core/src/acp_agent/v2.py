@@ -327,7 +327,7 @@ class V2Surface:
         else:
             self.ids.other(session_id)
             if kind in ("tool_call", "tool_call_update"):
-                self._track_tool(session_id, update)
+                track_tool(self.running_tools.setdefault(session_id, set()), update)
             if kind == "config_option_update":
                 self.options[session_id] = list(update.get("configOptions") or [])
                 translated = wire.v2_session_update(update, self.config_options(session_id))
@@ -338,16 +338,6 @@ class V2Surface:
             if translated is not None:
                 out.append(translated)
         return [{**params, "update": item} for item in out]
-
-    def _track_tool(self, session_id: str, update: Mapping[str, Any]) -> None:
-        tool_call_id = update.get("toolCallId")
-        if not isinstance(tool_call_id, str):
-            return
-        running = self.running_tools.setdefault(session_id, set())
-        if update.get("status") in wire.FINAL_STATUSES:
-            running.discard(tool_call_id)
-        elif update.get("sessionUpdate") == "tool_call" or tool_call_id in running:
-            running.add(tool_call_id)
 
     def _mode_changed(self, session_id: str, update: Mapping[str, Any]) -> dict[str, Any] | None:
         modes = self.modes.get(session_id)
@@ -416,6 +406,17 @@ class V2Client:
             return wire.v1_permission_response(answer)
         return await self._surface.asking(
             session_id, lambda: self.connection.request(method, params, timeout_s=timeout_s))
+
+
+def track_tool(running: set[str], update: Mapping[str, Any]) -> None:
+    """Keep `running` (a session's tool calls that have not ended) up to date with one v1 update."""
+    tool_call_id = update.get("toolCallId")
+    if not isinstance(tool_call_id, str):
+        return
+    if update.get("status") in wire.FINAL_STATUSES:
+        running.discard(tool_call_id)
+    elif update.get("sessionUpdate") == "tool_call" or tool_call_id in running:
+        running.add(tool_call_id)
 
 
 def _params(value: Any) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from acp_agent.wire.records import frozen
 COMPACTION_TITLE = "Compact conversation"
 MAX_TITLE_LENGTH = 256
 CONTEXT_COMPACTION_META_VERSION = 1
+LOAD_REPLAY_END = "loadReplayEnd"
 TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
 """A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
 
@@ -58,6 +59,9 @@ class ClientFeatures:
     """`session.compaction`: `compaction_update` and `compaction_summary_chunk`."""
     boolean_options: bool = False
     """`session.configOptions.boolean`: on/off options as booleans (`acp_agent.sessions.switches`)."""
+    load_replay_end: bool = False
+    """AIR's `loadReplayEnd` (declared in `_meta.jetbrains.air.capabilities`): a
+    `session_info_update` marks the end of a `session/load` replay."""
 
     @property
     def terminals(self) -> bool:
@@ -76,11 +80,37 @@ class ClientFeatures:
                    elicitation_url=isinstance(elicitation.get("url"), Mapping),
                    notices=isinstance(session.get("notices"), Mapping),
                    compaction=isinstance(session.get("compaction"), Mapping),
-                   boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping))
+                   boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping),
+                   load_replay_end=LOAD_REPLAY_END in _air_capabilities(meta))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _air_capabilities(meta: Mapping[str, Any]) -> list[Any]:
+    """The capabilities an AIR client lists in `_meta.jetbrains.air.capabilities`."""
+    listed = _mapping(_mapping(meta.get("jetbrains")).get("air")).get("capabilities")
+    return listed if isinstance(listed, list) else []
+
+
+def replay_end() -> acp.SessionInfoUpdate:
+    """The update after a `session/load` replay for a client of AIR's `loadReplayEnd` (no title or
+    time: they would clear the client's)."""
+    return acp.SessionInfoUpdate(meta={"jetbrains": {"air": {"version": 1, LOAD_REPLAY_END: True}}})
+
+
+def client_title(title: str) -> str:
+    """A title a client sets (`session/set_title`): white space folded; -32602 when it is empty or
+    longer than a thread list shows."""
+    from acp_agent.wire.rpc import INVALID_PARAMS, RpcError
+
+    folded = " ".join(title.split())
+    if not folded:
+        raise RpcError(INVALID_PARAMS, "The title is empty", {"field": "title"})
+    if len(folded) > MAX_TITLE_LENGTH:
+        raise RpcError(INVALID_PARAMS, f"The title is longer than {MAX_TITLE_LENGTH} characters", {"field": "title"})
+    return folded
 
 
 def session_title(name: str | None) -> str | None:
