@@ -70,6 +70,22 @@ SCHEMA_ONLY_FIELDS: dict[str, tuple[str, ...]] = {
 schema as well."""
 
 
+AIR_AUTH_KINDS = {"none", "api_key", "account", "gateway", "external"}
+
+
+def air_auth_status_problems(params: Any) -> list[str]:
+    """The reference adapters' `_auth/status_update {authStatus: {kind, label, detail?, account?}}`
+    (claude-agent-acp dist/auth-status.js): no published schema, so its shape is checked here."""
+    status = params.get("authStatus") if isinstance(params, dict) else None
+    if not isinstance(status, dict) or set(params) != {"authStatus"}:
+        return [f"_auth/status_update params: {params!r}"]
+    if status.get("kind") not in AIR_AUTH_KINDS or not isinstance(status.get("label"), str):
+        return [f"_auth/status_update authStatus: {status!r}"]
+    if not set(status) <= {"kind", "label", "detail", "account"} or not isinstance(status.get("detail", ""), str):
+        return [f"_auth/status_update authStatus: {status!r}"]
+    return []
+
+
 def schema_problems(method: str, request: bool, part: str, payload: Any) -> list[str]:
     """What the JSON schema finds wrong in an agent's frame (a result, or a notification's params)."""
     import jsonschema
@@ -163,6 +179,8 @@ class FrameLog:
             update = (message.get("params") or {}).get("update") if message["method"] == "session/update" else None
             if isinstance(update, dict) and update.get("sessionUpdate") in SCHEMA_ONLY_UPDATES:
                 return schema_problems(message["method"], False, "params", message.get("params"))
+            if message["method"] == "_auth/status_update":
+                return air_auth_status_problems(message.get("params"))
             if message["method"] in SCHEMA_ONLY_METHODS:
                 return schema_problems(message["method"], "id" in message, "params", message.get("params"))
             model = REQUEST_MODELS.get(message["method"])

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import acp
+import anyio
 import pytest
 
 from tests.claude.e2e_support import claude_agent
@@ -119,4 +120,46 @@ async def test_a_sign_out_is_pushed_to_a_client_that_asked(tmp_path: Path) -> No
     assert after == {"state": "unauthenticated"}
     assert [frame["params"] for frame in frames if frame.get("method") == "auth/status_update"] == [
         {"state": "unauthenticated"}]
+    assert problems == []
+
+
+@pytest.mark.parametrize("air", [True, False], ids=["air", "plain"])
+async def test_an_air_client_is_pushed_the_agents_sign_in_as_the_reference_adapters_push_it(
+        tmp_path: Path, air: bool) -> None:
+    """`_auth/status_update {authStatus: {kind, label, detail?}}` (claude-agent-acp, codex-acp)
+    with the `agentCapabilities._meta.authStatus` marker, for a client of the AIR extension only:
+    once after `initialize`, and again when a sign-out changes it. Never a secret."""
+    from acp_agent.failures.auth_status import CredentialState, air_auth_status
+
+    key = air_auth_status(CredentialState(True, "environment", None), "Codex", ("OPENAI_API_KEY",),
+                          {"OPENAI_API_KEY": "sk-secret-0123456789"})
+    assert key == {"kind": "api_key", "label": "Codex API key", "detail": "OPENAI_API_KEY"}
+    (tmp_path / "config" / "muse").mkdir(parents=True)
+    (tmp_path / "config" / "muse" / "auth.json").write_text('{"token": "signed-in-0123456789"}')
+    async with muse_agent(tmp_path, capable=air, key=None) as agent:  # signed in by a stored login only
+        pushes: list[tuple[str, Any]] = []
+        first = anyio.Event()
+
+        async def ext_notification(method: str, params: dict[str, Any]) -> None:
+            pushes.append((method, params))
+            first.set()
+
+        agent.client.ext_notification = ext_notification  # type: ignore[method-assign]
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        if air:
+            with anyio.fail_after(30):
+                await first.wait()  # the push after `initialize`, before the sign-out
+        await agent.conn._conn.send_request("logout", {})
+        await agent.conn._conn.send_request("auth/status", {})  # a round trip: the logout's push is out
+        frames = list(agent.frames.incoming)
+        problems = agent.frames.problems
+    marker = frames[0]["result"]["agentCapabilities"].get("_meta", {}).get("authStatus")
+    pushed = [frame["params"] for frame in frames if frame.get("method") == "_auth/status_update"]
+    assert session.session_id
+    if air:
+        assert marker == {}
+        assert pushed == [{"authStatus": {"kind": "account", "label": "Muse Code account"}},
+                          {"authStatus": {"kind": "none", "label": "Not logged in"}}]
+    else:
+        assert marker is None and pushed == []
     assert problems == []

@@ -65,7 +65,9 @@ def serve(tmp_path: Path, first: list[dict[str, Any]], *, provider: str = "scrip
                 os.write(write_end, frame({"jsonrpc": "2.0", "id": 2, "method": "session/new",
                                            "params": {"cwd": str(tmp_path), "mcpServers": []}}))
                 later.append(lines.next())
-                session_id = later[0]["result"]["sessionId"]
+                while later[-1].get("id") != 2:  # an AIR client is pushed `_auth/status_update` meanwhile
+                    later.append(lines.next())
+                session_id = later[-1]["result"]["sessionId"]
                 os.write(write_end, frame({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
                     "sessionId": session_id, "prompt": [{"type": "text", "text": "hello early"}]}}))
                 while "id" not in later[-1] or later[-1]["id"] != 3:

@@ -108,6 +108,8 @@ class Agent(Initialization, SessionMethods):
                 task_group.start_soon(self._open_early)
             if self.signin.keyring_needed():
                 task_group.start_soon(self._load_keyring)
+            if self._answered_once and self.capable:  # answered before the loop: AIR's first push
+                task_group.start_soon(self.outbox.push_auth_status)
             try:
                 await self.connection.serve()
             finally:

@@ -94,7 +94,8 @@ class AgentBase:
         """The client negotiated the failure extension (`initialize`)."""
         self.auth_status = False
         """The client negotiated auth status (`initialize`)."""
-        self.auth_feed = AuthStatusFeed()
+        self.auth_feed = AuthStatusFeed(title=self.provider.title, env_vars=self.provider.credentials.env_vars,
+                                        environ=self.settings.environ)
         """What the client was told through ACP's `auth/status` (kept up to date once it asked)."""
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None

@@ -43,6 +43,7 @@ class Initialization(AgentBase):
         client_meta = request.client_capabilities.meta
         self.capable = negotiated(client_meta)
         self.auth_status = auth_status_negotiated(client_meta, self.provider.name)
+        self.auth_feed.air, self.auth_feed.air_last = self.capable, None  # a new client: told afresh
         if self._outbox is not None:  # sessions opened before `initialize` follow what it negotiated
             self._negotiate(self._outbox)
         caps = self.provider.capabilities
@@ -73,6 +74,8 @@ class Initialization(AgentBase):
                 mcp_capabilities=acp.McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse),
                 session_capabilities=session_caps,
                 auth=acp.AgentAuthCapabilities(logout={}, status={}),
+                # AIR: this agent pushes its own sign-in (`_auth/status_update`), as both anchors do
+                meta={"authStatus": {}} if self.capable else UNSET,
             ),
             auth_methods=self.signin.auth_methods(),
             agent_info=acp.Implementation(name=f"acp-agent-{self.provider.name}",
@@ -93,6 +96,8 @@ class Initialization(AgentBase):
         self._answered_once = True
         if self._answered is not None:
             self._answered.set()
+        if written and self.capable and self._task_group is not None:
+            self._task_group.start_soon(self.outbox.push_auth_status)  # AIR: the first push
 
     async def authenticate(self, params: Any) -> Any:
         request = self._parse(params, acp.AuthenticateRequest)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
-from attrs import define
+from attrs import define, field
 
 from acp_agent.backends.contract import CredentialSpec
 from acp_agent.failures.protocol import FailureKind, FailureObservation
@@ -292,6 +292,22 @@ def acp_auth_status(state: CredentialState, rejected: bool) -> dict[str, Any]:
             "accounts": [{"label": label, "active": True}]}
 
 
+def air_auth_status(state: CredentialState, title: str, env_vars: Sequence[str],
+                    environ: Mapping[str, str]) -> dict[str, Any]:
+    """The reference adapters' `_auth/status_update` `authStatus` for the agent's own credentials:
+    `{kind: none|api_key|account, label, detail?}` (the variable's name, never its value)."""
+    if not state.configured:
+        return {"kind": "none", "label": "Not logged in"}
+    if state.source == "stored":
+        return {"kind": "account", "label": f"{title} account"}
+    status: dict[str, Any] = {"kind": "api_key", "label": f"{title} API key"}
+    detail = next((name for name in env_vars if environ.get(name)), None) if state.source == "environment" else (
+        "keyring" if state.source == "keyring" else None)
+    if detail:
+        status["detail"] = detail
+    return status
+
+
 @define
 class AuthStatusFeed:
     """What the client was told of the agent's sign-in through `auth/status`: a client that has
@@ -303,6 +319,13 @@ class AuthStatusFeed:
     """The latest turn ended for want of valid credentials (`auth_required`)."""
     last: dict[str, Any] | None = None
     """What the client was last told; None until it asks."""
+    title: str = ""
+    env_vars: Sequence[str] = ()
+    environ: Mapping[str, str] = field(factory=dict)
+    air: bool = False
+    """The client is JetBrains AIR (the failure extension): it is pushed `_auth/status_update`,
+    as the reference adapters push it, whenever that changes."""
+    air_last: dict[str, Any] | None = None
 
     def answer(self, state: CredentialState) -> dict[str, Any]:
         """The `auth/status` answer; from now on the client is kept up to date."""
@@ -315,6 +338,16 @@ class AuthStatusFeed:
 
     def signed_in_or_out(self) -> None:
         self.rejected = False
+
+    def air_update(self, state: CredentialState) -> dict[str, Any] | None:
+        """The `_auth/status_update` params to push now, or None (not AIR, or nothing changed)."""
+        if not self.air:
+            return None
+        now = air_auth_status(state, self.title, self.env_vars, self.environ)
+        if now == self.air_last:
+            return None
+        self.air_last = now
+        return {"authStatus": now}
 
     def update(self, state: CredentialState) -> dict[str, Any] | None:
         """The `auth/status_update` to send now, or None (the client never asked, or nothing changed)."""

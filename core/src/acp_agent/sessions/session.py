@@ -179,12 +179,18 @@ class Outbox:
                                acp.SessionInfoUpdate(meta={auth_status_key(self.provider_name): status}))
 
     async def push_auth_status(self) -> None:
-        """`auth/status_update`, to a client that asked `auth/status`, when the answer changed."""
-        if self.auth_feed.last is None or self.connection is None:
+        """`auth/status_update`, to a client that asked `auth/status`, and `_auth/status_update`,
+        to an AIR client, when what they were told changed."""
+        feed = self.auth_feed
+        if self.connection is None or (feed.last is None and not feed.air):
             return
-        update = self.auth_feed.update(await self.credentials())
+        state = await self.credentials()
+        update = feed.update(state)
         if update is not None:
             await self.connection.notify(M.AUTH_STATUS_UPDATE, update)
+        pushed = feed.air_update(state)
+        if pushed is not None:
+            await self.connection.notify(M.AIR_AUTH_STATUS_UPDATE, pushed)
 
     async def request_permission(
         self, session_id: str, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption],

@@ -213,6 +213,8 @@ class MethodNames:
     LOGOUT: ClassVar[str] = "logout"
     AUTH_STATUS: ClassVar[str] = "auth/status"
     AUTH_STATUS_UPDATE: ClassVar[str] = "auth/status_update"
+    AIR_AUTH_STATUS_UPDATE: ClassVar[str] = "_auth/status_update"
+    """The reference adapters' push of the agent's own sign-in (AIR)."""
     SESSION_NEW: ClassVar[str] = "session/new"
     SESSION_LOAD: ClassVar[str] = "session/load"
     SESSION_LIST: ClassVar[str] = "session/list"
