@@ -92,12 +92,15 @@ class TurnTranslator(Attempts):
             if not isinstance(delta, str) or not delta:
                 return []
             self.streamed.add(str(params.get("itemId")))
-            chunk = agent_text(delta) if method == "item/agentMessage/delta" else thought_text(delta)
+            message_id = json_text(params.get("itemId")) or None
+            chunk = (agent_text(delta, message_id) if method == "item/agentMessage/delta"
+                     else thought_text(delta, message_id))
             return [*self.progress(), chunk]
         if method == "item/reasoning/summaryPartAdded":
             self.streamed.add(str(params.get("itemId")))
             index = params.get("summaryIndex")
-            return [*self.progress(), thought_text("\n\n")] if isinstance(index, int) and index > 0 else []
+            gap = thought_text("\n\n", json_text(params.get("itemId")) or None)
+            return [*self.progress(), gap] if isinstance(index, int) and index > 0 else []
         if method == "item/started":
             return self._started(params.get("item"))
         if method == "item/completed":
