@@ -355,8 +355,17 @@ class Host:
         session = self.session_object(new_id, source["session"]["workspaceRoot"],
                                       source["session"]["approvalMode"]["mode"], source["session"]["modelId"],
                                       forked_from=provenance)
-        record = {"session": session, "items": [dict(item) for item in source["items"]],
-                  "lastTurn": source.get("lastTurn")}
+        kept, last_turn = [dict(item) for item in source["items"]], source.get("lastTurn")
+        cut = (params.get("cutPoint") or {}).get("lastTurnId")
+        if cut is not None:  # through that turn, inclusive; a turn the session lacks is -32023
+            turns = list(dict.fromkeys(item.get("turnId") for item in kept))
+            if cut not in turns:
+                raise MspError(-32023, "forkBoundaryInvalid", "the cut point names no turn of the session")
+            through = set(turns[:turns.index(cut) + 1])
+            kept = [item for item in kept if item.get("turnId") in through]
+            last_turn = {"turnId": cut, "terminal": "completed"}
+            provenance["cutExplicit"] = True
+        record = {"session": session, "items": kept, "lastTurn": last_turn}
         self.store.put(record)
         self.loaded.add(new_id)
         self.notify("session/started", {"session": session})
