@@ -18,7 +18,10 @@ Environment:
   `echo: <the turn's input text>`, so a test sees which turn an answer belongs to), `many:<n>` (an
   answer streamed in n chunks `w<i> ` plus 100 dots), `shell` (a `shell` tool call whose output
   streams as `visibleOutput` deltas, exit code 0), `compact` (`session/contextUsage` near the window's
-  end, an automatic `compaction` item reporting `tokensAfter`, then an answer).
+  end, an automatic `compaction` item reporting `tokensAfter`, then an answer), `compact-cancel` (a
+  compaction whose `outcome` is `cancelled`), `unserved` (`session/modelRouteUnserved`, then an
+  answer).
+- `session/fork` takes `cutPoint {lastTurnId}`: the fork keeps the items through that turn.
 - With the scenario directive `names`, a session's first turn names it: `session/nameChanged`
   (`nameOrigin: automatic`, the first prompt's first 40 characters) before that turn's
   `turn/completed`, as the host's first naming does.
@@ -613,15 +616,23 @@ class Host:
             terminal = self.hold(session_id, turn_id, text, items, waiter)
         elif name == "echo":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", [f"echo: {text}"]))
+        elif name == "unserved":  # a credential update mid-turn installed a provider without the model
+            self.notify("session/modelRouteUnserved", {**self.view(session_id), "commandId": command_id,
+                                                       "installedProviderId": "openrouter", "modelId": DEFAULT_MODEL,
+                                                       "providerId": "meta"})
+            items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Still here."]))
         elif name == "shell":
             self.shell(session_id, turn_id, items)
-        elif name == "compact":
+        elif name in ("compact", "compact-cancel"):
             self.notify("session/contextUsage", {**self.view(session_id), "pressure": "high", "usedTokens": 150000,
                                                  "windowTokens": 200000})
             compaction = {"itemId": f"{turn_id}-compact", "kind": "compaction", "revision": 1, "status": "inProgress",
                           "turnId": turn_id, "trigger": "auto", "tokensBefore": 150000}
             self.item(session_id, "item/started", compaction)
             done = {**compaction, "revision": 2, "status": "completed", "outcome": "compacted", "tokensAfter": 20000}
+            if name == "compact-cancel":
+                done = {**compaction, "revision": 2, "status": "completed", "outcome": "cancelled",
+                        "failureReason": "The compaction was cancelled."}
             self.item(session_id, "item/completed", done)
             items.append(done)
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Compacted."]))

@@ -34,7 +34,13 @@ from acp_agent.provider import (
     thought_text,
 )
 from acp_agent_codex import items
-from acp_agent_codex.classify import classify_error, notice_for, observe_failure, turn_error_observation
+from acp_agent_codex.classify import (
+    NOTICE_METHODS,
+    classify_error,
+    notice_for,
+    observe_failure,
+    turn_error_observation,
+)
 
 Step = Event | FailureObservation | TurnDone
 
@@ -124,7 +130,7 @@ class TurnTranslator(Attempts):
             return [Compaction(f"{params.get('turnId')}:compaction", "completed")]
         if method == "thread/name/updated":
             return [items.session_title(params)]
-        if method in ("warning", "configWarning", "deprecationNotice"):
+        if method in NOTICE_METHODS:
             notice = notice_for(method, params)
             return [notice] if notice is not None else []
         if method == "turn/completed":

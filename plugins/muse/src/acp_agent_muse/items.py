@@ -260,8 +260,8 @@ def exit_code(item: JsonObject) -> int | None:
     return json_int(item.get("exitCode"))
 
 
-_COMPACTION_STATUS: Final[Mapping[str, Literal["completed", "failed"]]] = {
-    "compacted": "completed", "noop": "completed", "failed": "failed", "cancelled": "failed",
+_COMPACTION_STATUS: Final[Mapping[str, Literal["completed", "failed", "cancelled"]]] = {
+    "compacted": "completed", "noop": "completed", "failed": "failed", "cancelled": "cancelled",
 }
 
 
@@ -270,7 +270,8 @@ def compaction(item: JsonObject) -> Compaction:
     outcome = json_text(item.get("outcome"))
     done = item.get("status") not in ("inProgress", None) or bool(outcome)
     status = _COMPACTION_STATUS.get(outcome, "completed") if done else "in_progress"
-    error = json_text(item.get("failureReason")) or json_text(item.get("message")) if status == "failed" else ""
+    ended = status in ("failed", "cancelled")
+    error = json_text(item.get("failureReason")) or json_text(item.get("message")) if ended else ""
     return Compaction(json_text(item.get("itemId")), status, trigger=json_text(item.get("trigger")) or None,
                       tokens_before=json_int(item.get("tokensBefore")), tokens_after=json_int(item.get("tokensAfter")),
                       error=error or None)
