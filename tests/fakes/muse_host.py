@@ -20,7 +20,7 @@ Environment:
   streams as `visibleOutput` deltas, exit code 0), `compact` (`session/contextUsage` near the window's
   end, an automatic `compaction` item reporting `tokensAfter`, then an answer), `compact-cancel` (a
   compaction whose `outcome` is `cancelled`), `unserved` (`session/modelRouteUnserved`, then an
-  answer).
+  answer; after `turn/completed` another one, between turns).
 - `session/fork` takes `cutPoint {lastTurnId}`: the fork keeps the items through that turn.
 - With the scenario directive `names`, a session's first turn names it: `session/nameChanged`
   (`nameOrigin: automatic`, the first prompt's first 40 characters) before that turn's
@@ -638,6 +638,10 @@ class Host:
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Compacted."]))
         self.name_once(session_id, text)
         self.finish(session_id, turn_id, items, terminal)
+        if name == "unserved":  # and another one between turns
+            self.notify("session/modelRouteUnserved", {**self.view(session_id), "commandId": str(uuid.uuid4()),
+                                                       "installedProviderId": "bedrock", "modelId": DEFAULT_MODEL,
+                                                       "providerId": "meta"})
         if name == "closed":
             self.loaded.discard(session_id)
             self.notify("session/closed", {"reason": "idle", "sessionId": session_id, "viewCursor": self.head()})

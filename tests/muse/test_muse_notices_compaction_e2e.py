@@ -10,12 +10,14 @@ tool call other clients see shows it failed, as before); stored compactions repl
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import schema
 
+from tests.codex.e2e_support import WatchedFrames
 from tests.muse.e2e_support import assert_legacy_clean, muse_agent, records, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -33,21 +35,25 @@ async def test_the_hosts_notices_reach_the_client_with_their_severity(tmp_path: 
     session_caps = {"notices": {}} if client == "notices" else None
     async with muse_agent(tmp_path, capable=client != "plain", session=session_caps,
                           scenario="fingerprint=sha256:feedface,no-mcp-grant") as agent:
+        agent.frames.incoming = watched = WatchedFrames(agent.frames.incoming)
         session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[server])
         result = await agent.conn.prompt(session_id=session.session_id, prompt=text("turn:unserved go on"))
+        if client != "plain":  # the host's second one comes between turns, after the prompt's answer
+            await watched.wait_for(lambda frame: "provider bedrock" in json.dumps(frame))
     assert result.stop_reason == "end_turn"
     shown = notices(agent, session.session_id)
     titles = [r["title"] for r in records(agent)]
+    unserved = "Muse Code cannot serve the model muse-large with the provider {} now installed."
     if client == "notices":
-        assert [severity for severity, _ in shown] == ["warning"] * 3
-        fingerprint, mcp, unserved = (title for _, title in shown)
+        assert [severity for severity, _ in shown] == ["warning"] * 4
+        fingerprint, mcp, *rest = (title for _, title in shown)
         assert fingerprint.startswith("Muse Code 1.4.13 serves MSP schema sha256:feedface")
         assert mcp.startswith("Muse Code did not accept the editor's MCP servers")
-        assert unserved == "Muse Code cannot serve the model muse-large with the provider openrouter now installed."
+        assert rest == [unserved.format("openrouter"), unserved.format("bedrock")]  # in the turn, then between
         assert titles == []
     elif client == "records":
         assert shown == []
-        assert [t[len("Muse Code "):][:10] for t in titles] == ["1.4.13 ser", "did not ac", "cannot ser"]
+        assert [t[len("Muse Code "):][:10] for t in titles] == ["1.4.13 ser", "did not ac", "cannot ser", "cannot ser"]
         assert all(r["severity"] == "warning" for r in records(agent))
     else:
         assert shown == [] and titles == []
