@@ -164,24 +164,37 @@ DEPRECATION = params_of("startup_config_warning_deprecation_notice", "deprecatio
 INVALID_CONFIG = params_of("config_invalid_thread_start_error", "configWarning")[0]
 MODEL_WARNING = params_of("warning_unknown_model_metadata", "warning")[0]
 COMPACTION_WARNING = params_of("thread_compacted", "warning")[0]
+REROUTED = {"threadId": "019a0000-0000-7000-8000-000000000001", "turnId": "019a0000-0000-7000-8000-000000000002",
+            "fromModel": "gpt-5.5", "toModel": "gpt-5.4-mini", "reason": "highRiskCyberActivity"}
 
 
 class TestNotices(ClassificationContract):
-    """`warning`, `configWarning` and `deprecationNotice` lines: titles, details and legacy text."""
+    """`warning`, `configWarning`, `deprecationNotice` and `model/rerouted` lines: titles, details,
+    severities and legacy text."""
 
     cases: ClassVar[list[tuple[Any, Any]]] = [
         (("configWarning", BUBBLEWRAP), Notice(BUBBLEWRAP["summary"], None, f"Config warning: {BUBBLEWRAP['summary']}\n\n")),
         (("configWarning", UNKNOWN_KEY),
          Notice(UNKNOWN_KEY["summary"], None, f"Config warning: {UNKNOWN_KEY['summary']}\n\n")),
         # 101 + 3 + 163 characters do not fit a title: the summary is the title, the details stay details
-        (("deprecationNotice", DEPRECATION), Notice(DEPRECATION["summary"], DEPRECATION["details"], None)),
+        (("deprecationNotice", DEPRECATION), Notice(DEPRECATION["summary"], DEPRECATION["details"], None,
+                                                     severity="info")),
         (("configWarning", INVALID_CONFIG),
          Notice(f"{INVALID_CONFIG['summary']} — {INVALID_CONFIG['details']}", None,
                 f"Config warning: {INVALID_CONFIG['summary']}\n\n{INVALID_CONFIG['details']}\n\n")),
         (("warning", MODEL_WARNING), Notice(MODEL_WARNING["message"], None, f"Warning: {MODEL_WARNING['message']}\n\n")),
         (("warning", COMPACTION_WARNING),
          Notice(COMPACTION_WARNING["message"], None, f"Warning: {COMPACTION_WARNING['message']}\n\n")),
-        (("deprecationNotice", {"summary": "Short.", "details": "Also short."}), Notice("Short. — Also short.", None, None)),
+        (("deprecationNotice", {"summary": "Short.", "details": "Also short."}),
+         Notice("Short. — Also short.", None, None, severity="info")),
+        # model/rerouted as the real 0.163 app-server sends it (ModelReroutedNotification)
+        (("model/rerouted", REROUTED), Notice("Model rerouted from gpt-5.5 to gpt-5.4-mini",
+                                              "Codex answered with gpt-5.4-mini: the request was flagged for "
+                                              "potentially high-risk cyber activity.", None, severity="info")),
+        (("model/rerouted", {**REROUTED, "reason": "somethingNew"}),
+         Notice("Model rerouted from gpt-5.5 to gpt-5.4-mini", "Codex answered with gpt-5.4-mini: somethingNew.", None,
+                severity="info")),
+        (("model/rerouted", {**REROUTED, "toModel": None}), None),
         (("configWarning", {"summary": "  ", "details": None}), None),
         (("remoteControl/status/changed", {"status": "disabled"}), None),
     ]

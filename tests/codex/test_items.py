@@ -179,7 +179,8 @@ def test_thread_name_becomes_the_session_title() -> None:
 def test_a_message_without_deltas_is_sent_whole_once() -> None:
     translator = TurnTranslator()
     item = {"type": "agentMessage", "id": "m1", "text": "all at once"}
-    assert translator.feed("item/completed", {"item": item}) == [AgentMessageChunk(TextContent("all at once"))]
+    assert translator.feed("item/completed", {"item": item}) == [AgentMessageChunk(TextContent("all at once"),
+                                                                                        message_id="m1")]
     translator.feed("item/agentMessage/delta", {"itemId": "m2", "delta": "streamed"})
     assert translator.feed("item/completed", {"item": {**item, "id": "m2", "text": "streamed"}}) == []
 
@@ -301,7 +302,8 @@ def test_history_legacy_text_is_redacted() -> None:
 def test_user_images_replay() -> None:
     turns = [{"id": "t", "status": "completed", "items": [
         {"type": "userMessage", "id": "u", "content": [{"type": "image", "url": "data:image/png;base64,aGk="}]}]}]
-    assert items.history_events(turns, str) == [UserMessageChunk(ImageContent(data="aGk=", mime_type="image/png"))]
+    assert items.history_events(turns, str) == [UserMessageChunk(ImageContent(data="aGk=", mime_type="image/png"),
+                                                                         message_id="u")]
 
 
 class TestHistoryRecognition(HistoryContract):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from acp_agent.backends.events import (
     Compaction,
@@ -151,3 +152,17 @@ def test_a_compaction_its_turn_left_open_is_cancelled() -> None:
     legacy.render(Compaction("k1", "in_progress"), NONE, capable=False)
     assert legacy.turn_ended(NONE) == []  # other clients keep today's tool call
     assert wire(legacy.render(Compaction("k1", "cancelled"), NONE, capable=False))[0]["status"] == "failed"
+
+
+def test_a_cancelled_compaction_with_a_reason_shows_it_as_a_failed_one_did() -> None:
+    """A provider that reports a cancel as `cancelled` (Muse did as `failed`) changes nothing for
+    clients without `session.compaction`: the tool call fails with the reason as its content."""
+    def legacy(status: Literal["failed", "cancelled"]) -> dict[str, object]:
+        presenter = Presenter()
+        presenter.render(Compaction("k1", "in_progress"), NONE, capable=False)
+        [update] = wire(presenter.render(Compaction("k1", status, error="Stopped."), NONE, capable=False))
+        return update
+
+    assert legacy("cancelled") == legacy("failed")
+    assert legacy("cancelled")["content"] == [{"type": "content", "content": {"type": "text",
+                                                                               "text": "Compaction failed: Stopped."}}]

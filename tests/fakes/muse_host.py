@@ -18,7 +18,10 @@ Environment:
   `echo: <the turn's input text>`, so a test sees which turn an answer belongs to), `many:<n>` (an
   answer streamed in n chunks `w<i> ` plus 100 dots), `shell` (a `shell` tool call whose output
   streams as `visibleOutput` deltas, exit code 0), `compact` (`session/contextUsage` near the window's
-  end, an automatic `compaction` item reporting `tokensAfter`, then an answer).
+  end, an automatic `compaction` item reporting `tokensAfter`, then an answer), `compact-cancel` (a
+  compaction whose `outcome` is `cancelled`), `unserved` (`session/modelRouteUnserved`, then an
+  answer; after `turn/completed` another one, between turns).
+- `session/fork` takes `cutPoint {lastTurnId}`: the fork keeps the items through that turn.
 - With the scenario directive `names`, a session's first turn names it: `session/nameChanged`
   (`nameOrigin: automatic`, the first prompt's first 40 characters) before that turn's
   `turn/completed`, as the host's first naming does.
@@ -355,8 +358,17 @@ class Host:
         session = self.session_object(new_id, source["session"]["workspaceRoot"],
                                       source["session"]["approvalMode"]["mode"], source["session"]["modelId"],
                                       forked_from=provenance)
-        record = {"session": session, "items": [dict(item) for item in source["items"]],
-                  "lastTurn": source.get("lastTurn")}
+        kept, last_turn = [dict(item) for item in source["items"]], source.get("lastTurn")
+        cut = (params.get("cutPoint") or {}).get("lastTurnId")
+        if cut is not None:  # through that turn, inclusive; a turn the session lacks is -32023
+            turns = list(dict.fromkeys(item.get("turnId") for item in kept))
+            if cut not in turns:
+                raise MspError(-32023, "forkBoundaryInvalid", "the cut point names no turn of the session")
+            through = set(turns[:turns.index(cut) + 1])
+            kept = [item for item in kept if item.get("turnId") in through]
+            last_turn = {"turnId": cut, "terminal": "completed"}
+            provenance["cutExplicit"] = True
+        record = {"session": session, "items": kept, "lastTurn": last_turn}
         self.store.put(record)
         self.loaded.add(new_id)
         self.notify("session/started", {"session": session})
@@ -604,20 +616,32 @@ class Host:
             terminal = self.hold(session_id, turn_id, text, items, waiter)
         elif name == "echo":
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", [f"echo: {text}"]))
+        elif name == "unserved":  # a credential update mid-turn installed a provider without the model
+            self.notify("session/modelRouteUnserved", {**self.view(session_id), "commandId": command_id,
+                                                       "installedProviderId": "openrouter", "modelId": DEFAULT_MODEL,
+                                                       "providerId": "meta"})
+            items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Still here."]))
         elif name == "shell":
             self.shell(session_id, turn_id, items)
-        elif name == "compact":
+        elif name in ("compact", "compact-cancel"):
             self.notify("session/contextUsage", {**self.view(session_id), "pressure": "high", "usedTokens": 150000,
                                                  "windowTokens": 200000})
             compaction = {"itemId": f"{turn_id}-compact", "kind": "compaction", "revision": 1, "status": "inProgress",
                           "turnId": turn_id, "trigger": "auto", "tokensBefore": 150000}
             self.item(session_id, "item/started", compaction)
             done = {**compaction, "revision": 2, "status": "completed", "outcome": "compacted", "tokensAfter": 20000}
+            if name == "compact-cancel":
+                done = {**compaction, "revision": 2, "status": "completed", "outcome": "cancelled",
+                        "failureReason": "The compaction was cancelled."}
             self.item(session_id, "item/completed", done)
             items.append(done)
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Compacted."]))
         self.name_once(session_id, text)
         self.finish(session_id, turn_id, items, terminal)
+        if name == "unserved":  # and another one between turns
+            self.notify("session/modelRouteUnserved", {**self.view(session_id), "commandId": str(uuid.uuid4()),
+                                                       "installedProviderId": "bedrock", "modelId": DEFAULT_MODEL,
+                                                       "providerId": "meta"})
         if name == "closed":
             self.loaded.discard(session_id)
             self.notify("session/closed", {"reason": "idle", "sessionId": session_id, "viewCursor": self.head()})

@@ -558,12 +558,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("x-request-id", _new_id("req"))
+        served = step.get("served_model")
+        if served:
+            self.send_header("openai-model", str(served))
         self.end_headers()
         self.wfile.flush()
 
         cut = step.get("cut_after_events")
         writer = _SseWriter(self, int(cut) if cut is not None else None)
-        stream = _Stream(writer, str(body.get("model") or FAKE_MODEL), self.server.api.stopping)
+        stream = _Stream(writer, str(served or body.get("model") or FAKE_MODEL), self.server.api.stopping)
         tools = {_tool_name(tool): str(tool.get("type")) for tool in body.get("tools") or [] if isinstance(tool, dict)}
         stream.created()
         if step.get("reasoning"):

@@ -44,12 +44,13 @@ from acp_agent_muse.translate import TurnTranslator, fold_turn
 from tests.muse import frames as f
 
 
-def chunk(text: str) -> AgentMessageChunk:
-    return AgentMessageChunk(TextContent(text))
+def chunk(text: str, message_id: str | None = None) -> AgentMessageChunk:
+    """Agent text; of the item `message_id` (its message id) when given."""
+    return AgentMessageChunk(TextContent(text), message_id=message_id) if message_id else AgentMessageChunk(TextContent(text))
 
 
-def thought(text: str) -> AgentThoughtChunk:
-    return AgentThoughtChunk(TextContent(text))
+def thought(text: str, message_id: str) -> AgentThoughtChunk:
+    return AgentThoughtChunk(TextContent(text), message_id=message_id)
 
 
 # --- the per-turn fold --------------------------------------------------------------------------------------
@@ -78,14 +79,14 @@ def test_streamed_text_thoughts_tools_and_plan() -> None:
     assert steps == [
         Plan([PlanEntry("Read", status="completed"), PlanEntry("Think", status="in_progress"),
               PlanEntry("Answer", status="pending")]),
-        thought("Hmm"),
-        thought(", yes"),
+        thought("Hmm", "think"),
+        thought(", yes", "think"),
         ToolCall("tool-1", "Reading notes.md", kind="read", status="in_progress", content=[],
                  locations=[ToolLocation("notes.md")], raw_input={"path": "notes.md"}),
         ToolCallUpdate("tool-1", content=[ToolContent(TextContent("# No"))]),
         ToolCallUpdate("tool-1", title="Read notes.md", status="completed", content=[ToolContent(TextContent("# Notes\n"))]),
-        chunk("Hel"),
-        chunk("lo"),
+        chunk("Hel", "answer"),
+        chunk("lo", "answer"),
         UsageUpdate(used=10, size=100),
         AuthConfirmed(),
         TurnEnd("end_turn"),
@@ -102,7 +103,7 @@ def test_another_turns_frames_are_dropped_and_unstreamed_messages_come_whole() -
         f.completed(f.item("m", "agentMessage", "completed", text="Whole answer")),
         f.turn_completed("cancelled"),
     ])
-    assert steps == [chunk("Whole answer"), TurnEnd("cancelled")]
+    assert steps == [chunk("Whole answer", "m"), TurnEnd("cancelled")]
 
 
 def test_retries_are_warnings_and_progress_is_an_attempt_boundary() -> None:
@@ -114,7 +115,7 @@ def test_retries_are_warnings_and_progress_is_an_attempt_boundary() -> None:
         f.turn_completed("completed"),
     ])
     assert steps == [RetryProgress("Rate limited (retrying in 1s · attempt 2/3)", FailureKind.RATE_LIMITED),
-                     AttemptBoundary(), chunk("ok"), AuthConfirmed(), TurnEnd("end_turn")]
+                     AttemptBoundary(), chunk("ok", "m"), AuthConfirmed(), TurnEnd("end_turn")]
 
 
 def test_a_failed_terminal_and_an_unqueued_turn() -> None:
@@ -234,18 +235,19 @@ def test_history_replays_items_and_the_failed_last_turn() -> None:
         f.item("m1", "agentMessage", "completed", text="Done"),
     ]}, "lastTurn": {"turnId": f.TURN, "terminal": "failed", "error": f.turn_error("modelError", "key sk-1234 bad")}}
     events = items.history_events(result, lambda text: text.replace("sk-1234", "[REDACTED]"))
-    assert events[:2] == [UserMessageChunk(TextContent("clean up")), thought("First\n\nthen")]
+    assert events[:2] == [UserMessageChunk(TextContent("clean up"), message_id="u1"),
+                          thought("First\n\nthen", "r1")]
     started, exited = events[2:4]  # a shell command: a finished terminal, one tool call for other clients
     assert isinstance(started, TerminalStarted) and started.call.status == "completed"
     assert isinstance(exited, TerminalExited) and not exited.legacy and exited.output == "ok"
-    assert events[4] == chunk("Done")
+    assert events[4] == chunk("Done", "m1")
     failure = events[5]
     assert isinstance(failure, HistoryFailure)
     assert (failure.message_id, failure.user_message_id, failure.active) == (f.TURN, "u1", True)
     assert failure.legacy_updates == (chunk("key [REDACTED] bad"),)
     snapshot = {"history": {"mode": "snapshot", "items": None, "snapshot": {"schemaVersion": 1, "viewCursor": "v1",
                 "state": {"items": [f.item("m", "agentMessage", "completed", text="from a snapshot")]}}}}
-    assert items.history_events(snapshot, str) == [chunk("from a snapshot")]
+    assert items.history_events(snapshot, str) == [chunk("from a snapshot", "m")]
 
 
 def test_command_ids_are_uuid7_and_increase() -> None:

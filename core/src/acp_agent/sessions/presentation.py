@@ -232,7 +232,7 @@ class Presenter:
                 facts[key] = value
         meta = _air_compaction(_compaction_facts(event)) if capable else UNSET
         content: list[acp.ToolCallContent] | Any = UNSET
-        if event.status == "failed" and event.error:
+        if event.status in ("failed", "cancelled") and event.error:  # a cancelled one shows failed
             content = [acp.ToolContent(acp.TextContent(f"Compaction failed: {event.error}"))]
         raw_output = facts if facts and not capable else UNSET
         status = "failed" if event.status == "cancelled" else event.status  # a tool call has no cancelled

@@ -128,6 +128,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 resume_session=True,
                 close_session=True,
                 fork_session=True,
+                fork_at_message=True,  # thread/fork.lastTurnId: the turn that holds the message
                 delete_session=True,
                 set_title=True,
                 additional_directories=True,  # app-server's runtimeWorkspaceRoots

@@ -36,7 +36,7 @@ THREAD_METHODS: Final = frozenset({
     "error", "warning", "turn/started", "turn/completed", "item/started", "item/completed",
     "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded",
     "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated",
-    "thread/tokenUsage/updated", "thread/compacted", "thread/name/updated",
+    "thread/tokenUsage/updated", "thread/compacted", "thread/name/updated", "model/rerouted",
 })
 GLOBAL_NOTICES: Final = frozenset({"configWarning", "deprecationNotice"})
 NOTIFICATIONS: Final = THREAD_METHODS | GLOBAL_NOTICES | {"thread/started"}

@@ -218,27 +218,44 @@ def _summary_title(summary: str, details: str | None) -> tuple[str, str | None]:
     return title, extra or None
 
 
-def notice_for(method: str, params: Mapping[str, Any]) -> Notice | None:
-    """`warning`, `configWarning` and `deprecationNotice` as advisories, with the legacy text.
+NOTICE_METHODS: Final = frozenset({"warning", "configWarning", "deprecationNotice", "model/rerouted"})
+_REROUTE_REASONS: Final[Mapping[str, str]] = {
+    "highRiskCyberActivity": "the request was flagged for potentially high-risk cyber activity",
+}
 
-    Legacy clients keep codex-acp's established text: "Warning: <message>" and
+
+def notice_for(method: str, params: Mapping[str, Any]) -> Notice | None:
+    """`warning`, `configWarning`, `deprecationNotice` and `model/rerouted` as notices, with the
+    legacy text.
+
+    Severities as codex-acp's SessionNotice gives them: warnings `warning`, a deprecation and a
+    reroute `info`. Legacy clients keep codex-acp's established text: "Warning: <message>" and
     "Config warning: <summary>" (then the details) as agent text, each followed by a blank line;
-    they never saw deprecation notices and still do not.
+    they never saw deprecation notices or reroutes and still do not.
     """
     if method == "warning":
         message = json_words(params.get("message"))
         if message is None:
             return None
         title, details = split_title(message)
-        return Notice(title, details, legacy_text=f"Warning: {message}\n\n")
+        return Notice(title, details, legacy_text=f"Warning: {message}\n\n", severity="warning")
     if method in ("configWarning", "deprecationNotice"):
         summary = json_words(params.get("summary"))
         if summary is None:
             return None
         details = json_words(params.get("details"))
         title, extra = _summary_title(summary, details)
-        legacy: str | None = None
         if method == "configWarning":
             legacy = f"Config warning: {summary}\n\n" + (f"{details}\n\n" if details else "")
-        return Notice(title, extra, legacy_text=legacy)
+            return Notice(title, extra, legacy_text=legacy, severity="warning")
+        return Notice(title, extra, severity="info")
+    if method == "model/rerouted":
+        to_model = json_words(params.get("toModel"))
+        if to_model is None:
+            return None
+        from_model = json_words(params.get("fromModel"))
+        title = f"Model rerouted from {from_model} to {to_model}" if from_model else f"Model rerouted to {to_model}"
+        reason = params.get("reason")
+        why = _REROUTE_REASONS.get(reason, json_words(reason) or "") if isinstance(reason, str) else ""
+        return Notice(title, f"Codex answered with {to_model}: {why}." if why else None, severity="info")
     return None

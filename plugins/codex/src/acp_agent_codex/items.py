@@ -79,11 +79,12 @@ MESSAGE_KINDS: Final = frozenset({"agentMessage", "reasoning"})
 
 def message_chunk(item: JsonObject) -> AgentMessageChunk | AgentThoughtChunk | None:
     """A finished `agentMessage` as agent text, a `reasoning` item's summary as a thought (None:
-    it says nothing)."""
+    it says nothing); the item's id is the chunk's message id, live and in `thread/read`."""
+    message_id = json_text(item.get("id")) or None
     if item.get("type") == "agentMessage":
-        return agent_text(item["text"]) if json_text(item.get("text")) else None
+        return agent_text(item["text"], message_id) if json_text(item.get("text")) else None
     summary = [part for part in json_list(item.get("summary")) if isinstance(part, str) and part]
-    return thought_text("\n\n".join(summary)) if summary else None
+    return thought_text("\n\n".join(summary), message_id) if summary else None
 
 
 # --- tool calls -------------------------------------------------------------------------------------
@@ -401,14 +402,16 @@ def prompt_input(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
 
 def _user_chunks(item: JsonObject) -> list[Event]:
     chunks: list[Event] = []
+    message_id = json_text(item.get("id")) or None
     for content in json_list(item.get("content")):
         if not isinstance(content, Mapping):
             continue
         if content.get("type") == "text" and isinstance(content.get("text"), str):
-            chunks.append(user_text(content["text"]))
+            chunks.append(user_text(content["text"], message_id))
         elif content.get("type") == "image" and json_text(content.get("url")).startswith("data:"):
             header, _, data = json_text(content.get("url"))[5:].partition(",")
-            chunks.append(UserMessageChunk(ImageContent(data=data, mime_type=header.split(";")[0])))
+            image = ImageContent(data=data, mime_type=header.split(";")[0])
+            chunks.append(UserMessageChunk(image, message_id=message_id) if message_id else UserMessageChunk(image))
     return chunks
 
 

@@ -17,6 +17,7 @@ from acp_agent.provider import (
     AvailableCommandsUpdate,
     ConnectionClosed,
     McpServer,
+    MessageNotFound,
     Phase,
     PhaseClock,
     PhaseFailed,
@@ -31,6 +32,7 @@ from acp_agent.provider import (
     SessionStart,
     SessionTitle,
     additional_directories,
+    fork_at,
 )
 from acp_agent_codex import codex_home, commands, items, settings, threads, titles
 from acp_agent_codex.appserver import AppServer
@@ -253,6 +255,9 @@ class Sessions:
         config = mcp_config(mcp_servers)
         roots = additional_directories(channel)
         params = threads.open_params(self._codex_id(session_id), cwd, config, roots, self._policy(mode))
+        at = fork_at(channel)
+        if at is not None:
+            params["lastTurnId"] = await self._turn_holding(server, session_id, source, at)
         with self._announcing():
             async with self.clock.phase(Phase.FORKING, label="thread/fork"):
                 try:
@@ -276,6 +281,18 @@ class Sessions:
             self._table[forked.thread_id] = forked
             await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, forked)
+
+    async def _turn_holding(self, server: AppServer, session_id: str, source: ThreadState | None,
+                            message_id: str) -> str:
+        """The turn a fork at `message_id` keeps the history through (app-server forks whole
+        turns: `thread/fork.lastTurnId`, as codex-acp's SessionFork does)."""
+        if source is not None and not source.ran:
+            raise MessageNotFound(message_id)
+        async with self.clock.phase(Phase.READING, label="thread/turns/list"):
+            turn_id = await threads.turn_holding(server, self._codex_id(session_id), message_id)
+        if turn_id is None:
+            raise MessageNotFound(message_id)
+        return turn_id
 
     # -- the rest of a session's life ---------------------------------------------------------------
 

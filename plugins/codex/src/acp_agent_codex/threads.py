@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -180,7 +180,7 @@ def open_params(thread_id: str, cwd: str, config: Mapping[str, Any], roots: Sequ
     return params
 
 
-async def pages(server: AppServer, thread_id: str) -> AsyncIterator[tuple[list[Any], bool]]:
+async def pages(server: AppServer, thread_id: str) -> AsyncGenerator[tuple[list[Any], bool]]:
     """The thread's stored turns, a page at a time, and whether the page is the last."""
     cursor: str | None = None
     while True:
@@ -194,6 +194,20 @@ async def pages(server: AppServer, thread_id: str) -> AsyncIterator[tuple[list[A
         yield list(page.get("data") or []), last
         if last:
             return
+
+
+async def turn_holding(server: AppServer, thread_id: str, item_id: str) -> str | None:
+    """The id of the stored turn that holds the item `item_id` (a message: its chunks' message
+    id), None when no turn does."""
+    async with contextlib.aclosing(pages(server, thread_id)) as stored:
+        async for turns, _ in stored:
+            for turn in turns:
+                if not isinstance(turn, Mapping):
+                    continue
+                held = (item.get("id") for item in turn.get("items") or [] if isinstance(item, Mapping))
+                if item_id in held and isinstance(turn.get("id"), str):
+                    return str(turn["id"])
+    return None
 
 
 def list_params(cwd: str | None, cursor: str | None) -> dict[str, Any]:

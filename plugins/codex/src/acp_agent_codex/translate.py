@@ -34,7 +34,13 @@ from acp_agent.provider import (
     thought_text,
 )
 from acp_agent_codex import items
-from acp_agent_codex.classify import classify_error, notice_for, observe_failure, turn_error_observation
+from acp_agent_codex.classify import (
+    NOTICE_METHODS,
+    classify_error,
+    notice_for,
+    observe_failure,
+    turn_error_observation,
+)
 
 Step = Event | FailureObservation | TurnDone
 
@@ -92,12 +98,15 @@ class TurnTranslator(Attempts):
             if not isinstance(delta, str) or not delta:
                 return []
             self.streamed.add(str(params.get("itemId")))
-            chunk = agent_text(delta) if method == "item/agentMessage/delta" else thought_text(delta)
+            message_id = json_text(params.get("itemId")) or None
+            chunk = (agent_text(delta, message_id) if method == "item/agentMessage/delta"
+                     else thought_text(delta, message_id))
             return [*self.progress(), chunk]
         if method == "item/reasoning/summaryPartAdded":
             self.streamed.add(str(params.get("itemId")))
             index = params.get("summaryIndex")
-            return [*self.progress(), thought_text("\n\n")] if isinstance(index, int) and index > 0 else []
+            gap = thought_text("\n\n", json_text(params.get("itemId")) or None)
+            return [*self.progress(), gap] if isinstance(index, int) and index > 0 else []
         if method == "item/started":
             return self._started(params.get("item"))
         if method == "item/completed":
@@ -121,7 +130,7 @@ class TurnTranslator(Attempts):
             return [Compaction(f"{params.get('turnId')}:compaction", "completed")]
         if method == "thread/name/updated":
             return [items.session_title(params)]
-        if method in ("warning", "configWarning", "deprecationNotice"):
+        if method in NOTICE_METHODS:
             notice = notice_for(method, params)
             return [notice] if notice is not None else []
         if method == "turn/completed":

@@ -203,7 +203,7 @@ class Turns:
             if isinstance(result, FailureObservation):
                 result = self._servers.context.hooks.classify_failure(PROVIDER, params) or result
                 await self._router.emit(thread.thread_id, SessionFailure(result))
-        elif method == "warning":
+        elif method in ("warning", "model/rerouted"):
             notice = notice_for(method, params)
             if notice is not None:
                 await self._router.emit(thread.thread_id, notice)

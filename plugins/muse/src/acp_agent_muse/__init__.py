@@ -104,6 +104,7 @@ def provider_spec() -> ProviderSpec:
             resume_session=True,
             close_session=True,
             fork_session=True,
+            fork_at_message=True,  # session/fork cutPoint.lastTurnId: the turn that holds the message
             set_title=True,  # MSP `session/rename`
             additional_directories=True,  # MSP `workspaceRoots` on session/start and turn/start
             image=True,

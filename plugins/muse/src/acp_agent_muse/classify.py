@@ -17,6 +17,7 @@ import attrs
 from acp_agent.provider import (
     FailureKind,
     FailureObservation,
+    Notice,
     RetryProgress,
     Source,
     TurnEnd,
@@ -292,3 +293,15 @@ def fingerprint_notice_text(served: str, expected: str, host_version: str | None
     version = f" {host_version}" if host_version else ""
     return (f"{HOST_TITLE}{version} serves MSP schema {served}, but this adapter was built for {expected} "
             f"(host version {required_version}); continuing, but some events may not be understood.")
+
+
+def route_unserved_notice(params: Mapping[str, Any]) -> Notice | None:
+    """`session/modelRouteUnserved`: a credential update installed a provider that cannot serve the
+    session's model; the model stays chosen until the user picks one the provider serves."""
+    model = json_text(params.get("modelId"))
+    if not model:
+        return None
+    installed = json_text(params.get("installedProviderId"))
+    by = f" with the provider {installed} now installed" if installed else ""
+    return Notice(f"{HOST_TITLE} cannot serve the model {model}{by}.",
+                  "Choose a model this provider serves to go on.", severity="warning")

@@ -41,6 +41,7 @@ from acp_agent_muse.classify import (
     host_lost,
     host_unavailable,
     request_error_observation,
+    route_unserved_notice,
 )
 from acp_agent_muse.host import MuseHost
 from acp_agent_muse.modes import mapping
@@ -122,7 +123,7 @@ class LiveHosts:
         log.warning("%s", text)
         if not self._fingerprint_noticed:
             self._fingerprint_noticed = True
-            self._router.keep_notice(Notice(text))
+            self._router.keep_notice(Notice(text, severity="warning"))
 
     def _served(self, host: MuseHost) -> MuseSession | None:
         """The session whose host `host` is (None: a read-only host, or one its session let go)."""
@@ -148,6 +149,10 @@ class LiveHosts:
             state.needs_resume = True
         elif method == "session/nameChanged":  # a rename between turns
             await self._router.emit(state.session_id, items.session_title(params))
+        elif method == "session/modelRouteUnserved":  # after a credential update between turns
+            notice = route_unserved_notice(params)
+            if notice is not None:
+                await self._router.emit(state.session_id, notice)
         else:
             log.debug("dropped %s outside a prompt of session %s", method, state.session_id)
 

@@ -30,6 +30,7 @@ from acp_agent.provider import (
     McpServer,
     McpServerHttp,
     McpServerStdio,
+    MessageNotFound,
     PermissionKind,
     PermissionOption,
     Plan,
@@ -132,7 +133,9 @@ def message_text(item: JsonObject) -> str:
 
 
 def message_chunk(item: JsonObject, text: str) -> AgentMessageChunk | AgentThoughtChunk:
-    return thought_text(text) if item.get("kind") == "reasoning" else agent_text(text)
+    """A piece of an agent message or reasoning item, of the message `itemId` (live and in history)."""
+    message_id = json_text(item.get("itemId")) or None
+    return thought_text(text, message_id) if item.get("kind") == "reasoning" else agent_text(text, message_id)
 
 
 # --- tool calls -----------------------------------------------------------------------------------------
@@ -257,8 +260,8 @@ def exit_code(item: JsonObject) -> int | None:
     return json_int(item.get("exitCode"))
 
 
-_COMPACTION_STATUS: Final[Mapping[str, Literal["completed", "failed"]]] = {
-    "compacted": "completed", "noop": "completed", "failed": "failed", "cancelled": "failed",
+_COMPACTION_STATUS: Final[Mapping[str, Literal["completed", "failed", "cancelled"]]] = {
+    "compacted": "completed", "noop": "completed", "failed": "failed", "cancelled": "cancelled",
 }
 
 
@@ -267,7 +270,8 @@ def compaction(item: JsonObject) -> Compaction:
     outcome = json_text(item.get("outcome"))
     done = item.get("status") not in ("inProgress", None) or bool(outcome)
     status = _COMPACTION_STATUS.get(outcome, "completed") if done else "in_progress"
-    error = json_text(item.get("failureReason")) or json_text(item.get("message")) if status == "failed" else ""
+    ended = status in ("failed", "cancelled")
+    error = json_text(item.get("failureReason")) or json_text(item.get("message")) if ended else ""
     return Compaction(json_text(item.get("itemId")), status, trigger=json_text(item.get("trigger")) or None,
                       tokens_before=json_int(item.get("tokensBefore")), tokens_after=json_int(item.get("tokensAfter")),
                       error=error or None)
@@ -500,6 +504,15 @@ def history_items(result: JsonObject) -> list[JsonObject]:
     return [item for item in json_list(items) if isinstance(item, Mapping)]
 
 
+def turn_holding(result: JsonObject, item_id: str) -> str:
+    """The turn that holds the item `item_id` (a message: its chunks' message id) in a read
+    result's history; `MessageNotFound` when none does."""
+    for item in history_items(result):
+        if item.get("itemId") == item_id and json_text(item.get("turnId")):
+            return json_text(item.get("turnId"))
+    raise MessageNotFound(item_id)
+
+
 def recognise_last_turn(last_turn: Mapping[str, Any], user_message_id: str | None) -> HistoryFailure | None:
     """A session's stored `lastTurn` → its failure, or None (the history hook's built-in answer),
     identified by that turn's user message as the live failure was."""
@@ -535,7 +548,7 @@ def history_events(result: JsonObject, redact: Callable[[str], str],
             if turn_id and turn_id not in user_message_of:
                 user_message_of[turn_id] = json_text(item.get("itemId"))
             if json_text(item.get("text")) and item.get("retracted") is not True:
-                events.append(user_text(item["text"]))
+                events.append(user_text(item["text"], json_text(item.get("itemId")) or None))
         elif kind in MESSAGE_KINDS:
             text = message_text(item)
             if text:

@@ -46,6 +46,7 @@ from acp_agent.provider import (
     TurnChannel,
     TurnEnd,
     additional_directories,
+    fork_at,
     json_text,
 )
 from acp_agent_muse import items, models, sessions
@@ -205,12 +206,17 @@ class MuseRuntime(ProviderRuntime):
                            channel: SessionChannel) -> SessionStart:
         host = await self.hosts.spawn("muse serve (fork)", cwd)
         try:
+            at = fork_at(channel)
             async with self._phase(Phase.READING, "session/read (fork source)"):
-                await sessions.ask(host, "session/read", {"sessionId": session_id, "excludeItems": True},
-                                Phase.READING, missing=session_id)
+                source = await sessions.ask(host, "session/read", {"sessionId": session_id,
+                                                                   "excludeItems": at is None},
+                                            Phase.READING, missing=session_id)
+            params: dict[str, Any] = {"sessionId": session_id, "excludeItems": True}
+            if at is not None:  # MSP forks whole turns: through the one that holds the message
+                params["cutPoint"] = {"lastTurnId": items.turn_holding(source, at)}
             async with self._phase(Phase.FORKING, "session/fork", mutation=True):
-                result = await sessions.ask(host, "session/fork", {"sessionId": session_id, "excludeItems": True},
-                                         Phase.FORKING, command=True, mutation=True)
+                result = await sessions.ask(host, "session/fork", params, Phase.FORKING, command=True,
+                                            mutation=True)
             served = mapping(result.get("session"))
             new_id = served.get("sessionId")
             if not isinstance(new_id, str) or not new_id:

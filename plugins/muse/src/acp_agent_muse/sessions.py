@@ -147,7 +147,7 @@ async def mcp_config(host: MuseHost, state: MuseSession, emit: Emit) -> dict[str
         log.warning("the Muse Code host did not grant sessionMcp; MCP servers were not passed to it")
         await emit(Notice(
             f"{HOST_TITLE} did not accept the editor's MCP servers (no sessionMcp grant); "
-            "the session runs without them."))
+            "the session runs without them.", severity="warning"))
     return {}
 
 async def open_session(host: MuseHost, state: MuseSession, emit: Emit, *, restart: bool) -> Mapping[str, Any]:
@@ -168,5 +168,5 @@ async def open_session(host: MuseHost, state: MuseSession, emit: Emit, *, restar
         if restart:
             await emit(Notice(
                 f"{HOST_TITLE} no longer had this session's history; it continues as a "
-                "new session with the same id."))
+                "new session with the same id.", severity="warning"))
     return mapping(result.get("session"))

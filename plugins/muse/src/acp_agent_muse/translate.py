@@ -30,7 +30,7 @@ from acp_agent.provider import (
     fold_steps,
 )
 from acp_agent_muse import items
-from acp_agent_muse.classify import classify_terminal, observe_failure, retry_progress
+from acp_agent_muse.classify import classify_terminal, observe_failure, retry_progress, route_unserved_notice
 
 Step = Event | FailureObservation | TurnDone
 RETRY_METHODS = frozenset({"turn/retryScheduled", "turn/modelRetryScheduled"})
@@ -102,6 +102,9 @@ class TurnTranslator(Attempts):
             return [items.plan(params)]
         if method == "session/nameChanged":
             return [items.session_title(params)]
+        if method == "session/modelRouteUnserved":
+            notice = route_unserved_notice(params)
+            return [notice] if notice is not None else []
         if method == "session/contextUsage":
             update = items.usage(params)
             if update is None:
