@@ -18,6 +18,7 @@ from acp_agent.provider import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
+    Cost,
     McpServer,
     McpServerStdio,
     Plan,
@@ -31,6 +32,7 @@ from acp_agent.provider import (
     ToolDiff,
     ToolKind,
     ToolLocation,
+    TurnUsage,
     UsageUpdate,
     agent_text,
     first_text,
@@ -195,9 +197,11 @@ class ContextWindow:
 
 
 def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any] | None,
-                 window: ContextWindow | None = None, used: int | None = None) -> UsageUpdate | None:
+                 window: ContextWindow | None = None, used: int | None = None,
+                 cost_usd: Any = None) -> UsageUpdate | None:
     """Context use after a turn: tokens sent and produced (or `used`, when known otherwise)
-    against the model's context window; `window` learns the size."""
+    against the model's context window, and the session's cost so far (`cost_usd`, the result's
+    `total_cost_usd`); `window` learns the size."""
     if not usage or not isinstance(usage, dict):
         return None
     if used is None:
@@ -209,7 +213,33 @@ def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any]
         return None
     if window is not None:
         window.size = size
-    return UsageUpdate(used=used, size=size)
+    spent = cost(cost_usd)
+    return UsageUpdate(used=used, size=size, cost=spent if spent is not None else UNSET)
+
+
+def cost(total_cost_usd: Any) -> Cost | None:
+    """A result's `total_cost_usd` (the CLI's running total for the session) as the
+    `usage_update` cost, as claude-agent-acp sends it; None where the CLI reports no sum."""
+    if isinstance(total_cost_usd, int | float) and not isinstance(total_cost_usd, bool) and total_cost_usd >= 0:
+        return Cost(float(total_cost_usd))
+    return None
+
+
+RESULT_TOKENS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def add_turn_usage(total: TurnUsage | None, usage: Any) -> TurnUsage | None:
+    """`total` plus one result's `usage` (a turn with steered messages has several results):
+    input, output, cache read and cache creation tokens, summed as claude-agent-acp sums them for
+    `PromptResponse.usage`. `total` unchanged when the result reports none."""
+    if not isinstance(usage, dict) or not any(is_count(usage.get(key)) for key in RESULT_TOKENS):
+        return total  # none: a local command's result
+    before = total or TurnUsage(0, 0, cached_read_tokens=0, cached_write_tokens=0)
+    read, write, given, made = (_tokens(usage.get(key)) for key in (
+        "cache_read_input_tokens", "cache_creation_input_tokens", "input_tokens", "output_tokens"))
+    return TurnUsage(before.input_tokens + given, before.output_tokens + made,
+                     cached_read_tokens=(before.cached_read_tokens or 0) + read,
+                     cached_write_tokens=(before.cached_write_tokens or 0) + write)
 
 
 def _tokens(value: Any) -> int:

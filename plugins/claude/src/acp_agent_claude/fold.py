@@ -24,6 +24,7 @@ from acp_agent.provider import (
     TerminalStarted,
     ToolCallUpdate,
     TurnEnd,
+    TurnUsage,
     UsageUpdate,
     agent_text,
     thought_text,
@@ -64,6 +65,8 @@ class TurnFold:
     """The tokens a compaction kept, while no model answer since says more."""
     subagent_texts: dict[str, list[str]] = field(factory=dict)
     subagent_tools: set[str] = field(factory=set)
+    usage: TurnUsage | None = None
+    """The turn's tokens so far: its results' `usage` summed (steered messages end in results too)."""
     _parent: str | None = None
 
     @property
@@ -272,8 +275,13 @@ class TurnFold:
 
     def _usage(self, result: Mapping[str, Any]) -> list[Event]:
         update = content.usage_update(result.get("usage"), result.get("modelUsage"), self.window,
-                                      used=self.compacted_used)
-        return [update] if update is not None else []
+                                      used=self.compacted_used, cost_usd=result.get("total_cost_usd"))
+        events: list[Event] = [update] if update is not None else []
+        usage = content.add_turn_usage(self.usage, result.get("usage"))
+        if usage is not None and usage != self.usage:
+            self.usage = usage
+            events.append(usage)
+        return events
 
     def _result(self, result: Mapping[str, Any]) -> Outcome:
         subtype, is_error = result.get("subtype"), bool(result.get("is_error"))
