@@ -48,3 +48,43 @@ async def test_each_answer_has_its_turns_tokens_and_the_session_cost_grows(tmp_p
     assert len(costs) == 2 and all(cost["currency"] == "USD" for cost in costs)
     assert 0 < costs[0]["amount"] < costs[1]["amount"]  # cumulative for the session
     assert agent.frames.problems == []
+
+
+def chunk_ids(agent: Any, session_id: str) -> list[tuple[str, str | None, str]]:
+    """(kind, messageId, text) of every message, thought and user chunk, merged per message."""
+    merged: list[tuple[str, str | None, str]] = []
+    for update in agent.frames.updates(session_id):
+        kind = update["sessionUpdate"]
+        if kind not in ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk"):
+            continue
+        key = (kind, update.get("messageId"))
+        if merged and merged[-1][:2] == key:
+            merged[-1] = (*key, merged[-1][2] + update["content"]["text"])
+        else:
+            merged.append((*key, update["content"]["text"]))
+    return merged
+
+
+async def test_message_ids_are_the_same_live_and_on_load(tmp_path: Path) -> None:
+    """One `messageId` per message: the API message id on its thinking and text (they share it),
+    a tool call's message and the reply after it each their own; on `session/load` the same ids,
+    and the user's message under its transcript entry's uuid."""
+    script = [{"thinking": "Let me look.", "reply": "Looking now.",
+               "tool_use": {"name": "Glob", "input": {"pattern": "*.none"}}},
+              {"thinking": "Nothing there.", "reply": "No such files."}]
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("Find them"))
+        async with claude_agent(api, tmp_path, capable=False) as reloaded:
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=session.session_id)
+    live = chunk_ids(agent, session.session_id)
+    replayed = chunk_ids(reloaded, session.session_id)
+    assert [kind for kind, _, _ in live] == ["agent_thought_chunk", "agent_message_chunk"] * 2
+    first, second = live[0][1], live[2][1]
+    assert first and second and first != second and first.startswith("msg_")
+    assert [message_id for _, message_id, _ in live] == [first, first, second, second]
+    [user] = [row for row in replayed if row[0] == "user_message_chunk"]
+    assert user[2] == "Find them" and user[1]
+    assert [row for row in replayed if row[0] != "user_message_chunk"] == live
+    assert agent.frames.problems == [] and reloaded.frames.problems == []

@@ -56,8 +56,9 @@ TOOL_KINDS: Mapping[str, ToolKind] = {
 }
 
 
-def stream_delta(event: Mapping[str, Any]) -> AgentMessageChunk | AgentThoughtChunk | None:
-    """A raw Anthropic stream event's text or thinking delta, as a chunk."""
+def stream_delta(event: Mapping[str, Any], message_id: str | None = None) -> AgentMessageChunk | AgentThoughtChunk | None:
+    """A raw Anthropic stream event's text or thinking delta, as a chunk of the API message
+    `message_id` (its `message_start` id: text and thinking of one message share it)."""
     if event.get("type") != "content_block_delta":
         return None
     delta = event.get("delta")
@@ -74,7 +75,7 @@ def stream_delta(event: Mapping[str, Any]) -> AgentMessageChunk | AgentThoughtCh
         return None
     if not value:
         return None
-    return agent_text(value) if key == "text" else thought_text(value)
+    return agent_text(value, message_id) if key == "text" else thought_text(value, message_id)
 
 
 def _short(path: str, cwd: str | None) -> str:

@@ -97,7 +97,7 @@ class TurnFold:
         if event.get("type") == "message_start":
             self.streaming_id = _string(_mapping(event.get("message")).get("id"))
             return []
-        chunk = content.stream_delta(event)
+        chunk = content.stream_delta(event, self.streaming_id)
         if chunk is None:
             return []
         if self.streaming_id:
@@ -116,7 +116,7 @@ class TurnFold:
             if failing:
                 self.pending_error = dict(line)
                 return []
-            return [agent_text(text)] if text else []
+            return [agent_text(text, _string(message.get("id")))] if text else []
         if failing:
             self.pending_error = dict(line)
         if self._parent is not None:
@@ -132,11 +132,11 @@ class TurnFold:
             if block_kind == "text" and not streamed:
                 said = _text(block, "text")
                 if said:
-                    events.append(agent_text(said))
+                    events.append(agent_text(said, message_id))
             elif block_kind == "thinking" and not streamed:
                 thought = _text(block, "thinking")
                 if thought:
-                    events.append(thought_text(thought))
+                    events.append(thought_text(thought, message_id))
             elif block_kind == "tool_use":
                 events.extend(self._tool_use(block))
         if message.get("stop_reason") == "refusal":

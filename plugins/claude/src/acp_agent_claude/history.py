@@ -31,6 +31,17 @@ def _text(blocks: Sequence[Mapping[str, Any]]) -> str:
     return "".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text")
 
 
+def _message_id(entry: Mapping[str, Any]) -> str | None:
+    """The `messageId` of an entry's chunks, as they had it live: an assistant entry's API message
+    id (the entries of one message share it), else the entry's uuid (claude-agent-acp's rule)."""
+    message = entry.get("message")
+    api_id = message.get("id") if entry.get("type") == "assistant" and isinstance(message, Mapping) else None
+    if isinstance(api_id, str) and api_id:
+        return api_id
+    uuid = entry.get("uuid")
+    return uuid if isinstance(uuid, str) and uuid else None
+
+
 Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
 
 
@@ -122,7 +133,7 @@ class Replayer:
                                                       self.tools.get(tool_id)))
             if text_blocks:
                 self.user_message_id = uuid or self.user_message_id
-                events.extend(user_text(str(b["text"])) for b in text_blocks)
+                events.extend(user_text(str(b["text"]), uuid or None) for b in text_blocks)
             return events
         if kind != "assistant":
             return events
@@ -134,15 +145,16 @@ class Replayer:
                 return settled
             return [failure]
         text = _text(blocks)
+        message_id = _message_id(entry)
         if message.get("model") == classify.SYNTHETIC_MODEL:
-            return [agent_text(text)] if text else []
+            return [agent_text(text, message_id)] if text else []
         events.extend(self._settle())  # a real model answer: the quota recovered
         for block in blocks:
             block_type = block.get("type")
             if block_type == "text" and block.get("text"):
-                events.append(agent_text(str(block["text"])))
+                events.append(agent_text(str(block["text"]), message_id))
             elif block_type == "thinking" and block.get("thinking"):
-                events.append(thought_text(str(block["thinking"])))
+                events.append(thought_text(str(block["thinking"]), message_id))
             elif block_type == "tool_use":
                 tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
                 self.tools[tool_id] = name
