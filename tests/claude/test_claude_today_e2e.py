@@ -88,3 +88,26 @@ async def test_message_ids_are_the_same_live_and_on_load(tmp_path: Path) -> None
     assert user[2] == "Find them" and user[1]
     assert [row for row in replayed if row[0] != "user_message_chunk"] == live
     assert agent.frames.problems == [] and reloaded.frames.problems == []
+
+
+async def test_a_title_set_before_the_first_prompt_is_the_one_listed(tmp_path: Path) -> None:
+    """`session/set_title` on a new session before its CLI kept a transcript: the CLI takes the
+    title after the first turn, and neither the prompt nor the CLI's generated title replaces it
+    (live or in a fresh agent's `session/list`)."""
+    with FakeAnthropicAPI([{"reply": "hello"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            renamed = await agent.conn._conn.send_request("session/set_title", {"sessionId": sid,
+                                                                                 "title": "My own title"})
+            await agent.conn.prompt(session_id=sid, prompt=text("Write a parser for me"))
+            await agent.conn.close_session(session_id=sid)
+        async with claude_agent(api, tmp_path, capable=False) as fresh:
+            listing = await fresh.conn._conn.send_request("session/list", {"cwd": str(tmp_path)})
+    assert renamed == {"title": "My own title"}
+    shown = [u["title"] for u in agent.frames.updates(sid) if u["sessionUpdate"] == "session_info_update"
+             and "title" in u]
+    assert shown == ["My own title"]
+    [row] = [row for row in listing["sessions"] if row["sessionId"] == sid]
+    assert row["title"] == "My own title"
+    assert agent.frames.problems == [] and fresh.frames.problems == []

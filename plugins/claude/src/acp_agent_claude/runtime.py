@@ -144,6 +144,25 @@ class ClaudeRuntime(ProviderRuntime):
             raise SessionNotFound(session_id)
         self._unwritten.discard(session_id)
 
+    async def set_title(self, session_id: str, title: str) -> str:
+        """A title the user chose: the session's running CLI renames it (`rename_session`, as
+        claude-agent-acp asks it: a CLI that holds a title would write its own back over one
+        appended beside it), else the stored transcript gets the `custom-title` line
+        claude-agent-sdk's `rename_session` appends. A session of this agent's that has no
+        transcript yet is renamed by its CLI after its first turn. No generated title replaces it."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.titled, session.untitled, session.renamed = True, False, True
+            if not session.prompted:
+                session.chosen_title = title
+                return title
+            if session.live and session.cli is not None and session.cli.alive:
+                await self.turns.rename(session, title)
+                return title
+        if not await self.transcripts.rename(session_id, title, session.cwd if session is not None else None):
+            raise SessionNotFound(session_id)
+        return title
+
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         return await self.transcripts.listing(cwd, cursor)
 

@@ -81,6 +81,8 @@ class ClaudeSession:
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
+    chosen_title: str | None = None  # set by the client before the CLI kept a transcript
+    renamed: bool = False  # the client set the title: no generated one is published
     untitled: bool = False  # a new session yet to show a title: its first turn's prompt is one
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 

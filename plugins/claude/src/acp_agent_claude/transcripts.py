@@ -5,6 +5,7 @@ and only where the store's own reading cannot answer."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from contextlib import aclosing
 from datetime import UTC, datetime
@@ -16,7 +17,17 @@ import anyio.abc
 import anyio.from_thread
 import anyio.to_thread
 
-from acp_agent.provider import UNSET, Phase, PhaseClock, SessionChannel, SessionInfo, SessionListing, SessionNotFound, UnsafeFile
+from acp_agent.provider import (
+    UNSET,
+    Phase,
+    PhaseClock,
+    SessionChannel,
+    SessionInfo,
+    SessionListing,
+    SessionNotFound,
+    UnsafeFile,
+    regular_file_stat,
+)
 from acp_agent_claude import history, store
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.session import PROVIDER, ClaudeSession
@@ -163,6 +174,28 @@ class Transcripts:
         except (FileNotFoundError, ValueError):
             raise SessionNotFound(session_id) from None
         return str(forked.session_id)
+
+    async def rename(self, session_id: str, title: str, directory: str | None) -> bool:
+        """Append `{"type": "custom-title", ...}` to the stored transcript, the line
+        claude-agent-sdk's `rename_session` appends (the store's listing reads the last one);
+        False when there is none. The project's directory is searched first, then every one."""
+        line = json.dumps({"type": "custom-title", "customTitle": title, "sessionId": session_id},
+                          separators=(",", ":")) + "\n"
+
+        def append() -> bool:
+            path = (store.find_transcript(session_id, directory) if directory is not None else None) \
+                or store.transcript_path(session_id, None)
+            if path is None:
+                return False
+            regular_file_stat(str(path))  # a FIFO or device is no transcript: never opened
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+            return True
+
+        try:
+            return bool(await self._read(append, label="claude store"))
+        except (UnsafeFile, FileNotFoundError):
+            return False
 
     async def delete(self, session_id: str) -> bool:
         """Remove the stored transcript (and its subagents' transcripts) as claude-agent-sdk's
