@@ -111,3 +111,61 @@ async def test_a_title_set_before_the_first_prompt_is_the_one_listed(tmp_path: P
     [row] = [row for row in listing["sessions"] if row["sessionId"] == sid]
     assert row["title"] == "My own title"
     assert agent.frames.problems == [] and fresh.frames.problems == []
+
+
+def compaction_updates(agent: Any, session_id: str) -> list[dict[str, Any]]:
+    return [u for u in agent.frames.updates(session_id) if u["sessionUpdate"] == "compaction_update"]
+
+
+@CAPABLE
+async def test_compact_ends_with_its_summary_and_replays_as_a_compaction(tmp_path: Path, capable: bool) -> None:
+    """`/compact` for a `session.compaction` client: `in_progress`, then `completed` with the
+    summary the PostCompact hook handed over (the fake's `<summary>`, its `<analysis>` dropped),
+    with AIR's facts for a client of the extension. On `session/load` the stored compaction
+    replays as a completed compaction with that summary, never as a user message."""
+    with FakeAnthropicAPI([{"reply": "first answer"}, {"reply": "after compaction"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, session={"compaction": {}}) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.prompt(session_id=sid, prompt=text("hello"))
+            await agent.conn.prompt(session_id=sid, prompt=text("/compact"))
+            await agent.conn.prompt(session_id=sid, prompt=text("again"))
+        async with claude_agent(api, tmp_path, capable=capable, session={"compaction": {}}) as reloaded:
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=sid)
+    live = compaction_updates(agent, sid)
+    assert [u["status"] for u in live][:2] == ["in_progress", "completed"]
+    assert live[1]["summary"] == [{"type": "text", "text": "Fake summary of the conversation."}]
+    assert all(u["status"] == "completed" for u in live[1:])
+    if capable:
+        facts = live[-1]["_meta"]["jetbrains"]["air"]["contextCompaction"]
+        assert facts["trigger"] == "manual" and facts["preTokens"] > facts["postTokens"] > 0
+        assert isinstance(facts["durationMs"], int)
+    replayed = reloaded.frames.updates(sid)
+    users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    assert not any("being continued" in said or "Fake summary" in said for said in users)
+    [stored] = [u for u in compaction_updates(reloaded, sid) if u["status"] == "completed"]
+    assert stored["summary"] == [{"type": "text", "text": "Fake summary of the conversation."}]
+    assert "hello" in users and "again" in users
+    assert agent.frames.problems == [] and reloaded.frames.problems == []
+
+
+async def test_a_client_without_compaction_updates_sees_no_summary_as_user_text_on_load(tmp_path: Path) -> None:
+    """A client that does not declare `session.compaction`: live, today's tool call; on load the
+    stored compaction is that tool call, completed, and not the summary as a user message."""
+    with FakeAnthropicAPI([{"reply": "first answer"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.prompt(session_id=sid, prompt=text("hello"))
+            await agent.conn.prompt(session_id=sid, prompt=text("/compact"))
+        async with claude_agent(api, tmp_path, capable=False) as reloaded:
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=sid)
+    assert compaction_updates(agent, sid) == [] and compaction_updates(reloaded, sid) == []
+    calls = [u for u in agent.frames.updates(sid) if u["sessionUpdate"] == "tool_call"]
+    assert [call["title"] for call in calls] == ["Compact conversation"]
+    replayed = reloaded.frames.updates(sid)
+    users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    assert not any("being continued" in said for said in users)
+    [call] = [u for u in replayed if u["sessionUpdate"] == "tool_call"]
+    assert call["title"] == "Compact conversation" and call["status"] == "completed"
+    assert agent.frames.problems == [] and reloaded.frames.problems == []

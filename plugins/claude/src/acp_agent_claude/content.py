@@ -285,3 +285,41 @@ def exit_code(content: Any, is_error: bool | None) -> int | None:
 
 
 _EXIT_CODE = re.compile(r"^Exit code (\d+)", re.MULTILINE)
+
+
+_ANALYSIS = (re.compile(r"^[ \t]*<analysis>[ \t]*\r?\n[\s\S]*?\n[ \t]*</analysis>[ \t]*$", re.I | re.M),
+             re.compile(r"^\s*<analysis>[\s\S]*?</analysis>", re.I))
+_SUMMARY_OPEN = re.compile(r"^[ \t]*<summary>[ \t]*\r?\n", re.I | re.M)
+_SUMMARY_CLOSE = re.compile(r"^[ \t]*</summary>[ \t]*$", re.I | re.M)
+_CONTINUATION = re.compile(r"^\s*This session is being continued from a previous conversation", re.I)
+_PERSISTED = re.compile(r"^\s*This session is being continued from a previous conversation[^\n]*\n+"
+                        r"(?:[\s\S]*?\n)?Summary:[ \t]*\r?\n")
+_TRAILERS = (re.compile(r"\n+If you need specific details from before compaction[\s\S]*$"),
+             re.compile(r"\n+(?:Please )?[Cc]ontinue the conversation from where it left (?:it )?off[\s\S]*$"))
+
+
+def compaction_summary(raw: Any) -> str | None:
+    """The summary a compaction kept, as a user reads it (claude-agent-acp's
+    `compactionSummaryText`): the PostCompact hook's `compact_summary` (the model's `<summary>`,
+    its `<analysis>` dropped) or the stored summary message (its continuation framing for the
+    model dropped). None when there is none, or the framing is not one this knows."""
+    if not isinstance(raw, str):
+        return None
+    text = raw
+    for block in _ANALYSIS:
+        text = block.sub("", text)
+    closes = list(_SUMMARY_CLOSE.finditer(text))
+    opens = list(_SUMMARY_OPEN.finditer(text, 0, closes[-1].start())) if closes else []
+    start, end = text.lower().find("<summary>"), text.lower().rfind("</summary>")
+    if opens:
+        text = text[opens[-1].end():closes[-1].start()]
+    elif 0 <= start < end:
+        text = text[start + len("<summary>"):end]
+    elif _CONTINUATION.match(text):
+        body = _PERSISTED.sub("", text, count=1)
+        if body == text:
+            return None
+        text = body
+        for trailer in _TRAILERS:
+            text = trailer.sub("", text)
+    return text.strip() or None

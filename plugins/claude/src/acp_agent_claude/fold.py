@@ -61,6 +61,8 @@ class TurnFold:
     compaction_id: str | None = None
     window: content.ContextWindow = field(factory=content.ContextWindow)
     """The session's context window (the runtime passes the session's own)."""
+    compaction_summary: str | None = None
+    """The summary of the compaction running (the PostCompact hook's, which comes before its end)."""
     compacted_used: int | None = None
     """The tokens a compaction kept, while no model answer since says more."""
     subagent_texts: dict[str, list[str]] = field(factory=dict)
@@ -254,7 +256,8 @@ class TurnFold:
             error = _string(data.get("compact_error"))
             return [Compaction(compaction_id, "failed", error=error or None)]
         self.compaction_id = compaction_id  # the boundary that follows adds its numbers
-        return [Compaction(compaction_id, "completed")]
+        summary, self.compaction_summary = self.compaction_summary, None
+        return [Compaction(compaction_id, "completed", summary=summary)]
 
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
         """The compacted history's boundary: the trigger and token counts before and after, and
@@ -262,11 +265,13 @@ class TurnFold:
         result of a `/compact` turn, which made no model call, reports it again)."""
         compaction_id, self.compaction_id = self.compaction_id or f"compact-{data.get('uuid')}", None
         meta = _mapping(data.get("compact_metadata"))
-        before, after = meta.get("pre_tokens"), meta.get("post_tokens")
+        before, after, took = meta.get("pre_tokens"), meta.get("post_tokens"), meta.get("duration_ms")
         kept = after if _count(after) else None
+        summary, self.compaction_summary = self.compaction_summary, None
         events: list[Event] = [Compaction(
             compaction_id, "completed", trigger=_string(meta.get("trigger")) or None,
-            tokens_before=before if _count(before) else None, tokens_after=kept)]
+            tokens_before=before if _count(before) else None, tokens_after=kept, summary=summary,
+            duration_ms=took if _count(took) else None)]
         if self._parent is None and kept is not None:
             self.compacted_used = kept
             if self.window.size:

@@ -15,7 +15,16 @@ from typing import Any, BinaryIO
 
 import attrs
 
-from acp_agent.provider import Event, FailureKind, HistoryFailure, agent_text, thought_text, user_text
+from acp_agent.provider import (
+    Compaction,
+    Event,
+    FailureKind,
+    HistoryFailure,
+    agent_text,
+    is_count,
+    thought_text,
+    user_text,
+)
 from acp_agent_claude import classify, content
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 
@@ -90,6 +99,7 @@ class Replayer:
         self.inputs: dict[str, Mapping[str, Any]] = {}  # only the task tools' (their plan needs them)
         self.tasks = TaskPlan()  # the task tools replay as the plan they built, as they showed live
         self.held: list[Event] = []  # from the latest typed failure on, until it is settled
+        self.boundary: Mapping[str, Any] = {}  # the last compaction boundary's facts
 
     def feed(self, entry: Mapping[str, Any]) -> list[Event]:
         """The replay events of one transcript entry (none while a failure is held back)."""
@@ -114,11 +124,31 @@ class Replayer:
         held, self.held = self.held, []
         return held
 
+    def _compaction(self, uuid: str, blocks: Sequence[Mapping[str, Any]]) -> Compaction:
+        """The summary message a compaction stored (`isCompactSummary`): the compaction, completed,
+        with its summary and the boundary's facts; never the user's message (it is the CLI's
+        continuation prompt to the model). Keyed by the summary's uuid, as claude-agent-acp keys it."""
+        facts, self.boundary = self.boundary, {}
+
+        def count(key: str) -> int | None:
+            value = facts.get(key)
+            return value if is_count(value) else None
+
+        trigger = facts.get("trigger")
+        return Compaction(f"compact-{uuid}", "completed", trigger=trigger if isinstance(trigger, str) else None,
+                          tokens_before=count("preTokens"), tokens_after=count("postTokens"),
+                          summary=content.compaction_summary(_text(blocks)), duration_ms=count("durationMs"))
+
     def _events(self, entry: Mapping[str, Any]) -> list[Event]:
         events: list[Event] = []
         kind, uuid = entry.get("type"), str(entry.get("uuid") or "")
         message = entry.get("message") or {}
         blocks = _blocks(message)
+        if kind == "compact_boundary":
+            self.boundary = entry.get("compactMetadata") or {}
+            return events
+        if kind == "user" and entry.get("isCompactSummary"):
+            return [self._compaction(uuid, blocks)]
         if kind == "user":
             text_blocks = [b for b in blocks if b.get("type") == "text" and b.get("text")]
             for block in blocks:
@@ -197,6 +227,11 @@ class TranscriptReader:
             record = json.loads(line)
         except ValueError:
             return None
+        if isinstance(record, dict) and record.get("subtype") == "compact_boundary" and record.get("type") == "system":
+            if record.get("isSidechain") or not isinstance(record.get("compactMetadata"), dict):
+                return None
+            return {"type": "compact_boundary", "uuid": str(record.get("uuid") or ""),
+                    "compactMetadata": record["compactMetadata"]}
         if not isinstance(record, dict) or record.get("type") not in ("user", "assistant"):
             return None
         if record["type"] == "user" and isinstance(record.get("permissionMode"), str):
@@ -205,5 +240,8 @@ class TranscriptReader:
             return None
         if record.get("isMeta") or record.get("isSidechain") or record.get("teamName"):
             return None
-        return {"type": record["type"], "uuid": record["uuid"], "sessionId": record.get("sessionId", ""),
-                "message": record["message"]}
+        entry = {"type": record["type"], "uuid": record["uuid"], "sessionId": record.get("sessionId", ""),
+                 "message": record["message"]}
+        if record["type"] == "user" and record.get("isCompactSummary") is True:
+            entry["isCompactSummary"] = True
+        return entry
