@@ -169,3 +169,42 @@ async def test_a_client_without_compaction_updates_sees_no_summary_as_user_text_
     [call] = [u for u in replayed if u["sessionUpdate"] == "tool_call"]
     assert call["title"] == "Compact conversation" and call["status"] == "completed"
     assert agent.frames.problems == [] and reloaded.frames.problems == []
+
+
+NOTICES = pytest.mark.parametrize("notices", [True, False], ids=["notices", "legacy"])
+
+
+@NOTICES
+async def test_a_hooks_message_and_a_failed_mcp_server_are_notices(tmp_path: Path, notices: bool) -> None:
+    """`system/informational` (here a UserPromptSubmit hook's systemMessage) is an `info` notice,
+    a client's MCP server the CLI could not start a `warning`, told once for the session (the CLI
+    reports its servers every turn); a client without notices sees neither (today's frames)."""
+    import json
+
+    from acp import schema
+
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    hook = "echo '{\"systemMessage\": \"Heads up: the **hook** ran.\"}'"
+    (config / "settings.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": [
+        {"hooks": [{"type": "command", "command": hook}]}]}}))
+    broken = schema.McpServerStdio(name="broken", command="/bin/false", args=[], env=[])
+    with FakeAnthropicAPI([{"reply": "first answer"}, {"reply": "second answer"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False,
+                                session={"notices": {}} if notices else None) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[broken])
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("one"))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("two"))
+    updates = agent.frames.updates(session.session_id)
+    shown = [(u["severity"], u["title"], u.get("description")) for u in updates if u["sessionUpdate"] == "notice"]
+    said = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(said) == "first answersecond answer"
+    if notices:
+        hook_notice = ("info", "UserPromptSubmit says: Heads up: the hook ran.", None)
+        assert shown.count(hook_notice) == 2  # one each turn: the hook ran twice
+        assert shown.count(("warning", 'MCP server "broken" failed to start',
+                            "Its tools are unavailable in this session. Run /mcp for the error.")) == 1
+        assert len(shown) == 3
+    else:
+        assert shown == []
+    assert agent.frames.problems == []

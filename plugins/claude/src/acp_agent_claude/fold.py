@@ -8,7 +8,7 @@ id, text that is not a string) is logged, without its content, and skipped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from attrs import define, field
@@ -67,6 +67,10 @@ class TurnFold:
     """The tokens a compaction kept, while no model answer since says more."""
     subagent_texts: dict[str, list[str]] = field(factory=dict)
     subagent_tools: set[str] = field(factory=set)
+    mcp_names: Collection[str] = ()
+    """The client's MCP servers (the CLI's own servers are its user's to check)."""
+    mcp_reported: set[str] = field(factory=set)
+    """The servers whose state was told (the runtime passes the session's own)."""
     usage: TurnUsage | None = None
     """The turn's tokens so far: its results' `usage` summed (steered messages end in results too)."""
     _parent: str | None = None
@@ -234,6 +238,11 @@ class TurnFold:
         if subtype == "model_refusal_fallback":
             notice = classify.fallback_notice(data)
             return [notice] if notice else []
+        if subtype == "informational" and self._parent is None:
+            notice = classify.informational_notice(data)
+            return [notice] if notice else []
+        if subtype == "init":
+            return self._mcp_notices(data.get("mcp_servers"))
         if subtype == "worker_shutting_down":
             self.worker_shutting_down = True
         if subtype == "status":
@@ -241,6 +250,18 @@ class TurnFold:
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
         return []
+
+    def _mcp_notices(self, servers: Any) -> list[Event]:
+        """The client's MCP servers that failed or need authentication, each told once a session."""
+        events: list[Event] = []
+        for server in servers if isinstance(servers, list) else ():
+            if not isinstance(server, dict) or server.get("name") not in self.mcp_names:
+                continue
+            notice = classify.mcp_notice(server)
+            if notice is not None and server["name"] not in self.mcp_reported:
+                self.mcp_reported.add(server["name"])
+                events.append(notice)
+        return events
 
     def _compaction_status(self, data: Mapping[str, Any]) -> list[Event]:
         """`status: compacting` opens a compaction; `compact_result` ends it."""

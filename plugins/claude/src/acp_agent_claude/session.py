@@ -69,6 +69,7 @@ class ClaudeSession:
     version: str | None = None  # the CLI's `claude_code_version`
     credentials: dict[str, str] = field(factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
+    mcp_reported: set[str] = field(factory=set)  # its MCP servers whose failure was told
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
     last_used: float = field(factory=time.monotonic)  # when its last turn ended (or it was opened)
     prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
