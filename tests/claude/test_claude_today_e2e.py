@@ -6,6 +6,7 @@ that does not."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,50 @@ async def test_a_hooks_message_and_a_failed_mcp_server_are_notices(tmp_path: Pat
     else:
         assert shown == []
     assert agent.frames.problems == []
+
+
+def fork_meta(message_id: str) -> dict[str, Any]:
+    return {"jetbrains": {"air": {"fork": {"version": 1, "messageId": message_id}}}}
+
+
+async def test_a_fork_at_a_message_keeps_the_history_up_to_it(tmp_path: Path) -> None:
+    """`session/fork` with AIR's `fork.messageId`: at an answer's `messageId` (with a client's
+    `:segment:<n>`) the fork keeps the history up to that answer, the turns after it gone (its
+    replay and the model's next request show it); at a user message's id (its replayed
+    `messageId`, the entry's uuid) up to that message; an unknown id is -32602."""
+    import acp
+
+    script = [{"reply": "first answer"}, {"reply": "second answer"}, {"echo": True}, {"reply": "at the question"}]
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.prompt(session_id=sid, prompt=text("one"))
+            await agent.conn.prompt(session_id=sid, prompt=text("two"))
+            [first] = [m for kind, m, said in chunk_ids(agent, sid) if said == "first answer"]
+            assert first
+            forked = await agent.conn._conn.send_request("session/fork", {
+                "sessionId": sid, "cwd": str(tmp_path), "mcpServers": [], "_meta": fork_meta(f"{first}:segment:0")})
+            fid = forked["sessionId"]
+            await agent.conn.prompt(session_id=fid, prompt=text("three"))
+            sent = api.turn_requests[-1].body["messages"]
+            with pytest.raises(acp.RequestError) as unknown:
+                await agent.conn._conn.send_request("session/fork", {
+                    "sessionId": sid, "cwd": str(tmp_path), "mcpServers": [], "_meta": fork_meta("msg_nowhere")})
+        async with claude_agent(api, tmp_path, capable=False) as reloaded:
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=sid)
+            [two] = [m for kind, m, said in chunk_ids(reloaded, sid) if kind == "user_message_chunk" and said == "two"]
+            assert two
+            at_user = await reloaded.conn._conn.send_request("session/fork", {
+                "sessionId": sid, "cwd": str(tmp_path), "mcpServers": [], "_meta": fork_meta(two)})
+            uid = at_user["sessionId"]
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=uid)
+    assert fid != sid and uid not in (sid, fid)
+    history = json.dumps(sent)
+    assert "first answer" in history and "three" in history
+    assert "two" not in history and "second answer" not in history
+    assert unknown.value.code == -32602
+    kept = [(kind, said) for kind, _, said in chunk_ids(reloaded, uid)]
+    assert ("user_message_chunk", "two") in kept and ("agent_message_chunk", "first answer") in kept
+    assert ("agent_message_chunk", "second answer") not in kept
+    assert agent.frames.problems == [] and reloaded.frames.problems == []

@@ -245,3 +245,26 @@ class TranscriptReader:
         if record["type"] == "user" and record.get("isCompactSummary") is True:
             entry["isCompactSummary"] = True
         return entry
+
+
+def fork_point(handle: BinaryIO, message_id: str) -> str | None:
+    """The transcript entry a fork at `message_id` keeps up to (claude-agent-acp's rule): for an
+    API message id (the `messageId` of agent and thought chunks) the last entry of that message
+    on the main conversation, for an entry's own uuid (a user message's) that entry. None when no
+    entry has it."""
+    found: str | None = None
+    for line in handle:
+        if message_id.encode() not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("isSidechain") or not isinstance(record.get("uuid"), str):
+            continue
+        message = record.get("message")
+        if record.get("type") == "assistant" and isinstance(message, Mapping) and message.get("id") == message_id:
+            found = record["uuid"]  # the message's last entry wins
+        elif record["uuid"] == message_id and record.get("type") in ("user", "assistant"):
+            return message_id
+    return found

@@ -19,6 +19,7 @@ import anyio.to_thread
 
 from acp_agent.provider import (
     UNSET,
+    MessageNotFound,
     Phase,
     PhaseClock,
     SessionChannel,
@@ -163,17 +164,33 @@ class Transcripts:
                 await channel.emit(event)
         return None
 
-    async def fork(self, session_id: str, directory: str) -> str:
+    async def fork(self, session_id: str, directory: str, at: str | None = None) -> str:
         """A copy of the stored transcript under a new id (claude-agent-sdk's `fork_session`, as
-        claude-agent-acp forks); the source stays as it was. The new id."""
+        claude-agent-acp forks), up to and including the message `at` (an API message id or an
+        entry's uuid; `MessageNotFound` for one it does not hold); the source stays as it was.
+        The new id."""
         from claude_agent_sdk import fork_session
 
         await self.check(session_id, directory)
+        up_to = await self._fork_point(session_id, directory, at) if at is not None else None
         try:
-            forked = await self._read(fork_session, session_id, directory=directory)
+            forked = await self._read(fork_session, session_id, directory=directory, up_to_message_id=up_to)
         except (FileNotFoundError, ValueError):
             raise SessionNotFound(session_id) from None
         return str(forked.session_id)
+
+    async def _fork_point(self, session_id: str, directory: str, at: str) -> str:
+        def find() -> str | None:
+            path = store.find_transcript(session_id, directory)
+            if path is None:
+                raise SessionNotFound(session_id)
+            with path.open("rb") as handle:
+                return history.fork_point(handle, at)
+
+        found: str | None = await self._read(find)
+        if found is None:
+            raise MessageNotFound(at)
+        return found
 
     async def rename(self, session_id: str, title: str, directory: str | None) -> bool:
         """Append `{"type": "custom-title", ...}` to the stored transcript, the line
