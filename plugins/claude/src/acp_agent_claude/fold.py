@@ -273,7 +273,7 @@ class TurnFold:
             return []
         compaction_id = self.compaction_id or f"compact-{data.get('uuid')}"
         if result == "failed":
-            self.compaction_id = None
+            self.compaction_id = self.compaction_summary = None
             error = _string(data.get("compact_error"))
             return [Compaction(compaction_id, "failed", error=error or None)]
         self.compaction_id = compaction_id  # the boundary that follows adds its numbers
