@@ -50,6 +50,7 @@ class TurnFold:
     outcome: Outcome | None = None
     pending_error: dict[str, Any] | None = None
     refusal_text: str | None = None
+    refusal_id: str | None = None
     worker_shutting_down: bool = False
     streamed: set[str] = field(factory=set)
     streaming_id: str | None = None
@@ -91,7 +92,7 @@ class TurnFold:
         self.outcome = self._result(message)
         events = self._usage(message)
         if self.outcome == TurnEnd("refusal") and self.refusal_text:
-            events.insert(0, agent_text(self.refusal_text))
+            events.insert(0, agent_text(self.refusal_text, self.refusal_id))
         if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
             events.append(AuthConfirmed())  # the API accepted the credentials for this turn
         return events
@@ -117,7 +118,7 @@ class TurnFold:
         failing = classify.assistant_failure_kind(line) is not None
         if message.get("model") == classify.SYNTHETIC_MODEL:
             if message.get("stop_reason") == "refusal":
-                self.refusal_text = text
+                self.refusal_text, self.refusal_id = text, _string(message.get("id"))
                 return []
             if failing:
                 self.pending_error = dict(line)
@@ -147,6 +148,7 @@ class TurnFold:
                 events.extend(self._tool_use(block))
         if message.get("stop_reason") == "refusal":
             self.refusal_text = text or self.refusal_text
+            self.refusal_id = message_id if text else self.refusal_id
         return events
 
     def _user(self, line: Mapping[str, Any]) -> list[Event]:
