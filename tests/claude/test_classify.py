@@ -318,3 +318,18 @@ def test_the_native_lines_handed_to_the_hooks_are_the_clis_own() -> None:
             if "assistant" in native:
                 assert native["assistant"] in lines
     assert checked
+
+
+def test_notices_carry_claude_agent_acps_severities() -> None:
+    from acp_agent_claude import classify as c
+
+    assert c.fallback_notice({"content": "Switched to Sonnet."}).severity == "warning"  # type: ignore[union-attr]
+    warned = c.informational_notice({"content": "## Careful\nThe `disk` is **full**.", "level": "warning"})
+    assert warned is not None and (warned.severity, warned.title, warned.details) == (
+        "warning", "Careful", "The disk is full.")
+    assert c.informational_notice({"content": "x", "level": "info"}) is None
+    long = c.informational_notice({"content": "y" * 300, "level": "notice"})
+    assert long is not None and (long.severity, long.title) == ("info", "Claude reported a notice")
+    auth = c.mcp_notice({"name": "gh", "status": "needs-auth"})
+    assert auth is not None and auth.severity == "info"
+    assert c.mcp_notice({"name": "gh", "status": "connected"}) is None

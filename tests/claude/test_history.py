@@ -93,3 +93,25 @@ def test_task_tools_replay_as_the_plan_they_built() -> None:
         Plan([PlanEntry("Writing the parser", status="in_progress"), PlanEntry("Test the parser")]),
     ]
     assert not [e for e in events if isinstance(e, ToolCall)]
+
+
+def test_a_stored_compaction_replays_as_one_completed_compaction_not_as_user_text() -> None:
+    import io
+
+    from acp_agent.provider import Compaction
+
+    continuation = ("This session is being continued from a previous conversation that ran out of context.\n\n"
+                    "Summary:\nWe wrote the parser.\n\nIf you need specific details from before compaction, read it.")
+    lines = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "write a parser"}},
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b1",
+         "compactMetadata": {"trigger": "auto", "preTokens": 900, "postTokens": 90, "durationMs": 7}},
+        {"type": "user", "uuid": "s1", "isCompactSummary": True, "message": {"role": "user", "content": continuation}},
+    ]
+    handle = io.BytesIO(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    batches: list[list[dict[str, object]]] = []
+    history.TranscriptReader().read(handle, batches.append)
+    events = history.replay([entry for batch in batches for entry in batch])
+    assert [type(e) for e in events] == [UserMessageChunk, Compaction]
+    assert events[1] == Compaction("compact-s1", "completed", trigger="auto", tokens_before=900, tokens_after=90,
+                                   summary="We wrote the parser.", duration_ms=7)

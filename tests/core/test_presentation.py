@@ -166,3 +166,21 @@ def test_a_cancelled_compaction_with_a_reason_shows_it_as_a_failed_one_did() -> 
     assert legacy("cancelled") == legacy("failed")
     assert legacy("cancelled")["content"] == [{"type": "content", "content": {"type": "text",
                                                                                "text": "Compaction failed: Stopped."}}]
+
+
+def test_facts_reported_after_the_terminal_status_patch_it_for_a_client_of_the_extension() -> None:
+    """Claude ends a compaction with its result, then its boundary brings the token counts: the
+    extension's client gets them as a patch of the same terminal status (as claude-agent-acp
+    sends them); another client, a different status or a repeat without facts, nothing."""
+    presenter, plain = Presenter(), Presenter()
+    for target, capable in ((presenter, True), (plain, False)):
+        target.render(Compaction("k1", "in_progress"), COMPACTING, capable=capable)
+        target.render(Compaction("k1", "completed", summary="S."), COMPACTING, capable=capable)
+    boundary = Compaction("k1", "completed", trigger="manual", tokens_before=900, tokens_after=90, duration_ms=5)
+    assert wire(presenter.render(boundary, COMPACTING, capable=True)) == [
+        {"compactionId": "k1", "status": "completed", "sessionUpdate": "compaction_update",
+         "_meta": {"jetbrains": {"air": {"contextCompaction": {
+             "version": 1, "trigger": "manual", "preTokens": 900, "postTokens": 90, "durationMs": 5}}}}}]
+    assert presenter.render(Compaction("k1", "completed"), COMPACTING, capable=True) == []
+    assert presenter.render(Compaction("k1", "failed", tokens_before=1), COMPACTING, capable=True) == []
+    assert plain.render(boundary, COMPACTING, capable=False) == []

@@ -41,7 +41,17 @@ async def muse(tmp_path: Path, name: str) -> AsyncIterator[tuple[AgentProcess, C
         yield agent, text, str(tmp_path)
 
 
-PROVIDERS: dict[str, Opened] = {"codex": codex, "muse": muse}
+@asynccontextmanager
+async def claude(tmp_path: Path, name: str) -> AsyncIterator[tuple[AgentProcess, Callable[[str], list[Any]], str]]:
+    from tests.claude.e2e_support import claude_agent, text
+    from tests.fakes.anthropic_api import FakeAnthropicAPI
+
+    with FakeAnthropicAPI([{"reply": "hello"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            yield agent, text, str(tmp_path)
+
+
+PROVIDERS: dict[str, Opened] = {"claude": claude, "codex": codex, "muse": muse}
 
 
 def titles(agent: AgentProcess, session_id: str) -> list[Any]:

@@ -139,6 +139,8 @@ class Presenter:
     open_compactions: dict[str, str] = field(factory=dict)
     """`session.compaction` clients: the compactions opened and not ended, with the summary
     text streamed for each."""
+    ended_compactions: dict[str, str] = field(factory=dict)
+    """`session.compaction` clients: the terminal status each ended compaction was sent with."""
 
     def render(self, event: Presented, features: ClientFeatures, capable: bool) -> list[acp.SessionUpdate]:
         if isinstance(event, SessionTitle):
@@ -205,7 +207,13 @@ class Presenter:
         compaction_id = event.compaction_id
         updates: list[acp.SessionUpdate] = []
         if compaction_id in self.compactions and compaction_id not in self.open_compactions:
-            return []  # ended already: exactly one terminal status
+            # Ended already: exactly one terminal status. A later report of it with facts (Claude's
+            # boundary after its result) patches AIR's facts in, as claude-agent-acp does.
+            facts = _compaction_facts(event)
+            facts.pop("error", None)
+            if not capable or not facts or self.ended_compactions.get(compaction_id) != event.status:
+                return []
+            return [acp.CompactionUpdate(compaction_id, event.status, meta=_air_compaction(facts))]
         if compaction_id not in self.compactions:
             self.compactions.add(compaction_id)
             self.open_compactions[compaction_id] = ""
@@ -214,6 +222,7 @@ class Presenter:
         if event.status == "in_progress":
             return updates
         streamed = self.open_compactions.pop(compaction_id)
+        self.ended_compactions[compaction_id] = event.status
         summary = event.summary if event.status == "completed" and event.summary else None
         facts = _compaction_facts(event)
         facts.pop("error", None)  # the update's own `error` carries it

@@ -113,7 +113,7 @@ def provider_spec() -> ProviderSpec:
                                          close_session=True, fork_session=True,
                                          delete_session=True, image=True, embedded_context=True,
                                          mcp_http=True, mcp_sse=True, additional_directories=True,
-                                         steering=True),
+                                         steering=True, set_title=True, fork_at_message=True),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
     )
 

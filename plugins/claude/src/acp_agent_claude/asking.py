@@ -143,6 +143,8 @@ async def answer(session: ClaudeSession, environ: Mapping[str, str], request: di
     """The answer to one control request of the session's CLI; `environ` is the one its CLIs
     start with (which modes a plan can leave to)."""
     subtype = request.get("subtype")
+    if subtype == "hook_callback" and request.get("callback_id") == POST_COMPACT:
+        return post_compact(session, request.get("input"))
     if subtype not in ("can_use_tool", "elicitation"):
         raise ControlError(f"unsupported control request {subtype}")
     session.asking += 1
@@ -152,6 +154,22 @@ async def answer(session: ClaudeSession, environ: Mapping[str, str], request: di
         return await _can_use_tool(session, environ, request)
     finally:
         session.asking -= 1
+
+
+POST_COMPACT = "acp_agent_post_compact"
+"""The callback id of the PostCompact hook each CLI is started with (`HOOKS`)."""
+HOOKS = {"PostCompact": [{"matcher": None, "hookCallbackIds": [POST_COMPACT]}]}
+"""The hooks of the CLI's `initialize`: the PostCompact hook hands over the compaction's summary
+(the CLI awaits it before it ends the compaction), as claude-agent-acp registers it."""
+
+
+def post_compact(session: ClaudeSession, hook_input: Any) -> dict[str, Any]:
+    """The PostCompact hook: the session's own compaction (not a subagent's) keeps its summary
+    for the compaction's end. The CLI goes on whatever this finds."""
+    data = hook_input if isinstance(hook_input, dict) else {}
+    if session.fold is not None and not data.get("agent_id"):
+        session.fold.compaction_summary = content.compaction_summary(data.get("compact_summary"))
+    return {"continue": True}
 
 
 async def _elicit(session: ClaudeSession, request: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -100,11 +100,60 @@ def retry_progress(data: Mapping[str, Any]) -> RetryProgress:
 
 
 def fallback_notice(data: Mapping[str, Any]) -> Notice | None:
-    """`system/model_refusal_fallback`: an advisory, and the model-fallback line for legacy clients."""
+    """`system/model_refusal_fallback`: a warning, and the model-fallback line for legacy clients."""
     text = data.get("content")
     if not isinstance(text, str) or not text.strip():
         return None
-    return Notice(text, legacy_text=f"**Model fallback:** {text}\n\n")
+    return Notice(text, legacy_text=f"**Model fallback:** {text}\n\n", severity="warning")
+
+
+MAX_NOTICE_TITLE = 256
+_MARKDOWN = ((re.compile(r"^[ \t]*#{1,6}[ \t]+", re.M), ""), (re.compile(r"(\*\*|__)(?=\S)([\s\S]*?\S)\1"), r"\2"),
+             (re.compile(r"(?<![\w`])`([^`\n]+)`(?![\w`])"), r"\1"))
+
+
+def split_notice(text: str, fallback_title: str) -> tuple[str, str | None]:
+    """Free text as a notice's title and description (claude-agent-acp's `splitNoticeText`): its
+    first line, when short enough, is the title; else all of it is the description under
+    `fallback_title`. Light markdown is dropped (a notice is plain text)."""
+    for pattern, replacement in _MARKDOWN:
+        text = pattern.sub(replacement, text)
+    text = text.strip()
+    if not text:
+        return fallback_title, None
+    first, _, rest = text.partition("\n")
+    first = first.rstrip()
+    if len(first) > MAX_NOTICE_TITLE:
+        return fallback_title, text
+    return first, rest.strip() or None
+
+
+def informational_notice(data: Mapping[str, Any]) -> Notice | None:
+    """`system/informational` (a hook's message, say) as a notice: `warning` for its warning
+    level, else `info`; none for the `info` level, as claude-agent-acp shows it to notice clients.
+    Clients without notices see nothing (as before)."""
+    text, level = data.get("content"), data.get("level")
+    if not isinstance(text, str) or not text.strip() or level == "info":
+        return None
+    severity: Literal["info", "warning"] = "warning" if level == "warning" else "info"
+    title, details = split_notice(text, "Claude reported a warning" if severity == "warning"
+                                  else "Claude reported a notice")
+    return Notice(title, details, severity=severity)
+
+
+def mcp_notice(server: Mapping[str, Any]) -> Notice | None:
+    """A server of the session's `system/init` that failed to start (a warning) or needs
+    authentication (information), in claude-agent-acp's words; None for any other state."""
+    name, status = server.get("name"), server.get("status")
+    if not isinstance(name, str):
+        return None
+    if status == "failed":
+        return Notice(f'MCP server "{name}" failed to start',
+                      "Its tools are unavailable in this session. Run /mcp for the error.", severity="warning")
+    if status == "needs-auth":
+        return Notice(f'MCP server "{name}" needs authentication',
+                      "Its tools are unavailable until the server is authenticated.", severity="info")
+    return None
 
 
 def failure(kind: FailureKind, native_kind: str, title: str | None, *, source: str = "provider",

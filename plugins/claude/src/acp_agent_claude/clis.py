@@ -219,7 +219,7 @@ class LiveCLIs:
                 if cli is None:
                     cli = await self._spawn(session, resume=resume)
                 try:
-                    info = await cli.request("initialize", hooks=None)
+                    info = await cli.request("initialize", hooks=asking.HOOKS)
                 except (ChildGone, ControlError) as exc:
                     log.warning("claude CLI failed to start: %s", type(exc).__name__)
                     raise PhaseFailed(start_failure("started")) from None

@@ -18,6 +18,7 @@ from acp_agent.provider import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
+    Cost,
     McpServer,
     McpServerStdio,
     Plan,
@@ -31,6 +32,7 @@ from acp_agent.provider import (
     ToolDiff,
     ToolKind,
     ToolLocation,
+    TurnUsage,
     UsageUpdate,
     agent_text,
     first_text,
@@ -54,8 +56,9 @@ TOOL_KINDS: Mapping[str, ToolKind] = {
 }
 
 
-def stream_delta(event: Mapping[str, Any]) -> AgentMessageChunk | AgentThoughtChunk | None:
-    """A raw Anthropic stream event's text or thinking delta, as a chunk."""
+def stream_delta(event: Mapping[str, Any], message_id: str | None = None) -> AgentMessageChunk | AgentThoughtChunk | None:
+    """A raw Anthropic stream event's text or thinking delta, as a chunk of the API message
+    `message_id` (its `message_start` id: text and thinking of one message share it)."""
     if event.get("type") != "content_block_delta":
         return None
     delta = event.get("delta")
@@ -72,7 +75,7 @@ def stream_delta(event: Mapping[str, Any]) -> AgentMessageChunk | AgentThoughtCh
         return None
     if not value:
         return None
-    return agent_text(value) if key == "text" else thought_text(value)
+    return agent_text(value, message_id) if key == "text" else thought_text(value, message_id)
 
 
 def _short(path: str, cwd: str | None) -> str:
@@ -195,9 +198,11 @@ class ContextWindow:
 
 
 def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any] | None,
-                 window: ContextWindow | None = None, used: int | None = None) -> UsageUpdate | None:
+                 window: ContextWindow | None = None, used: int | None = None,
+                 cost_usd: Any = None) -> UsageUpdate | None:
     """Context use after a turn: tokens sent and produced (or `used`, when known otherwise)
-    against the model's context window; `window` learns the size."""
+    against the model's context window, and the session's cost so far (`cost_usd`, the result's
+    `total_cost_usd`); `window` learns the size."""
     if not usage or not isinstance(usage, dict):
         return None
     if used is None:
@@ -209,7 +214,33 @@ def usage_update(usage: Mapping[str, Any] | None, model_usage: Mapping[str, Any]
         return None
     if window is not None:
         window.size = size
-    return UsageUpdate(used=used, size=size)
+    spent = cost(cost_usd)
+    return UsageUpdate(used=used, size=size, cost=spent if spent is not None else UNSET)
+
+
+def cost(total_cost_usd: Any) -> Cost | None:
+    """A result's `total_cost_usd` (the CLI's running total for the session) as the
+    `usage_update` cost, as claude-agent-acp sends it; None where the CLI reports no sum."""
+    if isinstance(total_cost_usd, int | float) and not isinstance(total_cost_usd, bool) and total_cost_usd >= 0:
+        return Cost(float(total_cost_usd))
+    return None
+
+
+RESULT_TOKENS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def add_turn_usage(total: TurnUsage | None, usage: Any) -> TurnUsage | None:
+    """`total` plus one result's `usage` (a turn with steered messages has several results):
+    input, output, cache read and cache creation tokens, summed as claude-agent-acp sums them for
+    `PromptResponse.usage`. `total` unchanged when the result reports none."""
+    if not isinstance(usage, dict) or not any(is_count(usage.get(key)) for key in RESULT_TOKENS):
+        return total  # none: a local command's result
+    before = total or TurnUsage(0, 0, cached_read_tokens=0, cached_write_tokens=0)
+    read, write, given, made = (_tokens(usage.get(key)) for key in (
+        "cache_read_input_tokens", "cache_creation_input_tokens", "input_tokens", "output_tokens"))
+    return TurnUsage(before.input_tokens + given, before.output_tokens + made,
+                     cached_read_tokens=(before.cached_read_tokens or 0) + read,
+                     cached_write_tokens=(before.cached_write_tokens or 0) + write)
 
 
 def _tokens(value: Any) -> int:
@@ -254,3 +285,41 @@ def exit_code(content: Any, is_error: bool | None) -> int | None:
 
 
 _EXIT_CODE = re.compile(r"^Exit code (\d+)", re.MULTILINE)
+
+
+_ANALYSIS = (re.compile(r"^[ \t]*<analysis>[ \t]*\r?\n[\s\S]*?\n[ \t]*</analysis>[ \t]*$", re.I | re.M),
+             re.compile(r"^\s*<analysis>[\s\S]*?</analysis>", re.I))
+_SUMMARY_OPEN = re.compile(r"^[ \t]*<summary>[ \t]*\r?\n", re.I | re.M)
+_SUMMARY_CLOSE = re.compile(r"^[ \t]*</summary>[ \t]*$", re.I | re.M)
+_CONTINUATION = re.compile(r"^\s*This session is being continued from a previous conversation", re.I)
+_PERSISTED = re.compile(r"^\s*This session is being continued from a previous conversation[^\n]*\n+"
+                        r"(?:[\s\S]*?\n)?Summary:[ \t]*\r?\n")
+_TRAILERS = (re.compile(r"\n+If you need specific details from before compaction[\s\S]*$"),
+             re.compile(r"\n+(?:Please )?[Cc]ontinue the conversation from where it left (?:it )?off[\s\S]*$"))
+
+
+def compaction_summary(raw: Any) -> str | None:
+    """The summary a compaction kept, as a user reads it (claude-agent-acp's
+    `compactionSummaryText`): the PostCompact hook's `compact_summary` (the model's `<summary>`,
+    its `<analysis>` dropped) or the stored summary message (its continuation framing for the
+    model dropped). None when there is none, or the framing is not one this knows."""
+    if not isinstance(raw, str):
+        return None
+    text = raw
+    for block in _ANALYSIS:
+        text = block.sub("", text)
+    closes = list(_SUMMARY_CLOSE.finditer(text))
+    opens = list(_SUMMARY_OPEN.finditer(text, 0, closes[-1].start())) if closes else []
+    start, end = text.lower().find("<summary>"), text.lower().rfind("</summary>")
+    if opens:
+        text = text[opens[-1].end():closes[-1].start()]
+    elif 0 <= start < end:
+        text = text[start + len("<summary>"):end]
+    elif _CONTINUATION.match(text):
+        body = _PERSISTED.sub("", text, count=1)
+        if body == text:
+            return None
+        text = body
+        for trailer in _TRAILERS:
+            text = trailer.sub("", text)
+    return text.strip() or None

@@ -8,7 +8,7 @@ id, text that is not a string) is logged, without its content, and skipped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from attrs import define, field
@@ -24,6 +24,7 @@ from acp_agent.provider import (
     TerminalStarted,
     ToolCallUpdate,
     TurnEnd,
+    TurnUsage,
     UsageUpdate,
     agent_text,
     thought_text,
@@ -49,6 +50,7 @@ class TurnFold:
     outcome: Outcome | None = None
     pending_error: dict[str, Any] | None = None
     refusal_text: str | None = None
+    refusal_id: str | None = None
     worker_shutting_down: bool = False
     streamed: set[str] = field(factory=set)
     streaming_id: str | None = None
@@ -60,10 +62,18 @@ class TurnFold:
     compaction_id: str | None = None
     window: content.ContextWindow = field(factory=content.ContextWindow)
     """The session's context window (the runtime passes the session's own)."""
+    compaction_summary: str | None = None
+    """The summary of the compaction running (the PostCompact hook's, which comes before its end)."""
     compacted_used: int | None = None
     """The tokens a compaction kept, while no model answer since says more."""
     subagent_texts: dict[str, list[str]] = field(factory=dict)
     subagent_tools: set[str] = field(factory=set)
+    mcp_names: Collection[str] = ()
+    """The client's MCP servers (the CLI's own servers are its user's to check)."""
+    mcp_reported: set[str] = field(factory=set)
+    """The servers whose state was told (the runtime passes the session's own)."""
+    usage: TurnUsage | None = None
+    """The turn's tokens so far: its results' `usage` summed (steered messages end in results too)."""
     _parent: str | None = None
 
     @property
@@ -82,7 +92,7 @@ class TurnFold:
         self.outcome = self._result(message)
         events = self._usage(message)
         if self.outcome == TurnEnd("refusal") and self.refusal_text:
-            events.insert(0, agent_text(self.refusal_text))
+            events.insert(0, agent_text(self.refusal_text, self.refusal_id))
         if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
             events.append(AuthConfirmed())  # the API accepted the credentials for this turn
         return events
@@ -94,7 +104,7 @@ class TurnFold:
         if event.get("type") == "message_start":
             self.streaming_id = _string(_mapping(event.get("message")).get("id"))
             return []
-        chunk = content.stream_delta(event)
+        chunk = content.stream_delta(event, self.streaming_id)
         if chunk is None:
             return []
         if self.streaming_id:
@@ -108,12 +118,12 @@ class TurnFold:
         failing = classify.assistant_failure_kind(line) is not None
         if message.get("model") == classify.SYNTHETIC_MODEL:
             if message.get("stop_reason") == "refusal":
-                self.refusal_text = text
+                self.refusal_text, self.refusal_id = text, _string(message.get("id"))
                 return []
             if failing:
                 self.pending_error = dict(line)
                 return []
-            return [agent_text(text)] if text else []
+            return [agent_text(text, _string(message.get("id")))] if text else []
         if failing:
             self.pending_error = dict(line)
         if self._parent is not None:
@@ -129,15 +139,16 @@ class TurnFold:
             if block_kind == "text" and not streamed:
                 said = _text(block, "text")
                 if said:
-                    events.append(agent_text(said))
+                    events.append(agent_text(said, message_id))
             elif block_kind == "thinking" and not streamed:
                 thought = _text(block, "thinking")
                 if thought:
-                    events.append(thought_text(thought))
+                    events.append(thought_text(thought, message_id))
             elif block_kind == "tool_use":
                 events.extend(self._tool_use(block))
         if message.get("stop_reason") == "refusal":
             self.refusal_text = text or self.refusal_text
+            self.refusal_id = message_id if text else self.refusal_id
         return events
 
     def _user(self, line: Mapping[str, Any]) -> list[Event]:
@@ -229,6 +240,11 @@ class TurnFold:
         if subtype == "model_refusal_fallback":
             notice = classify.fallback_notice(data)
             return [notice] if notice else []
+        if subtype == "informational" and self._parent is None:
+            notice = classify.informational_notice(data)
+            return [notice] if notice else []
+        if subtype == "init":
+            return self._mcp_notices(data.get("mcp_servers"))
         if subtype == "worker_shutting_down":
             self.worker_shutting_down = True
         if subtype == "status":
@@ -236,6 +252,18 @@ class TurnFold:
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
         return []
+
+    def _mcp_notices(self, servers: Any) -> list[Event]:
+        """The client's MCP servers that failed or need authentication, each told once a session."""
+        events: list[Event] = []
+        for server in servers if isinstance(servers, list) else ():
+            if not isinstance(server, dict) or server.get("name") not in self.mcp_names:
+                continue
+            notice = classify.mcp_notice(server)
+            if notice is not None and server["name"] not in self.mcp_reported:
+                self.mcp_reported.add(server["name"])
+                events.append(notice)
+        return events
 
     def _compaction_status(self, data: Mapping[str, Any]) -> list[Event]:
         """`status: compacting` opens a compaction; `compact_result` ends it."""
@@ -247,11 +275,12 @@ class TurnFold:
             return []
         compaction_id = self.compaction_id or f"compact-{data.get('uuid')}"
         if result == "failed":
-            self.compaction_id = None
+            self.compaction_id = self.compaction_summary = None
             error = _string(data.get("compact_error"))
             return [Compaction(compaction_id, "failed", error=error or None)]
         self.compaction_id = compaction_id  # the boundary that follows adds its numbers
-        return [Compaction(compaction_id, "completed")]
+        summary, self.compaction_summary = self.compaction_summary, None
+        return [Compaction(compaction_id, "completed", summary=summary)]
 
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
         """The compacted history's boundary: the trigger and token counts before and after, and
@@ -259,11 +288,13 @@ class TurnFold:
         result of a `/compact` turn, which made no model call, reports it again)."""
         compaction_id, self.compaction_id = self.compaction_id or f"compact-{data.get('uuid')}", None
         meta = _mapping(data.get("compact_metadata"))
-        before, after = meta.get("pre_tokens"), meta.get("post_tokens")
+        before, after, took = meta.get("pre_tokens"), meta.get("post_tokens"), meta.get("duration_ms")
         kept = after if _count(after) else None
+        summary, self.compaction_summary = self.compaction_summary, None
         events: list[Event] = [Compaction(
             compaction_id, "completed", trigger=_string(meta.get("trigger")) or None,
-            tokens_before=before if _count(before) else None, tokens_after=kept)]
+            tokens_before=before if _count(before) else None, tokens_after=kept, summary=summary,
+            duration_ms=took if _count(took) else None)]
         if self._parent is None and kept is not None:
             self.compacted_used = kept
             if self.window.size:
@@ -272,8 +303,13 @@ class TurnFold:
 
     def _usage(self, result: Mapping[str, Any]) -> list[Event]:
         update = content.usage_update(result.get("usage"), result.get("modelUsage"), self.window,
-                                      used=self.compacted_used)
-        return [update] if update is not None else []
+                                      used=self.compacted_used, cost_usd=result.get("total_cost_usd"))
+        events: list[Event] = [update] if update is not None else []
+        usage = content.add_turn_usage(self.usage, result.get("usage"))
+        if usage is not None and usage != self.usage:
+            self.usage = usage
+            events.append(usage)
+        return events
 
     def _result(self, result: Mapping[str, Any]) -> Outcome:
         subtype, is_error = result.get("subtype"), bool(result.get("is_error"))

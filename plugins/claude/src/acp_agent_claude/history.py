@@ -15,7 +15,16 @@ from typing import Any, BinaryIO
 
 import attrs
 
-from acp_agent.provider import Event, FailureKind, HistoryFailure, agent_text, thought_text, user_text
+from acp_agent.provider import (
+    Compaction,
+    Event,
+    FailureKind,
+    HistoryFailure,
+    agent_text,
+    is_count,
+    thought_text,
+    user_text,
+)
 from acp_agent_claude import classify, content
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 
@@ -29,6 +38,17 @@ def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _text(blocks: Sequence[Mapping[str, Any]]) -> str:
     return "".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text")
+
+
+def _message_id(entry: Mapping[str, Any]) -> str | None:
+    """The `messageId` of an entry's chunks, as they had it live: an assistant entry's API message
+    id (the entries of one message share it), else the entry's uuid (claude-agent-acp's rule)."""
+    message = entry.get("message")
+    api_id = message.get("id") if entry.get("type") == "assistant" and isinstance(message, Mapping) else None
+    if isinstance(api_id, str) and api_id:
+        return api_id
+    uuid = entry.get("uuid")
+    return uuid if isinstance(uuid, str) and uuid else None
 
 
 Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
@@ -79,6 +99,7 @@ class Replayer:
         self.inputs: dict[str, Mapping[str, Any]] = {}  # only the task tools' (their plan needs them)
         self.tasks = TaskPlan()  # the task tools replay as the plan they built, as they showed live
         self.held: list[Event] = []  # from the latest typed failure on, until it is settled
+        self.boundary: Mapping[str, Any] = {}  # the last compaction boundary's facts
 
     def feed(self, entry: Mapping[str, Any]) -> list[Event]:
         """The replay events of one transcript entry (none while a failure is held back)."""
@@ -103,11 +124,31 @@ class Replayer:
         held, self.held = self.held, []
         return held
 
+    def _compaction(self, uuid: str, blocks: Sequence[Mapping[str, Any]]) -> Compaction:
+        """The summary message a compaction stored (`isCompactSummary`): the compaction, completed,
+        with its summary and the boundary's facts; never the user's message (it is the CLI's
+        continuation prompt to the model). Keyed by the summary's uuid, as claude-agent-acp keys it."""
+        facts, self.boundary = self.boundary, {}
+
+        def count(key: str) -> int | None:
+            value = facts.get(key)
+            return value if is_count(value) else None
+
+        trigger = facts.get("trigger")
+        return Compaction(f"compact-{uuid}", "completed", trigger=trigger if isinstance(trigger, str) else None,
+                          tokens_before=count("preTokens"), tokens_after=count("postTokens"),
+                          summary=content.compaction_summary(_text(blocks)), duration_ms=count("durationMs"))
+
     def _events(self, entry: Mapping[str, Any]) -> list[Event]:
         events: list[Event] = []
         kind, uuid = entry.get("type"), str(entry.get("uuid") or "")
         message = entry.get("message") or {}
         blocks = _blocks(message)
+        if kind == "compact_boundary":
+            self.boundary = entry.get("compactMetadata") or {}
+            return events
+        if kind == "user" and entry.get("isCompactSummary"):
+            return [self._compaction(uuid, blocks)]
         if kind == "user":
             text_blocks = [b for b in blocks if b.get("type") == "text" and b.get("text")]
             for block in blocks:
@@ -122,7 +163,7 @@ class Replayer:
                                                       self.tools.get(tool_id)))
             if text_blocks:
                 self.user_message_id = uuid or self.user_message_id
-                events.extend(user_text(str(b["text"])) for b in text_blocks)
+                events.extend(user_text(str(b["text"]), uuid or None) for b in text_blocks)
             return events
         if kind != "assistant":
             return events
@@ -134,15 +175,16 @@ class Replayer:
                 return settled
             return [failure]
         text = _text(blocks)
+        message_id = _message_id(entry)
         if message.get("model") == classify.SYNTHETIC_MODEL:
-            return [agent_text(text)] if text else []
+            return [agent_text(text, message_id)] if text else []
         events.extend(self._settle())  # a real model answer: the quota recovered
         for block in blocks:
             block_type = block.get("type")
             if block_type == "text" and block.get("text"):
-                events.append(agent_text(str(block["text"])))
+                events.append(agent_text(str(block["text"]), message_id))
             elif block_type == "thinking" and block.get("thinking"):
-                events.append(thought_text(str(block["thinking"])))
+                events.append(thought_text(str(block["thinking"]), message_id))
             elif block_type == "tool_use":
                 tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
                 self.tools[tool_id] = name
@@ -185,6 +227,11 @@ class TranscriptReader:
             record = json.loads(line)
         except ValueError:
             return None
+        if isinstance(record, dict) and record.get("subtype") == "compact_boundary" and record.get("type") == "system":
+            if record.get("isSidechain") or not isinstance(record.get("compactMetadata"), dict):
+                return None
+            return {"type": "compact_boundary", "uuid": str(record.get("uuid") or ""),
+                    "compactMetadata": record["compactMetadata"]}
         if not isinstance(record, dict) or record.get("type") not in ("user", "assistant"):
             return None
         if record["type"] == "user" and isinstance(record.get("permissionMode"), str):
@@ -193,5 +240,31 @@ class TranscriptReader:
             return None
         if record.get("isMeta") or record.get("isSidechain") or record.get("teamName"):
             return None
-        return {"type": record["type"], "uuid": record["uuid"], "sessionId": record.get("sessionId", ""),
-                "message": record["message"]}
+        entry = {"type": record["type"], "uuid": record["uuid"], "sessionId": record.get("sessionId", ""),
+                 "message": record["message"]}
+        if record["type"] == "user" and record.get("isCompactSummary") is True:
+            entry["isCompactSummary"] = True
+        return entry
+
+
+def fork_point(handle: BinaryIO, message_id: str) -> str | None:
+    """The transcript entry a fork at `message_id` keeps up to (claude-agent-acp's rule): for an
+    API message id (the `messageId` of agent and thought chunks) the last entry of that message
+    on the main conversation, for an entry's own uuid (a user message's) that entry. None when no
+    entry has it."""
+    found: str | None = None
+    for line in handle:
+        if message_id.encode() not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("isSidechain") or not isinstance(record.get("uuid"), str):
+            continue
+        message = record.get("message")
+        if record.get("type") == "assistant" and isinstance(message, Mapping) and message.get("id") == message_id:
+            found = record["uuid"]  # the message's last entry wins
+        elif record["uuid"] == message_id and record.get("type") in ("user", "assistant"):
+            return message_id
+    return found

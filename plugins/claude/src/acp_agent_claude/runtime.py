@@ -20,6 +20,7 @@ from acp_agent.provider import (
     ContentBlock,
     FailureObservation,
     McpServer,
+    MessageNotFound,
     ProviderRuntime,
     RuntimeContext,
     SessionChannel,
@@ -31,6 +32,7 @@ from acp_agent.provider import (
     TurnEnd,
     TurnFailed,
     additional_directories,
+    fork_at,
 )
 from acp_agent_claude import content, settings
 from acp_agent_claude.clis import LiveCLIs
@@ -129,12 +131,16 @@ class ClaudeRuntime(ProviderRuntime):
                            channel: SessionChannel) -> SessionStart:
         """A copy of the stored transcript under a new id, opened like a resumed session whose mode
         and model follow the settings (the core re-applies the source's choices). A source the
-        agent holds that was never prompted has nothing to copy: the fork starts empty."""
+        agent holds that was never prompted has nothing to copy: the fork starts empty. A fork at
+        a message (`fork_at`) keeps the history up to and including it."""
         self.clis.drop_spare("the first session is a fork")
         source = self.sessions.get(session_id)
+        at = fork_at(channel)
         if source is not None and not source.prompted:
+            if at is not None:
+                raise MessageNotFound(at)
             return await self.new_session(cwd, mcp_servers, channel)
-        forked = await self.transcripts.fork(session_id, source.cwd if source is not None else cwd)
+        forked = await self.transcripts.fork(session_id, source.cwd if source is not None else cwd, at)
         session = self._opening(forked, cwd, mcp_servers, channel, choose_mode=True)
         return await self._open(session, channel, self.clis.connect(session, resume=True))
 
@@ -143,6 +149,25 @@ class ClaudeRuntime(ProviderRuntime):
         if not await self.transcripts.delete(session_id) and session_id not in self._unwritten:
             raise SessionNotFound(session_id)
         self._unwritten.discard(session_id)
+
+    async def set_title(self, session_id: str, title: str) -> str:
+        """A title the user chose: the session's running CLI renames it (`rename_session`, as
+        claude-agent-acp asks it: a CLI that holds a title would write its own back over one
+        appended beside it), else the stored transcript gets the `custom-title` line
+        claude-agent-sdk's `rename_session` appends. A session of this agent's that has no
+        transcript yet is renamed by its CLI after its first turn. No generated title replaces it."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.titled, session.untitled, session.renamed = True, False, True
+            if not session.prompted:
+                session.chosen_title = title
+                return title
+            if session.live and session.cli is not None and session.cli.alive:
+                await self.turns.rename(session, title)
+                return title
+        if not await self.transcripts.rename(session_id, title, session.cwd if session is not None else None):
+            raise SessionNotFound(session_id)
+        return title
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         return await self.transcripts.listing(cwd, cursor)

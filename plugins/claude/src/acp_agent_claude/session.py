@@ -69,6 +69,7 @@ class ClaudeSession:
     version: str | None = None  # the CLI's `claude_code_version`
     credentials: dict[str, str] = field(factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
+    mcp_reported: set[str] = field(factory=set)  # its MCP servers whose failure was told
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
     last_used: float = field(factory=time.monotonic)  # when its last turn ended (or it was opened)
     prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
@@ -81,6 +82,8 @@ class ClaudeSession:
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
+    chosen_title: str | None = None  # set by the client before the CLI kept a transcript
+    renamed: bool = False  # the client set the title: no generated one is published
     untitled: bool = False  # a new session yet to show a title: its first turn's prompt is one
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
 

@@ -5,6 +5,7 @@ and only where the store's own reading cannot answer."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from contextlib import aclosing
 from datetime import UTC, datetime
@@ -16,7 +17,18 @@ import anyio.abc
 import anyio.from_thread
 import anyio.to_thread
 
-from acp_agent.provider import UNSET, Phase, PhaseClock, SessionChannel, SessionInfo, SessionListing, SessionNotFound, UnsafeFile
+from acp_agent.provider import (
+    UNSET,
+    MessageNotFound,
+    Phase,
+    PhaseClock,
+    SessionChannel,
+    SessionInfo,
+    SessionListing,
+    SessionNotFound,
+    UnsafeFile,
+    regular_file_stat,
+)
 from acp_agent_claude import history, store
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.session import PROVIDER, ClaudeSession
@@ -152,17 +164,55 @@ class Transcripts:
                 await channel.emit(event)
         return None
 
-    async def fork(self, session_id: str, directory: str) -> str:
+    async def fork(self, session_id: str, directory: str, at: str | None = None) -> str:
         """A copy of the stored transcript under a new id (claude-agent-sdk's `fork_session`, as
-        claude-agent-acp forks); the source stays as it was. The new id."""
+        claude-agent-acp forks), up to and including the message `at` (an API message id or an
+        entry's uuid; `MessageNotFound` for one it does not hold); the source stays as it was.
+        The new id."""
         from claude_agent_sdk import fork_session
 
         await self.check(session_id, directory)
+        up_to = await self._fork_point(session_id, directory, at) if at is not None else None
         try:
-            forked = await self._read(fork_session, session_id, directory=directory)
+            forked = await self._read(fork_session, session_id, directory=directory, up_to_message_id=up_to)
         except (FileNotFoundError, ValueError):
             raise SessionNotFound(session_id) from None
         return str(forked.session_id)
+
+    async def _fork_point(self, session_id: str, directory: str, at: str) -> str:
+        def find() -> str | None:
+            path = store.find_transcript(session_id, directory)
+            if path is None:
+                raise SessionNotFound(session_id)
+            with path.open("rb") as handle:
+                return history.fork_point(handle, at)
+
+        found: str | None = await self._read(find)
+        if found is None:
+            raise MessageNotFound(at)
+        return found
+
+    async def rename(self, session_id: str, title: str, directory: str | None) -> bool:
+        """Append `{"type": "custom-title", ...}` to the stored transcript, the line
+        claude-agent-sdk's `rename_session` appends (the store's listing reads the last one);
+        False when there is none. The project's directory is searched first, then every one."""
+        line = json.dumps({"type": "custom-title", "customTitle": title, "sessionId": session_id},
+                          separators=(",", ":")) + "\n"
+
+        def append() -> bool:
+            path = (store.find_transcript(session_id, directory) if directory is not None else None) \
+                or store.transcript_path(session_id, None)
+            if path is None:
+                return False
+            regular_file_stat(str(path))  # a FIFO or device is no transcript: never opened
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+            return True
+
+        try:
+            return bool(await self._read(append, label="claude store"))
+        except (UnsafeFile, FileNotFoundError):
+            return False
 
     async def delete(self, session_id: str) -> bool:
         """Remove the stored transcript (and its subagents' transcripts) as claude-agent-sdk's

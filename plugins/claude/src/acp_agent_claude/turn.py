@@ -18,6 +18,7 @@ from acp_agent.provider import (
     AgentMessageChunk,
     ChildGone,
     ContentBlock,
+    Event,
     FailureObservation,
     Phase,
     PhaseDeadlineExceeded,
@@ -52,7 +53,8 @@ class Turns:
 
     def _fold(self, session: ClaudeSession) -> TurnFold:
         return TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
-                        window=session.window)
+                        window=session.window, mcp_names=tuple(session.mcp_servers),
+                        mcp_reported=session.mcp_reported)
 
     def _user_message(self, session: ClaudeSession, prompt: Sequence[ContentBlock], message_id: str) -> dict[str, Any]:
         return {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},
@@ -228,11 +230,25 @@ class Turns:
                                     directories=session.add_dirs, model=model, mode=mode, effort=session.effort,
                                     fast=fast, account=session.account)
 
+    async def rename(self, session: ClaudeSession, title: str) -> None:
+        """The title the user chose, through the session's CLI (`rename_session` from the host,
+        which it stores as a user rename)."""
+        assert session.cli is not None
+        async with self._clis.context.clock.phase(Phase.PREPARING, label="claude rename"):
+            await session.cli.request("rename_session", title=title, source="host", session_id=session.session_id)
+        session.last_used = time.monotonic()
+
     async def ask_title(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> None:
         """A new session's first ended turn publishes its prompt as the title; until the CLI has
         named the session, each ended turn asks it for a title in the background. Not before the
         turn: the CLI stores the title at once, and a transcript holding only a title is one
         `--resume` cannot open."""
+        if session.chosen_title is not None and session.prompted and session.live:
+            title, session.chosen_title, session.renamed = session.chosen_title, None, True
+            try:  # the user's title, set before the CLI kept a transcript
+                await self.rename(session, title)
+            except (ChildGone, ControlError) as exc:
+                log.info("claude CLI did not rename the session: %s", type(exc).__name__)
         if session.untitled and (shown := titles.provisional(prompt)):
             session.untitled = False
             await turn.emit(SessionTitle(shown))  # the core makes it one short line
@@ -241,7 +257,11 @@ class Turns:
             return
         session.titled = True
 
+        async def emit(event: Event) -> None:
+            if not session.renamed:  # the title the user chose stays
+                await turn.emit(event)
+
         async def ask(cli: ClaudeCLI) -> None:
-            session.titled = await titles.publish(cli, text, turn.emit)
+            session.titled = await titles.publish(cli, text, emit)
 
         self._tg.start_soon(ask, session.cli)
