@@ -454,3 +454,21 @@ async def test_a_load_in_another_agent_goes_on_in_the_transcripts_mode(tmp_path:
     assert loaded.modes is not None and loaded.modes.current_mode_id == "plan"
     assert [PLAN_PROMPT in json.dumps(r.body) for r in api.turn_requests] == [True, True]
     assert first.frames.problems == [] and second.frames.problems == []
+
+
+async def test_fast_mode_is_a_switch_for_a_client_that_renders_boolean_options(tmp_path: Path) -> None:
+    """`session.configOptions.boolean`: Claude's fast mode is claude-agent-acp's
+    `{id: "fast", type: "boolean"}`, set with `{type: "boolean", value: true}`; the real CLI then
+    asks the API for `speed: "fast"`."""
+    with FakeAnthropicAPI([{"reply": "fast"}]) as api:
+        async with claude_agent(api, tmp_path, capable=False, session={"configOptions": {"boolean": {}}}) as agent:
+            created = await agent.conn._conn.send_request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+            sid = created["sessionId"]
+            changed = await agent.conn._conn.send_request("session/set_config_option", {
+                "sessionId": sid, "configId": "fast", "type": "boolean", "value": True})
+            await agent.conn.prompt(session_id=sid, prompt=text("fast"))
+    [fast] = [o for o in created["configOptions"] if o["id"] == "fast"]
+    assert (fast["type"], fast["currentValue"], fast["category"]) == ("boolean", False, "model_config")
+    assert [o["currentValue"] for o in changed["configOptions"] if o["id"] == "fast"] == [True]
+    assert [(r.body or {}).get("speed") for r in api.turn_requests] == ["fast"]
+    assert agent.frames.problems == []
