@@ -35,10 +35,15 @@ def _definition(version: Version, variant: Variant, method: str, side: str, kind
     return found[0]
 
 
+@functools.cache
+def _validator(version: Version, variant: Variant, definition: str) -> jsonschema.Draft202012Validator:
+    schema = _schema(version, variant)
+    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]})
+
+
 def check(value: Any, definition: str, *, version: Version = "v1", variant: Variant = "unstable") -> None:
     """Raise jsonschema.ValidationError unless `value` is a valid `definition`."""
-    schema = _schema(version, variant)
-    jsonschema.Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]}).validate(value)
+    _validator(version, variant, definition).validate(value)
 
 
 def check_result(method: str, result: Any, *, version: Version = "v1", variant: Variant = "unstable") -> None:
@@ -49,6 +54,12 @@ def check_result(method: str, result: Any, *, version: Version = "v1", variant: 
 def check_params(method: str, params: Any, *, version: Version = "v1", variant: Variant = "unstable") -> None:
     """A request the client sent (the agent serves it)."""
     check(params, _definition(version, variant, method, "agent", "Request"), version=version, variant=variant)
+
+
+def check_client_request(method: str, params: Any, *, version: Version = "v1",
+                         variant: Variant = "unstable") -> None:
+    """A request the agent sent (the client serves it)."""
+    check(params, _definition(version, variant, method, "client", "Request"), version=version, variant=variant)
 
 
 def check_notification(frame: Mapping[str, Any], *, version: Version = "v1",

@@ -86,8 +86,9 @@ def air_auth_status_problems(params: Any) -> list[str]:
     return []
 
 
-def schema_problems(method: str, request: bool, part: str, payload: Any) -> list[str]:
-    """What the JSON schema finds wrong in an agent's frame (a result, or a notification's params)."""
+def schema_problems(method: str, request: bool, part: str, payload: Any, *, side: str = "") -> list[str]:
+    """What the JSON schema finds wrong in an agent's frame (a result, a notification's params, or
+    with `side="client"` a request the agent sent the client)."""
     import jsonschema
 
     from tests import acp_schema
@@ -95,12 +96,16 @@ def schema_problems(method: str, request: bool, part: str, payload: Any) -> list
     try:
         if part == "result":
             acp_schema.check_result(method, payload)
+        elif request and side == "client":
+            acp_schema.check_client_request(method, payload)
         elif request:
             return [f"unexpected agent request {method}"]
         else:
             acp_schema.check_notification({"method": method, "params": payload})
     except jsonschema.ValidationError as exc:
-        return [f"{method} {part}: {exc.message}"]
+        return [f"{method} {part}: {exc.message} at {list(exc.absolute_path)}"]
+    except KeyError as exc:
+        return [f"{method} {part}: not in the schema ({exc})"]
     return []
 
 
@@ -171,6 +176,25 @@ class FrameLog:
             return
         self.incoming.append(message)
         self.problems.extend(self.validate(message))
+        self.problems.extend(self.against_the_schema(message))
+
+    def against_the_schema(self, message: dict[str, Any]) -> list[str]:
+        """Every agent frame against the sdk's JSON schema too (v1, unstable): a request's or
+        notification's params, a response's result (extension methods, `_…`, have none)."""
+        if "method" in message:
+            method = str(message["method"])
+            if method.startswith("_") or method in SCHEMA_ONLY_METHODS:
+                return []  # checked above
+            update = (message.get("params") or {}).get("update") if method == "session/update" else None
+            if isinstance(update, dict) and update.get("sessionUpdate") in SCHEMA_ONLY_UPDATES:
+                return []  # checked above
+            return schema_problems(method, "id" in message, "params", message.get("params"), side="client")
+        if "error" in message:
+            return []
+        method = self._methods.get(message.get("id"))
+        if method is None or method.startswith("_") or method in SCHEMA_ONLY_METHODS or method in SCHEMA_ONLY_FIELDS:
+            return []
+        return schema_problems(method, True, "result", message.get("result"))
 
     def validate(self, message: dict[str, Any]) -> list[str]:
         if message.get("jsonrpc") != "2.0":
