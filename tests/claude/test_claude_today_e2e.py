@@ -256,3 +256,31 @@ async def test_a_fork_at_a_message_keeps_the_history_up_to_it(tmp_path: Path) ->
     assert ("user_message_chunk", "two") in kept and ("agent_message_chunk", "first answer") in kept
     assert ("agent_message_chunk", "second answer") not in kept
     assert agent.frames.problems == [] and reloaded.frames.problems == []
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
+async def test_the_apis_compaction_block_streams_the_summary_to_a_compaction_client(
+        tmp_path: Path, capable: bool) -> None:
+    """The API's server-side compaction (a `compaction` content block whose `compaction_delta`s
+    carry the retained summary) reaches a `session.compaction` client as `compaction_summary_chunk`s
+    of one open compaction, which the turn's end cancels if nothing else ended it; a client
+    without the capability gets no summary chunk."""
+    summary = "Kept: the user greeted the assistant."
+    with FakeAnthropicAPI([{"compaction": summary, "reply": "answer after compaction"}]) as api:
+        async with claude_agent(api, tmp_path, capable=capable, session={"compaction": {}}) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            result = await agent.conn.prompt(session_id=session.session_id, prompt=text("hello"))
+        async with claude_agent(api, tmp_path, capable=capable) as plain:
+            other = await plain.conn.new_session(cwd=str(tmp_path))
+            await plain.conn.prompt(session_id=other.session_id, prompt=text("hello"))
+    assert result.stop_reason == "end_turn"
+    updates = agent.frames.updates(session.session_id)
+    chunks = [u for u in updates if u["sessionUpdate"] == "compaction_summary_chunk"]
+    assert "".join(u["content"]["text"] for u in chunks) == summary
+    ids = {u["compactionId"] for u in updates if u["sessionUpdate"] in ("compaction_update", "compaction_summary_chunk")}
+    assert len(ids) == 1
+    statuses = [u["status"] for u in updates if u["sessionUpdate"] == "compaction_update"]
+    # as claude-agent-acp: only the CLI's compact boundary ends a compaction; here none came
+    assert statuses == ["in_progress", "cancelled"]
+    assert not [u for u in plain.frames.updates(other.session_id) if "compaction" in u["sessionUpdate"]]
+    assert agent.frames.problems == [] and plain.frames.problems == []

@@ -13,6 +13,8 @@ Steps (consumed in order by turn requests only; side requests never consume one)
 - `{"reply_pieces": ["te", "xt"]}`: a text answer streamed in exactly these deltas (a secret split
   across them, say).
 - `{"thinking": "...", "reply": "..."}`: a thinking block (with a signature) before the text.
+- `{"compaction": "...", "reply": "..."}`: a `compaction` block (the API's server-side compaction,
+  its retained summary streamed as `compaction_delta`s) before the text.
 - `{"tool_use": {"name": "Bash", "input": {...}, "id": "toolu_..."}}`: a tool call (`id` is
   optional); the answer ends with `stop_reason: "tool_use"`. An optional `"reply"` is streamed as
   text before the call. The CLI's next turn request carries the tool_result and takes the next step.
@@ -102,6 +104,7 @@ SIDE_SUMMARY: Final[str] = "<analysis>Fake analysis.</analysis>\n<summary>Fake s
 STEP_KEYS: Final[frozenset[str]] = frozenset(
     {
         "reply",
+        "compaction",
         "reply_pieces",
         "thinking",
         "tool_use",
@@ -433,6 +436,11 @@ class _Answer:
         self.usage_override = dict(step.get("usage") or {}) if side_text is None else {}
 
     def _from_step(self, step: Step) -> None:
+        if step.get("compaction") is not None:  # the API's server-side compaction: the retained summary
+            summary = str(step["compaction"])
+            self.blocks.append(_Block({"type": "compaction", "content": None},
+                                      [{"type": "compaction_delta", "content": piece} for piece in _pieces(summary)],
+                                      {"type": "compaction", "content": summary}))
         if step.get("thinking") is not None:
             thinking = str(step["thinking"])
             self.blocks.append(

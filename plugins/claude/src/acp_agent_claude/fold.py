@@ -16,6 +16,7 @@ from attrs import define, field
 from acp_agent.provider import (
     AuthConfirmed,
     Compaction,
+    CompactionSummaryChunk,
     Event,
     FailureKind,
     FailureObservation,
@@ -101,6 +102,10 @@ class TurnFold:
         if self._parent is not None:
             return []  # a subagent's deltas: its whole message shows on its Agent call
         event = _mapping(line.get("event"))
+        block = _mapping(event.get("content_block") if event.get("type") == "content_block_start"
+                         else event.get("delta") if event.get("type") == "content_block_delta" else None)
+        if block.get("type") in ("compaction", "compaction_delta"):
+            return self._compaction_summary(_string(line.get("uuid")) or "stream", block.get("content"))
         if event.get("type") == "message_start":
             self.streaming_id = _string(_mapping(event.get("message")).get("id"))
             return []
@@ -263,6 +268,17 @@ class TurnFold:
             if notice is not None and server["name"] not in self.mcp_reported:
                 self.mcp_reported.add(server["name"])
                 events.append(notice)
+        return events
+
+    def _compaction_summary(self, fallback_id: str, text: Any) -> list[Event]:
+        """The API's compaction block streams the retained summary (`content` is null on the
+        opening block): it opens the compaction if nothing did, and each piece is a summary chunk."""
+        events: list[Event] = []
+        if self.compaction_id is None:
+            self.compaction_id = f"compact-{fallback_id}"
+            events.append(Compaction(self.compaction_id, "in_progress"))
+        if isinstance(text, str) and text:
+            events.append(CompactionSummaryChunk(self.compaction_id, text))
         return events
 
     def _compaction_status(self, data: Mapping[str, Any]) -> list[Event]:
