@@ -88,25 +88,29 @@ def air_auth_status_problems(params: Any) -> list[str]:
 
 def schema_problems(method: str, request: bool, part: str, payload: Any, *, side: str = "") -> list[str]:
     """What the JSON schema finds wrong in an agent's frame (a result, a notification's params, or
-    with `side="client"` a request the agent sent the client)."""
+    with `side="client"` a request the agent sent the client): the unstable schema, and the stable
+    one where it defines the method (a frame of a stable method must be stable)."""
     import jsonschema
 
     from tests import acp_schema
 
-    try:
-        if part == "result":
-            acp_schema.check_result(method, payload)
-        elif request and side == "client":
-            acp_schema.check_client_request(method, payload)
-        elif request:
-            return [f"unexpected agent request {method}"]
-        else:
-            acp_schema.check_notification({"method": method, "params": payload})
-    except jsonschema.ValidationError as exc:
-        return [f"{method} {part}: {exc.message} at {list(exc.absolute_path)}"]
-    except KeyError as exc:
-        return [f"{method} {part}: not in the schema ({exc})"]
-    return []
+    problems: list[str] = []
+    for variant in ("unstable", "stable"):
+        try:
+            if part == "result":
+                acp_schema.check_result(method, payload, variant=variant)
+            elif request and side == "client":
+                acp_schema.check_client_request(method, payload, variant=variant)
+            elif request:
+                return [f"unexpected agent request {method}"]
+            else:
+                acp_schema.check_notification({"method": method, "params": payload}, variant=variant)
+        except jsonschema.ValidationError as exc:
+            problems.append(f"{method} {part} ({variant}): {exc.message} at {list(exc.absolute_path)}")
+        except KeyError as exc:
+            if variant == "unstable":
+                problems.append(f"{method} {part}: not in the schema ({exc})")
+    return problems
 
 
 class CreateElicitationRequestModel:
