@@ -168,7 +168,7 @@ def post_compact(session: ClaudeSession, hook_input: Any) -> dict[str, Any]:
     for the compaction's end. The CLI goes on whatever this finds."""
     data = hook_input if isinstance(hook_input, dict) else {}
     if session.fold is not None and not data.get("agent_id"):
-        session.fold.compaction_summary = content.compaction_summary(data.get("compact_summary"))
+        session.fold.compaction.summary = content.compaction_summary(data.get("compact_summary"))
     return {"continue": True}
 
 

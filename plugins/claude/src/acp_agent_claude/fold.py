@@ -15,8 +15,6 @@ from attrs import define, field
 
 from acp_agent.provider import (
     AuthConfirmed,
-    Compaction,
-    CompactionSummaryChunk,
     Event,
     FailureKind,
     FailureObservation,
@@ -31,6 +29,7 @@ from acp_agent.provider import (
     thought_text,
 )
 from acp_agent_claude import classify, content, subagents
+from acp_agent_claude.compacting import CompactionFold
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 
 log = logging.getLogger(__name__)
@@ -60,11 +59,9 @@ class TurnFold:
     answered_tools: set[str] = field(factory=set)
     tasks: TaskPlan = field(factory=TaskPlan)
     """The session's task list (TaskCreate and friends): the runtime passes the session's own."""
-    compaction_id: str | None = None
+    compaction: CompactionFold = field(factory=CompactionFold)
     window: content.ContextWindow = field(factory=content.ContextWindow)
     """The session's context window (the runtime passes the session's own)."""
-    compaction_summary: str | None = None
-    """The summary of the compaction running (the PostCompact hook's, which comes before its end)."""
     compacted_used: int | None = None
     """The tokens a compaction kept, while no model answer since says more."""
     subagent_texts: dict[str, list[str]] = field(factory=dict)
@@ -105,7 +102,7 @@ class TurnFold:
         block = _mapping(event.get("content_block") if event.get("type") == "content_block_start"
                          else event.get("delta") if event.get("type") == "content_block_delta" else None)
         if block.get("type") in ("compaction", "compaction_delta"):
-            return self._compaction_summary(_string(line.get("uuid")) or "stream", block.get("content"))
+            return self.compaction.streamed(_string(line.get("uuid")) or "stream", block.get("content"))
         if event.get("type") == "message_start":
             self.streaming_id = _string(_mapping(event.get("message")).get("id"))
             return []
@@ -253,7 +250,7 @@ class TurnFold:
         if subtype == "worker_shutting_down":
             self.worker_shutting_down = True
         if subtype == "status":
-            return self._compaction_status(data)
+            return self.compaction.status(data)
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
         return []
@@ -270,47 +267,13 @@ class TurnFold:
                 events.append(notice)
         return events
 
-    def _compaction_summary(self, fallback_id: str, text: Any) -> list[Event]:
-        """The API's compaction block streams the retained summary (`content` is null on the
-        opening block): it opens the compaction if nothing did, and each piece is a summary chunk."""
-        events: list[Event] = []
-        if self.compaction_id is None:
-            self.compaction_id = f"compact-{fallback_id}"
-            events.append(Compaction(self.compaction_id, "in_progress"))
-        if isinstance(text, str) and text:
-            events.append(CompactionSummaryChunk(self.compaction_id, text))
-        return events
-
-    def _compaction_status(self, data: Mapping[str, Any]) -> list[Event]:
-        """`status: compacting` opens a compaction; `compact_result` ends it."""
-        if data.get("status") == "compacting":
-            self.compaction_id = f"compact-{data.get('uuid')}"
-            return [Compaction(self.compaction_id, "in_progress")]
-        result = data.get("compact_result")
-        if result not in ("success", "failed"):
-            return []
-        compaction_id = self.compaction_id or f"compact-{data.get('uuid')}"
-        if result == "failed":
-            self.compaction_id = self.compaction_summary = None
-            error = _string(data.get("compact_error"))
-            return [Compaction(compaction_id, "failed", error=error or None)]
-        self.compaction_id = compaction_id  # the boundary that follows adds its numbers
-        summary, self.compaction_summary = self.compaction_summary, None
-        return [Compaction(compaction_id, "completed", summary=summary)]
-
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
-        """The compacted history's boundary: the trigger and token counts before and after, and
-        the context's new size at once where the window is known (as claude-agent-acp does; the
-        result of a `/compact` turn, which made no model call, reports it again)."""
-        compaction_id, self.compaction_id = self.compaction_id or f"compact-{data.get('uuid')}", None
-        meta = _mapping(data.get("compact_metadata"))
-        before, after, took = meta.get("pre_tokens"), meta.get("post_tokens"), meta.get("duration_ms")
-        kept = after if _count(after) else None
-        summary, self.compaction_summary = self.compaction_summary, None
-        events: list[Event] = [Compaction(
-            compaction_id, "completed", trigger=_string(meta.get("trigger")) or None,
-            tokens_before=before if _count(before) else None, tokens_after=kept, summary=summary,
-            duration_ms=took if _count(took) else None)]
+        """The boundary's completed compaction, and the context's new size at once where the
+        window is known (as claude-agent-acp does; the result of a `/compact` turn, which made no
+        model call, reports it again)."""
+        compaction = self.compaction.boundary(data)
+        events: list[Event] = [compaction]
+        kept = compaction.tokens_after
         if self._parent is None and kept is not None:
             self.compacted_used = kept
             if self.window.size:
