@@ -191,3 +191,10 @@ def stand_in_gone(tmp_path: Path) -> bool:
     return process_gone(pid)
 
 
+def said(request: Any) -> list[str]:
+    """The user texts of a Responses API request's input, in order."""
+    texts: list[str] = []
+    for item in request.body.get("input") or []:
+        if item.get("role") == "user":
+            texts.extend(part.get("text", "") for part in item.get("content") or [] if part.get("type") == "input_text")
+    return [t for t in texts if not t.lstrip().startswith("<")]

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from acp import RequestError
 
-from tests.codex.e2e_support import codex_agent, model_text, text, workspace, write_codex_home
+from tests.codex.e2e_support import codex_agent, model_text, said, text, workspace, write_codex_home
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(90)]
 BOTH = pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
-
-
-def said(request: Any) -> list[str]:
-    """The user texts of a Responses API request's input, in order."""
-    texts: list[str] = []
-    for item in request.body.get("input") or []:
-        if item.get("role") == "user":
-            texts.extend(part.get("text", "") for part in item.get("content") or [] if part.get("type") == "input_text")
-    return [t for t in texts if not t.lstrip().startswith("<")]
 
 
 @BOTH

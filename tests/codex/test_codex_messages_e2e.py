@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from acp import RequestError
 
-from tests.codex.e2e_support import codex_agent, is_notice_text, model_text, text, workspace, write_codex_home
+from tests.codex.e2e_support import codex_agent, is_notice_text, model_text, said, text, workspace, write_codex_home
+from tests.e2e.harness import fork_meta
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
@@ -31,15 +32,6 @@ def messages(updates: list[dict[str, Any]], kinds: tuple[str, ...] = CHUNKS) -> 
         else:
             joined.append((kind, message_id, piece))
     return joined
-
-
-def said(request: Any) -> list[str]:
-    """The user texts of a Responses API request's input, in order."""
-    texts: list[str] = []
-    for item in request.body.get("input") or []:
-        if item.get("role") == "user":
-            texts.extend(part.get("text", "") for part in item.get("content") or [] if part.get("type") == "input_text")
-    return [t for t in texts if not t.lstrip().startswith("<")]
 
 
 @BOTH
@@ -68,10 +60,6 @@ async def test_chunks_carry_the_item_id_live_and_on_load(tmp_path: Path, capable
     assert [words for _, _, words in users] == ["hello there", "and again"]
     assert all(message_id for _, message_id, _ in users) and len({m[1] for m in users}) == 2
     assert first.frames.problems == [] and second.frames.problems == []
-
-
-def fork_meta(message_id: str) -> dict[str, Any]:
-    return {"jetbrains": {"air": {"fork": {"version": 1, "messageId": message_id}}}}
 
 
 async def test_a_fork_at_a_message_keeps_the_turns_through_it(tmp_path: Path) -> None:

@@ -479,3 +479,8 @@ def joined(parts: list[str]) -> str:
         else:
             out[-1] += part
     return "|".join(out)
+
+
+def fork_meta(message_id: str) -> dict[str, Any]:
+    """A `session/fork`'s `_meta` asking to branch at `message_id` (AIR's fork point)."""
+    return {"jetbrains": {"air": {"fork": {"version": 1, "messageId": message_id}}}}

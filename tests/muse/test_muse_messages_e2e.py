@@ -11,6 +11,7 @@ from typing import Any
 import acp
 import pytest
 
+from tests.e2e.harness import fork_meta
 from tests.muse.e2e_support import muse_agent, received, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -52,10 +53,6 @@ async def test_chunks_carry_the_item_id_live_and_on_load(tmp_path: Path, capable
     assert [words for _, _, words in users] == ["first question", "second question"]
     assert all(message_id for _, message_id, _ in users) and len({m[1] for m in users}) == 2
     assert first.frames.problems == [] and second.frames.problems == []
-
-
-def fork_meta(message_id: str) -> dict[str, Any]:
-    return {"jetbrains": {"air": {"fork": {"version": 1, "messageId": message_id}}}}
 
 
 async def test_a_fork_at_a_message_keeps_the_turns_through_it(tmp_path: Path) -> None:
