@@ -6,32 +6,18 @@ turn that holds that item."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from acp import RequestError
 
 from tests.codex.e2e_support import codex_agent, is_notice_text, model_text, said, text, workspace, write_codex_home
-from tests.e2e.harness import fork_meta
+from tests.e2e.harness import fork_meta, messages
 from tests.fakes.responses_api import FakeResponsesAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
 BOTH = pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
-CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
 
 
-def messages(updates: list[dict[str, Any]], kinds: tuple[str, ...] = CHUNKS) -> list[tuple[str, str | None, str]]:
-    """(kind, messageId, text) of each message, its chunks joined, in order."""
-    joined: list[tuple[str, str | None, str]] = []
-    for update in updates:
-        if update["sessionUpdate"] not in kinds or update["content"].get("type") != "text":
-            continue
-        kind, message_id, piece = update["sessionUpdate"], update.get("messageId"), update["content"]["text"]
-        if joined and joined[-1][:2] == (kind, message_id):
-            joined[-1] = (kind, message_id, joined[-1][2] + piece)
-        else:
-            joined.append((kind, message_id, piece))
-    return joined
 
 
 @BOTH

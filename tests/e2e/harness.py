@@ -484,3 +484,20 @@ def joined(parts: list[str]) -> str:
 def fork_meta(message_id: str) -> dict[str, Any]:
     """A `session/fork`'s `_meta` asking to branch at `message_id` (AIR's fork point)."""
     return {"jetbrains": {"air": {"fork": {"version": 1, "messageId": message_id}}}}
+
+
+MESSAGE_CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
+
+
+def messages(updates: list[dict[str, Any]], kinds: tuple[str, ...] = MESSAGE_CHUNKS) -> list[tuple[str, str | None, str]]:
+    """(kind, messageId, text) of each message in `updates`, its text chunks joined, in order."""
+    joined: list[tuple[str, str | None, str]] = []
+    for update in updates:
+        if update["sessionUpdate"] not in kinds or update["content"].get("type") != "text":
+            continue
+        kind, message_id, piece = update["sessionUpdate"], update.get("messageId"), update["content"]["text"]
+        if joined and joined[-1][:2] == (kind, message_id):
+            joined[-1] = (kind, message_id, joined[-1][2] + piece)
+        else:
+            joined.append((kind, message_id, piece))
+    return joined

@@ -6,31 +6,17 @@ that holds that item (`session/fork {cutPoint: {lastTurnId}}`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import acp
 import pytest
 
-from tests.e2e.harness import fork_meta
+from tests.e2e.harness import fork_meta, messages
 from tests.muse.e2e_support import muse_agent, received, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(60)]
 BOTH = pytest.mark.parametrize("capable", [True, False], ids=["capable", "legacy"])
-CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
 
 
-def messages(updates: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
-    """(kind, messageId, text) of each message, its chunks joined, in order."""
-    joined: list[tuple[str, str | None, str]] = []
-    for update in updates:
-        if update["sessionUpdate"] not in CHUNKS or update["content"].get("type") != "text":
-            continue
-        kind, message_id, piece = update["sessionUpdate"], update.get("messageId"), update["content"]["text"]
-        if joined and joined[-1][:2] == (kind, message_id):
-            joined[-1] = (kind, message_id, joined[-1][2] + piece)
-        else:
-            joined.append((kind, message_id, piece))
-    return joined
 
 
 @BOTH
