@@ -234,11 +234,7 @@ class Presenter:
         return updates
 
     def _compaction(self, event: Compaction, capable: bool) -> acp.SessionUpdate:
-        facts: dict[str, Any] = {}
-        for key, value in (("trigger", event.trigger), ("tokensBefore", event.tokens_before),
-                           ("tokensAfter", event.tokens_after), ("error", event.error)):
-            if value is not None:
-                facts[key] = value
+        facts = _compaction_facts(event, air=False)
         meta = _air_compaction(_compaction_facts(event)) if capable else UNSET
         content: list[acp.ToolCallContent] | Any = UNSET
         if event.status in ("failed", "cancelled") and event.error:  # a cancelled one shows failed
@@ -253,13 +249,14 @@ class Presenter:
                                   raw_output=raw_output, meta=meta)
 
 
-def _compaction_facts(event: Compaction) -> dict[str, Any]:
-    """A compaction's facts as claude-agent-acp names them in AIR's `contextCompaction`."""
+def _compaction_facts(event: Compaction, *, air: bool = True) -> dict[str, Any]:
+    """A compaction's facts as claude-agent-acp names them in AIR's `contextCompaction` (`air`),
+    else as the tool call's `rawOutput` always named them (the backend's trigger, no duration)."""
     facts: dict[str, Any] = {}
-    trigger = TRIGGERS.get(event.trigger or "")
-    for key, value in (("trigger", trigger), ("preTokens", event.tokens_before),
-                       ("postTokens", event.tokens_after), ("durationMs", event.duration_ms),
-                       ("error", event.error)):
+    named = ((("trigger", TRIGGERS.get(event.trigger or "")), ("preTokens", event.tokens_before),
+              ("postTokens", event.tokens_after), ("durationMs", event.duration_ms)) if air else
+             (("trigger", event.trigger), ("tokensBefore", event.tokens_before), ("tokensAfter", event.tokens_after)))
+    for key, value in (*named, ("error", event.error)):
         if value is not None:
             facts[key] = value
     return facts

@@ -2,8 +2,8 @@
 at the last start.
 
 The command line wants to spawn that backend before it imports the plugin (which imports attrs,
-logging and the core's contract: tens of milliseconds of the first session's wait), so it cannot
-ask the spec. It reads instead what the agent recorded the last time it loaded the spec: one
+logging and the core's contract, all of it time the first session waits), so it cannot ask the
+spec. It reads instead what the agent recorded the last time it loaded the spec: one
 small file per provider under the state directory holding the reference
 ("package.module:function"). When the record is missing or no longer what the spec declares,
 the agent rewrites it and the backend starts once the plugin is loaded, still before any

@@ -10,7 +10,7 @@ from typing import Any
 
 from attrs import define
 
-from acp_agent.provider import Compaction, CompactionSummaryChunk, Event
+from acp_agent.provider import Compaction, CompactionSummaryChunk, Event, is_count
 
 
 @define
@@ -60,4 +60,5 @@ class CompactionFold:
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A token count or duration as given, None for anything that is not a count."""
+    return value if is_count(value) else None

@@ -27,7 +27,7 @@ CONTROL_TIMEOUT_S = 60.0  # the SDK's bound on a control request that no phase d
 GATHER_S = 0.001
 """Before each read of the CLI's output after the first, what it writes meanwhile gathers this
 long: it writes every streamed delta on its own, and a read per delta costs the agent more than
-the delta's own work. A line waits at most 1 ms more."""
+the delta's own work. A line waits at most `GATHER_S` more."""
 
 Message = dict[str, Any]
 RequestHandler = Callable[[Message], Awaitable[Message]]
