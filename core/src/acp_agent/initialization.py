@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_agent.agent_base import AgentBase
 from acp_agent.failures.auth_status import auth_status_negotiated
@@ -12,6 +12,9 @@ from acp_agent.wire import acp
 from acp_agent.wire import v2 as wire_v2
 from acp_agent.wire.convert import UNSET, Unset
 from acp_agent.wire.rpc import Reply
+
+if TYPE_CHECKING:
+    from acp_agent.backends.contract import RuntimeCapabilities
 
 
 class Initialization(AgentBase):
@@ -62,7 +65,7 @@ class Initialization(AgentBase):
             # `_meta` of the initialize response, beside `agentCapabilities`.
             meta["steering"] = {"supported": True}
         if self.capable:
-            meta.update(advertised_meta())
+            meta.update(advertised_meta(*air_capabilities(caps)))
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -122,3 +125,10 @@ class Initialization(AgentBase):
         `auth_required`. The client is sent `auth/status_update` from now on when it changes."""
         self._parse(params, acp.AuthStatusRequest)
         return self.auth_feed.answer(await self.signin.credentials())
+
+
+def air_capabilities(caps: RuntimeCapabilities) -> list[str]:
+    """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
+    order claude-agent-acp lists them; advertised to a client of the extension only."""
+    served: list[str] = []
+    return served

@@ -136,9 +136,10 @@ def negotiated(client_meta: Any) -> bool:
     return isinstance(capabilities, list) and EXTENSION in capabilities
 
 
-def advertised_meta() -> dict[str, Any]:
-    """The initialize response's `_meta` for a capable client."""
-    return {"jetbrains": {"air": {"version": RECORD_VERSION, "capabilities": [EXTENSION]}}}
+def advertised_meta(*more: str) -> dict[str, Any]:
+    """The initialize response's `_meta` for a capable client: this extension and the other AIR
+    capabilities (`more`) this agent serves for its provider."""
+    return {"jetbrains": {"air": {"version": RECORD_VERSION, "capabilities": [EXTENSION, *more]}}}
 
 
 # --- the record -------------------------------------------------------------------------------

@@ -59,9 +59,14 @@ class ClientFeatures:
     """`session.compaction`: `compaction_update` and `compaction_summary_chunk`."""
     boolean_options: bool = False
     """`session.configOptions.boolean`: on/off options as booleans (`acp_agent.sessions.switches`)."""
-    load_replay_end: bool = False
-    """AIR's `loadReplayEnd` (declared in `_meta.jetbrains.air.capabilities`): a
-    `session_info_update` marks the end of a `session/load` replay."""
+    air: frozenset[str] = frozenset()
+    """The AIR capabilities the client lists in `_meta.jetbrains.air.capabilities`."""
+
+    @property
+    def load_replay_end(self) -> bool:
+        """AIR's `loadReplayEnd`: a `session_info_update` marks the end of a `session/load`
+        replay."""
+        return LOAD_REPLAY_END in self.air
 
     @property
     def terminals(self) -> bool:
@@ -81,7 +86,7 @@ class ClientFeatures:
                    notices=isinstance(session.get("notices"), Mapping),
                    compaction=isinstance(session.get("compaction"), Mapping),
                    boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping),
-                   load_replay_end=LOAD_REPLAY_END in _air_capabilities(meta))
+                   air=frozenset(name for name in _air_capabilities(meta) if isinstance(name, str)))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
