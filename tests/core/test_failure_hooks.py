@@ -236,3 +236,64 @@ def test_a_history_hook_reaches_codex_and_muse_replay_and_legacy_text_is_redacte
     stored["lastTurn"]["error"] = {"kind": "authRequired", "message": "Sign in."}  # type: ignore[index]
     [own] = muse_items.history_events(stored, redact, functools.partial(facade.recognise_history, "muse"))
     assert isinstance(own, HistoryFailure) and own.observation.kind is FailureKind.AUTH_REQUIRED
+
+
+def own_classify(native: Mapping[str, Any]) -> FailureObservation | None:
+    """A provider's own classification, handed to its `ProviderSpec` by reference."""
+    return FailureObservation(FailureKind.CONTEXT_EXHAUSTED, "own") if native.get("text") == "full" else None
+
+
+def own_title(native: Mapping[str, Any], kind: FailureKind) -> str | None:
+    return f"own title for {kind}"
+
+
+def own_history(entry: Mapping[str, Any], user_message_id: str | None) -> HistoryFailure | None:
+    return HistoryFailure(BUILT_IN, str(entry.get("uuid")), user_message_id) if entry.get("failed") else None
+
+
+class OwnProvider:
+    """A provider that hands its three functions to its spec and implements none of the hooks."""
+
+    def __init__(self, classify: str = f"{__name__}:own_classify") -> None:
+        self.classify = classify
+
+    @hookimpl
+    def acp_agent_providers(self) -> list[Any]:
+        from acp_agent.backends.contract import ProviderSpec
+
+        return [ProviderSpec(name="own", title="Own", open_runtime=None,  # type: ignore[arg-type]
+                             classify_failure=self.classify, failure_title=f"{__name__}:own_title",
+                             recognise_history=f"{__name__}:own_history")]
+
+
+def test_a_providers_own_functions_answer_for_it_alone_after_every_hook() -> None:
+    facade = hooks(OwnProvider(), Gateway())
+    own = facade.classify_failure("own", {"text": "full"})
+    assert own is not None and (own.kind, own.native_kind, own.title) == (
+        FailureKind.CONTEXT_EXHAUSTED, "own", "own title for context_exhausted")
+    gateway = facade.classify_failure("own", {"text": "GATEWAY"})  # a hook answers first
+    assert gateway is not None and (gateway.native_kind, gateway.title) == ("gateway", "own title for access_denied")
+    assert facade.classify_failure("another", {"text": "full"}) is None  # not another provider's
+    assert facade.failure_title("another", {}, FailureKind.PROVIDER_ERROR) is None
+    recognised = facade.recognise_history("own", {"uuid": "u1", "failed": True}, "m1")
+    assert recognised is not None and (recognised.message_id, recognised.user_message_id) == ("u1", "m1")
+    assert facade.recognise_history("another", {"uuid": "u1", "failed": True}, "m1") is None
+
+
+def test_a_providers_function_that_cannot_load_is_logged_and_answers_nothing(
+        caplog: pytest.LogCaptureFixture) -> None:
+    facade = hooks(OwnProvider(classify="acp_agent_no_such_module.classify:classify"))
+    with caplog.at_level(logging.WARNING):
+        assert facade.classify_failure("own", {"text": "full"}) is None
+        assert facade.classify_failure("own", {"text": "full"}) is None  # looked up once
+    assert [record.getMessage() for record in caplog.records if "cannot be loaded" in record.getMessage()] == [
+        "provider own: classify_failure acp_agent_no_such_module.classify:classify cannot be loaded: "
+        "No module named 'acp_agent_no_such_module'"]
+
+
+def test_a_spec_refuses_a_function_reference_that_is_not_module_colon_function() -> None:
+    from acp_agent.backends.contract import ProviderSpec
+
+    with pytest.raises(ValueError, match=r"classify_failure must be 'package\.module:function'"):
+        ProviderSpec(name="own", title="Own", open_runtime=None,  # type: ignore[arg-type]
+                     classify_failure="classify_failure")

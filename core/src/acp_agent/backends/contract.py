@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
+import attrs
 from attrs import field
 
 from acp_agent.wire.records import frozen
@@ -361,11 +362,11 @@ class ProviderRuntime(abc.ABC):
         raise NotSupported("session/set_config_option")
 
 
-def _reference(value: str | None) -> None:
+def _reference(_: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
     from acp_agent.backends.installed import valid_reference
 
     if value is not None and not valid_reference(value):
-        raise ValueError(f"prestart must be 'package.module:function', not {value!r}")
+        raise ValueError(f"{attribute.name} must be 'package.module:function', not {value!r}")
 
 
 @frozen
@@ -389,8 +390,18 @@ class ProviderSpec:
     deadline_aliases: Mapping[str, tuple[str, ...]] = field(factory=dict)
     description: str = ""
     start_early: bool = False
-    prestart: str | None = field(default=None, validator=lambda _, __, value: _reference(value))
+    prestart: str | None = field(default=None, validator=_reference)
     """Where the hook is that starts this provider's backend as the command line starts, before
     the agent's imports: "package.module:function" (see `acp_agent.startup.prestart` for what the
     hook returns). The module is loaded alone, so it imports little and nothing of its own
     package. None: the backend starts when the runtime opens."""
+    classify_failure: str | None = field(default=None, validator=_reference)
+    """This provider's classification of a native failure, "package.module:function":
+    `(native) -> FailureObservation | None`. Every plugin's `acp_agent_classify_failure` hook is
+    asked first; this answers when none does. Loaded at the first failure."""
+    failure_title: str | None = field(default=None, validator=_reference)
+    """This provider's title for a classified failure: `(native, kind) -> str | None`, after every
+    plugin's `acp_agent_failure_title` hook (None: the kind's fallback title)."""
+    recognise_history: str | None = field(default=None, validator=_reference)
+    """This provider's recognition of a stored failure: `(entry, user_message_id) ->
+    HistoryFailure | None`, after every plugin's `acp_agent_recognise_history` hook."""

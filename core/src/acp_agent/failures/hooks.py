@@ -1,15 +1,17 @@
 """The typed facade a runtime uses to call the three failure hooks (classify, title, history).
 
 Owns how the hooks are called: in pluggy's order (tryfirst, then last registered first, then
-trylast, where the built-in providers sit), keyword arguments only, stopping at the first answer of
-the right type. Each implementation is called on its own, so one that raises or answers with the
-wrong type is logged and skipped for that call and the next one (in the end the built-in) answers:
+trylast), keyword arguments only, stopping at the first answer of the right type; when no hook
+answers, the provider's own function from its `ProviderSpec` (`classify_failure`, `failure_title`,
+`recognise_history`) does. Each is called on its own, so one that raises or answers with the wrong
+type is logged and skipped for that call and the next one (in the end the provider's own) answers:
 one broken plugin cannot take a provider's failure handling down. Knows no provider.
 """
 
 from __future__ import annotations
 
 import logging
+import pkgutil
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +38,7 @@ class FailureHooks:
     def __init__(self, manager: pluggy.PluginManager | Callable[[], pluggy.PluginManager]) -> None:
         self._manager = manager if isinstance(manager, pluggy.PluginManager) else None
         self._factory = None if isinstance(manager, pluggy.PluginManager) else manager
+        self._own: dict[tuple[str, str], Callable[..., Any] | None] = {}
 
     @property
     def manager(self) -> pluggy.PluginManager:
@@ -49,20 +52,63 @@ class FailureHooks:
         `acp_agent_failure_title` (None there: the core uses the kind's fallback title)."""
         observation = self._first("acp_agent_classify_failure", FailureObservation,
                                    provider=provider, native=native)
+        if observation is None:
+            observation = self._answer(provider, "classify_failure", FailureObservation, native)
         if observation is None or observation.title is not None:
             return observation
         title = self.failure_title(provider, native, observation.kind)
         return attrs.evolve(observation, title=title) if title is not None else observation
 
     def failure_title(self, provider: str, native: Mapping[str, Any], kind: FailureKind) -> str | None:
-        return self._first("acp_agent_failure_title", str, provider=provider, native=native, kind=kind)
+        title = self._first("acp_agent_failure_title", str, provider=provider, native=native, kind=kind)
+        return title if title is not None else self._answer(provider, "failure_title", str, native, kind)
 
     def recognise_history(self, provider: str, entry: Mapping[str, Any],
                           user_message_id: str | None) -> HistoryFailure | None:
         from acp_agent.backends.events import HistoryFailure
 
-        return self._first("acp_agent_recognise_history", HistoryFailure,
-                           provider=provider, entry=entry, user_message_id=user_message_id)
+        recognised = self._first("acp_agent_recognise_history", HistoryFailure,
+                                 provider=provider, entry=entry, user_message_id=user_message_id)
+        if recognised is not None:
+            return recognised
+        return self._answer(provider, "recognise_history", HistoryFailure, entry, user_message_id)
+
+    def _answer(self, provider: str, role: str, expected: type[T], *args: Any) -> T | None:
+        """The provider's own function for `role` (a `ProviderSpec` field), isolated like a hook."""
+        function = self._function(provider, role)
+        if function is None:
+            return None
+        try:
+            result = function(*args)
+        except Exception as exc:
+            log.warning("provider %s: %s raised %s: %s", provider, role, type(exc).__name__, exc)
+            return None
+        if result is not None and not isinstance(result, expected):
+            log.warning("provider %s: %s returned %s, not %s", provider, role,
+                        type(result).__name__, expected.__name__)
+            return None
+        return result
+
+    def _function(self, provider: str, role: str) -> Callable[..., Any] | None:
+        """`role`'s function of the provider's spec, loaded on first use (None: it has none)."""
+        key = (provider, role)
+        if key not in self._own:
+            self._own[key] = None
+            for impl in self.manager.hook.acp_agent_providers.get_hookimpls():
+                try:
+                    specs: list[Any] = list(impl.function() or ())  # type: ignore[call-overload]
+                except Exception:  # reported by the provider registry, which reads the same hook
+                    continue
+                reference = next((getattr(spec, role, None) for spec in specs
+                                  if getattr(spec, "name", None) == provider), None)
+                if isinstance(reference, str):
+                    try:
+                        self._own[key] = pkgutil.resolve_name(reference)
+                    except (ImportError, AttributeError, ValueError) as exc:
+                        log.warning("provider %s: %s %s cannot be loaded: %s", provider, role,
+                                    reference, exc)
+                    break
+        return self._own[key]
 
     def _first(self, name: str, expected: type[T], **kwargs: Any) -> T | None:
         """pluggy's firstresult call, with each implementation isolated from the others."""

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp_agent.provider import BackendStatus, CredentialSpec, ProviderSpec, RuntimeCapabilities, TerminalLogin, hookimpl
 
 if TYPE_CHECKING:
-    from acp_agent.provider import FailureKind, FailureObservation, HistoryFailure, ProviderRuntime, RuntimeContext
+    from acp_agent.provider import ProviderRuntime, RuntimeContext
 
 def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
     """The Claude Code CLI to run (`acp_agent_claude.locate.find_cli`, loaded when first asked:
@@ -115,40 +115,12 @@ def provider_spec() -> ProviderSpec:
                                          mcp_http=True, mcp_sse=True, additional_directories=True,
                                          steering=True, set_title=True, fork_at_message=True),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
+        classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks
+        failure_title="acp_agent_claude.classify:failure_title",
+        recognise_history="acp_agent_claude.history:recognise_entry",
     )
 
 
 @hookimpl
 def acp_agent_providers() -> list[ProviderSpec]:
     return [provider_spec()]
-
-
-# The failure hooks: this provider's own answers, last, so any installed plugin may answer first.
-
-
-@hookimpl(trylast=True)
-def acp_agent_classify_failure(provider: str, native: Mapping[str, Any]) -> FailureObservation | None:
-    if provider != "claude":
-        return None
-    from acp_agent_claude.classify import classify_failure
-
-    return classify_failure(native)
-
-
-@hookimpl(trylast=True)
-def acp_agent_failure_title(provider: str, native: Mapping[str, Any], kind: FailureKind) -> str | None:
-    if provider != "claude":
-        return None
-    from acp_agent_claude.classify import failure_title
-
-    return failure_title(native, kind)
-
-
-@hookimpl(trylast=True)
-def acp_agent_recognise_history(provider: str, entry: Mapping[str, Any],
-                                user_message_id: str | None) -> HistoryFailure | None:
-    if provider != "claude":
-        return None
-    from acp_agent_claude.history import recognise_entry
-
-    return recognise_entry(entry, user_message_id)

@@ -11,7 +11,6 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
 
 from acp_agent.provider import (
     BackendStatus,
@@ -25,9 +24,6 @@ from acp_agent.provider import (
 )
 from acp_agent_codex.prestart import BIN_VAR as BIN_VAR
 from acp_agent_codex.prestart import find_codex as find_codex
-
-if TYPE_CHECKING:  # the transcript's types load with the runtime, not on every start
-    from acp_agent.provider import FailureKind, FailureObservation, HistoryFailure
 
 log = logging.getLogger(__name__)
 
@@ -138,37 +134,9 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 mcp_http=True,  # `mcp_servers.<name>.url`: codex speaks streamable HTTP (no SSE)
             ),
             description="OpenAI Codex through `codex app-server`.",
+            classify_failure="acp_agent_codex.classify:classify_failure",  # after any plugin's failure hooks
+            failure_title="acp_agent_codex.classify:failure_title",
+            recognise_history="acp_agent_codex.items:recognise_turn",
             start_early=True,  # one app-server for every session: it starts while the client initializes
         )
     ]
-
-
-# The failure hooks: this provider's own answers, last, so any installed plugin may answer first.
-
-
-@hookimpl(trylast=True)
-def acp_agent_classify_failure(provider: str, native: Mapping[str, Any]) -> FailureObservation | None:
-    if provider != "codex":
-        return None
-    from acp_agent_codex.classify import classify_failure
-
-    return classify_failure(native)
-
-
-@hookimpl(trylast=True)
-def acp_agent_failure_title(provider: str, native: Mapping[str, Any], kind: FailureKind) -> str | None:
-    if provider != "codex":
-        return None
-    from acp_agent_codex.classify import failure_title
-
-    return failure_title(native, kind)
-
-
-@hookimpl(trylast=True)
-def acp_agent_recognise_history(provider: str, entry: Mapping[str, Any],
-                                user_message_id: str | None) -> HistoryFailure | None:
-    if provider != "codex":
-        return None
-    from acp_agent_codex.items import recognise_turn
-
-    return recognise_turn(entry, user_message_id)

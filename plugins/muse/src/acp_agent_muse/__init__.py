@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
 
 from acp_agent.provider import (
     BackendStatus,
@@ -22,9 +21,6 @@ from acp_agent.provider import (
     TerminalLogin,
     hookimpl,
 )
-
-if TYPE_CHECKING:  # the transcript's types load with the runtime, not on every start
-    from acp_agent.provider import FailureKind, FailureObservation, HistoryFailure
 
 EXECUTABLE_VAR = "MUSE_CODE_EXECUTABLE"
 BINARY_NAME = "muse"
@@ -117,40 +113,12 @@ def provider_spec() -> ProviderSpec:
             "ACP_AGENT_SUBMIT_TIMEOUT_MS": (SUBMIT_ALIAS,),
         },
         description="Meta's Muse Code through `muse serve` (Muse Session Protocol).",
+        classify_failure="acp_agent_muse.classify:classify_failure",  # after any plugin's failure hooks
+        failure_title="acp_agent_muse.classify:failure_title",
+        recognise_history="acp_agent_muse.items:recognise_last_turn",
     )
 
 
 @hookimpl
 def acp_agent_providers() -> list[ProviderSpec]:
     return [provider_spec()]
-
-
-# The failure hooks: this provider's own answers, last, so any installed plugin may answer first.
-
-
-@hookimpl(trylast=True)
-def acp_agent_classify_failure(provider: str, native: Mapping[str, Any]) -> FailureObservation | None:
-    if provider != "muse":
-        return None
-    from acp_agent_muse.classify import classify_failure
-
-    return classify_failure(native)
-
-
-@hookimpl(trylast=True)
-def acp_agent_failure_title(provider: str, native: Mapping[str, Any], kind: FailureKind) -> str | None:
-    if provider != "muse":
-        return None
-    from acp_agent_muse.classify import failure_title
-
-    return failure_title(native, kind)
-
-
-@hookimpl(trylast=True)
-def acp_agent_recognise_history(provider: str, entry: Mapping[str, Any],
-                                user_message_id: str | None) -> HistoryFailure | None:
-    if provider != "muse":
-        return None
-    from acp_agent_muse.items import recognise_last_turn
-
-    return recognise_last_turn(entry, user_message_id)
