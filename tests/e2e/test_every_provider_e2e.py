@@ -227,3 +227,56 @@ async def test_a_backend_that_cannot_start_fails_only_its_own_sessions(tmp_path:
             signed_in = await agent.conn.authenticate(method_id="claude:claude")
             assert signed_in is not None
     assert_clean(agent, capable=capable)
+
+
+async def test_another_providers_model_moves_a_new_session_there_with_that_model(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    with FakeAnthropicAPI([]) as claude, FakeResponsesAPI([{"reply": "On the chosen model."}]) as codex:
+        env = every_env(claude, codex, tmp_path)
+        async with every_agent(env, tmp_path, capable=True) as agent:
+            scout = await new_session(agent, work)  # opening a Codex session once teaches its models
+            await set_option(agent, scout.session_id, "provider", "codex")
+            session = await new_session(agent, work)
+            offered = option(session.config_options, "model")["options"]
+            chosen = next(choice for choice in offered if choice["value"].startswith("codex:"))
+            assert chosen["name"].endswith(" · Codex")
+            answer = await set_option(agent, session.session_id, "model", chosen["value"])
+            assert option(answer["configOptions"], "provider")["currentValue"] == "codex"
+            model = chosen["value"].removeprefix("codex:")
+            assert option(answer["configOptions"], "model")["currentValue"] == model
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("which model?"))
+            assert said(agent, session.session_id).endswith("On the chosen model.")
+            assert (codex.turn_requests[0].body or {}).get("model") == model
+            with pytest.raises(acp.RequestError) as unknown:
+                await set_option(agent, session.session_id, "provider", "nobody")
+            assert unknown.value.code == -32602
+    assert claude.requests == []
+    assert_clean(agent, capable=True)
+
+
+async def test_a_session_of_a_single_provider_run_is_found_by_a_fresh_agent_of_every_provider(
+        tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    with FakeAnthropicAPI([]) as claude, FakeResponsesAPI([{"reply": "Made by --provider codex."}]) as codex:
+        env = every_env(claude, codex, tmp_path)
+        single_dir = tmp_path / "single"
+        single_dir.mkdir()
+        async with spawn_agent("codex", single_dir, env) as single:
+            await single.initialize(capable=False)
+            made = await single.conn.new_session(cwd=str(work))
+            await single.conn.prompt(session_id=made.session_id, prompt=text("remember me"))
+        async with every_agent(env, tmp_path, capable=False, name="every") as agent:
+            await agent.conn.load_session(cwd=str(work), session_id=made.session_id)
+            assert "Made by --provider codex." in json.dumps(agent.frames.updates(made.session_id))
+            with pytest.raises(acp.RequestError) as missing:
+                await agent.conn.load_session(cwd=str(work), session_id="no-such-session")
+            assert missing.value.code == -32002
+            signed_out = await agent.conn._conn.send_request(
+                "logout", {"_meta": {"acp-agent": {"provider": "muse"}}})
+            assert isinstance(signed_out, dict)
+            with pytest.raises(acp.RequestError) as nobody:
+                await agent.conn._conn.send_request("logout", {"_meta": {"acp-agent": {"provider": "nobody"}}})
+            assert nobody.value.code == -32602
+    assert_clean(agent, capable=False)
