@@ -37,10 +37,25 @@ def test_unknown_provider_exits_2_and_lists_installed() -> None:
     assert result.stdout == ""
 
 
-def test_missing_provider_exits_2() -> None:
-    result = run()
+def test_without_a_provider_it_serves_every_installed_one() -> None:
+    """Issue 29: `acp-agent` alone (as `--provider all`) is one agent for every installed provider
+    whose backend can run; it used to exit 2 asking for --provider."""
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+    for args in ((), ("--provider", "all")):
+        result = run(*args, stdin=request + "\n")
+        assert result.returncode == 0, result.stderr
+        (frame,) = [json.loads(line) for line in result.stdout.splitlines()]
+        answer = frame["result"]
+        assert answer["agentInfo"]["name"] == "acp-agent"
+        assert "scripted" in answer["agentInfo"]["title"].lower()
+        assert any(method["id"].startswith("scripted:") for method in answer["authMethods"])
+
+
+def test_a_default_provider_that_is_not_served_exits_2() -> None:
+    result = run("--default-provider", "nope", stdin="")
     assert result.returncode == 2
-    assert "--provider" in result.stderr
+    assert "--default-provider 'nope' is not one of the providers served here" in result.stderr
+    assert result.stdout == ""
 
 
 @pytest.mark.parametrize(("name", "value"), [("ACP_AGENT_STARTUP_TIMEOUT_MS", "0"),
@@ -239,7 +254,16 @@ def test_editor_config_prints_an_entry_that_starts_the_agent_by_its_absolute_pat
     assert started.stdout == ""
 
 
-def test_editor_config_without_a_provider_says_which_are_installed() -> None:
+def test_editor_config_without_a_provider_prints_the_entry_for_every_provider() -> None:
+    """Issue 29: one entry starts one agent for every installed provider (it used to ask for one)."""
     result = run("editor-config")
+    assert result.returncode == 0, result.stderr
+    servers = json.loads(result.stdout)["agent_servers"]
+    assert list(servers) == ["acp-agent"]
+    assert "--provider" not in servers["acp-agent"]["args"]
+
+
+def test_editor_config_for_an_unknown_provider_says_which_are_installed() -> None:
+    result = run("editor-config", "--provider", "nope")
     assert result.returncode == 2
     assert "Installed providers:" in result.stderr

@@ -69,11 +69,11 @@ def test_the_command_serves_with_the_collector_running_and_start_up_frozen() -> 
               "    collections.clear()  # the interpreter's own start-up is not the agent's to change\n"
               "    return settle\n"
               "collector.defer_collection = deferred\n"
-              "serve = cli._serve\n"
+              "serve = cli.serve_stdio\n"
               "async def counted(*args):\n"
               "    print(json.dumps({'collections_before_serving': len(collections)}), file=sys.stderr)\n"
               "    await serve(*args)\n"
-              "cli._serve = counted\n"
+              "cli.serve_stdio = counted\n"
               "cli.command()\n")
     result = run_command_script(script)
     assert result.returncode == 0, result.stderr

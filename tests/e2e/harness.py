@@ -435,19 +435,21 @@ class AgentProcess:
 
 
 @asynccontextmanager
-async def spawn_agent(provider: str, tmp_path: Path, env: Mapping[str, str] | None = None,
+async def spawn_agent(provider: str | None, tmp_path: Path, env: Mapping[str, str] | None = None,
                       args: tuple[str, ...] = (), *, unstable: bool = False) -> AsyncIterator[AgentProcess]:
-    """Start `acp-agent --provider NAME` with logs at debug level in tmp_path; stop it on exit."""
+    """Start `acp-agent --provider NAME` (None: `acp-agent`, every provider) with logs at debug
+    level in tmp_path; stop it on exit."""
     frames = FrameLog()
     client = RecordingClient()
-    log_path = tmp_path / f"agent-{provider}.log"
-    stderr_path = tmp_path / f"agent-{provider}.stderr"
+    log_path = tmp_path / f"agent-{provider or 'all'}.log"
+    stderr_path = tmp_path / f"agent-{provider or 'all'}.stderr"
+    chosen = ("--provider", provider) if provider is not None else ()
     full_env = {key: value for key, value in os.environ.items() if not key.startswith("ACP_AGENT_")}
     full_env.update(env or {})
     full_env = {key: value for key, value in full_env.items() if value != ""}
     with open(stderr_path, "wb") as stderr:
         async with acp.spawn_agent_process(
-            client, agent_executable(), "--provider", provider, "--log-file", str(log_path), "--log-level", "debug",
+            client, agent_executable(), *chosen, "--log-file", str(log_path), "--log-level", "debug",
             *args, env=full_env, cwd=str(tmp_path), transport_kwargs={"stderr": stderr, "shutdown_timeout": 10.0},
             observers=[frames], use_unstable_protocol=unstable,  # unstable: answer elicitation/create
         ) as (conn, process):

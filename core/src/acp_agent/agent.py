@@ -102,20 +102,26 @@ class Agent(Initialization, SessionMethods):
         self.connection.eof_grace_s = EOF_GRACE_S
         self.connection.end_when_output_fails = True  # a client that closed stdout is gone
         async with anyio.create_task_group() as task_group:
-            self._task_group = task_group
-            self.backend.attach(task_group)
-            if self.provider.start_early:
-                task_group.start_soon(self._open_early)
-            if self.signin.keyring_needed():
-                task_group.start_soon(self._load_keyring)
-            if self._answered_once and self.capable:  # answered before the loop: AIR's first push
-                task_group.start_soon(self.outbox.push_auth_status)
+            self.start_beside(task_group)
             try:
                 await self.connection.serve()
             finally:
                 with anyio.CancelScope(shield=True):
                     await self.shutdown()
                 task_group.cancel_scope.cancel()
+
+    def start_beside(self, task_group: anyio.abc.TaskGroup, *, early: bool = True) -> None:
+        """What runs beside the connection, in `task_group`: the runtime's home, an early runtime
+        (unless not `early`: beside other providers, a backend starts with its first use), the
+        keyring's load, AIR's first auth push (`serve`, or the front of every provider)."""
+        self._task_group = task_group
+        self.backend.attach(task_group)
+        if early and self.provider.start_early:
+            task_group.start_soon(self._open_early)
+        if self.signin.keyring_needed():
+            task_group.start_soon(self._load_keyring)
+        if self._answered_once and self.capable:  # answered before the loop: AIR's first push
+            task_group.start_soon(self.outbox.push_auth_status)
 
     async def _open_early(self) -> None:
         """Open a `start_early` runtime as soon as `initialize` is answered (or a request needs it).

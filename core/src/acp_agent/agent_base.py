@@ -40,13 +40,13 @@ from acp_agent.signin import SignIn
 from acp_agent.startup.prestart import Prestarted
 from acp_agent.wire import acp
 from acp_agent.wire.convert import clip, describe_error
-from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Connection, Methods, RpcError
+from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, ClientLink, Connection, Methods, RpcError
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
     from acp_agent.sessions.holds import SessionHolds
     from acp_agent.sessions.routing import SessionRouter
     from acp_agent.sessions.session import Outbox, Session
-    from acp_agent.v2 import V2Client, V2Surface
+    from acp_agent.v2 import V2Surface
 
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,9 @@ class AgentBase:
         """What the client was told through ACP's `auth/status` (kept up to date once it asked)."""
         self.client_capabilities = acp.ClientCapabilities()
         self.connection: Connection | None = None
+        self.shared_client: ClientLink | None = None
+        """Where the sessions write when this agent serves beside others on one connection (the
+        front of every provider, `acp_agent.federation`); None: its own connection."""
         self.surface: V2Surface | None = None
         """The v2 translation of the connection, when `initialize` negotiated ACP v2 (`acp_agent.v2`)."""
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -138,8 +141,10 @@ class AgentBase:
         """The v1 method table (`acp_agent.agent.Agent`)."""
         raise NotImplementedError
 
-    def _client(self) -> Connection | V2Client | None:
+    def _client(self) -> ClientLink | None:
         """Where the sessions write: the connection, or its v2 translation."""
+        if self.shared_client is not None:
+            return self.shared_client
         if self.surface is None or self.connection is None:
             return self.connection
         return self.surface.client(self.connection)

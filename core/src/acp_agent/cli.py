@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: nothing is imported before 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Mapping, Sequence
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
     from acp_agent.backends.plugins import ProviderRegistry
     from acp_agent.startup.prestart import Prestarted
@@ -29,12 +29,15 @@ Waiting for JSON-RPC messages on stdin (Ctrl-D to quit).
 """
 
 
-def editor_entry(title: str, provider: str) -> dict[str, dict[str, object]]:
-    """Zed's `agent_servers` entry that starts this agent: the command by its absolute path (an
-    editor started from a desktop does not see the virtual environment this runs from)."""
+def editor_entry(title: str | None, provider: str | None) -> dict[str, dict[str, object]]:
+    """Zed's `agent_servers` entry that starts this agent (for one provider, or None: every one):
+    the command by its absolute path (an editor started from a desktop does not see the virtual
+    environment this runs from)."""
     from acp_agent.terminal_auth import agent_command
 
     program, *rest = agent_command()
+    if provider is None:
+        return {"acp-agent": {"command": program, "args": rest}}
     return {f"{title} (acp-agent)": {"command": program, "args": [*rest, "--provider", provider]}}
 
 
@@ -54,7 +57,8 @@ def _setup_logging(log_file: str | None, level: str, redact: object) -> None:
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 ENV_DEFAULTS = {"--provider": ("ACP_AGENT_PROVIDER", None), "--log-file": ("ACP_AGENT_LOG_FILE", None),
-                "--log-level": ("ACP_AGENT_LOG_LEVEL", "warning")}
+                "--log-level": ("ACP_AGENT_LOG_LEVEL", "warning"),
+                "--default-provider": ("ACP_AGENT_DEFAULT_PROVIDER", None)}
 """Where a serving option's default comes from: a variable of the environment, else a value."""
 
 
@@ -66,7 +70,11 @@ def _default(option: str, environ: Mapping[str, str]) -> str | None:
 def _serving_options(parser: argparse.ArgumentParser) -> None:
     """The options of serving a provider on stdin/stdout (what an editor runs)."""
     parser.add_argument("--provider", default=_default("--provider", os.environ),
-                        help="the provider to run (see `acp-agent providers`; env ACP_AGENT_PROVIDER)")
+                        help="the provider to run (see `acp-agent providers`; env ACP_AGENT_PROVIDER); "
+                             "without it, or `all`: every installed provider whose backend can run")
+    parser.add_argument("--default-provider", default=_default("--default-provider", os.environ),
+                        help="with every provider: the one a new session starts with (env "
+                             "ACP_AGENT_DEFAULT_PROVIDER; default: the first with credentials)")
     parser.add_argument("--log-file", default=_default("--log-file", os.environ),
                         help="write logs here instead of stderr (env ACP_AGENT_LOG_FILE)")
     parser.add_argument("--log-level", default=_default("--log-level", os.environ),
@@ -108,7 +116,9 @@ def _parser() -> argparse.ArgumentParser:
         description="An Agent Client Protocol agent hosting coding agents from several vendors. "
                     "`acp-agent --provider NAME` with no command serves ACP (JSON-RPC 2.0, one JSON "
                     "object per line) on stdin/stdout until stdin closes: that is how an editor starts "
-                    "it (`acp-agent editor-config --provider NAME` prints the editor entry).",
+                    "it (`acp-agent editor-config --provider NAME` prints the editor entry). "
+                    "`acp-agent` alone serves every installed provider in one agent (`editor-config` "
+                    "alone prints that entry).",
         epilog="Run `acp-agent COMMAND --help` for a command's own help.",
     )
     _serving_options(parser)
@@ -147,7 +157,8 @@ def _parser() -> argparse.ArgumentParser:
     editor = commands.add_parser("editor-config", help="print the editor entry that starts this agent",
                                  description="Print the `agent_servers` entry for Zed's settings.json "
                                              "that starts this acp-agent by its absolute path (an editor "
-                                             "does not see a virtual environment's PATH).")
+                                             "does not see a virtual environment's PATH), for one "
+                                             "provider or, without --provider, for every one.")
     _provider_option(editor)
     return parser
 
@@ -222,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _arguments(sys.argv[1:] if argv is None else list(argv))
         if args.command:
             return _subcommand(args)
-        if args.cli is None and args.provider:
+        if args.cli is None and args.provider and args.provider != ALL:
             # Serving one provider: its backend (if its spec declared a prestart the last time it
             # was loaded) boots while we import.
             from acp_agent.startup.declared import recorded
@@ -253,12 +264,20 @@ def _unknown_provider(name: str | None, registry: ProviderRegistry) -> int:
     return 2
 
 
+ALL = "all"
+"""`--provider all`: every installed provider (as without `--provider`)."""
+
+
 def _run(args: argparse.Namespace, prestarted: Prestarted, settle: Callable[[], None]) -> int:
     from acp_agent.failures.redaction import Redactor
 
     redactor = Redactor.from_environment()
     _setup_logging(args.log_file, args.log_level, redactor)
     registry = _registry()
+    if args.cli is None and args.provider in (None, ALL):
+        from acp_agent.federation.serving import serve_every_provider
+
+        return serve_every_provider(registry, args, redactor, settle)
     loaded = registry.get(args.provider) if args.provider else None
     if loaded is None:
         return _unknown_provider(args.provider, registry)
@@ -303,17 +322,18 @@ def _run(args: argparse.Namespace, prestarted: Prestarted, settle: Callable[[], 
 
     preread = answer_waiting_initialize(agent, sys.stdin.fileno(), sys.stdout.fileno(),
                                         args.max_line_bytes or DEFAULT_MAX_LINE_BYTES)
-    anyio.run(_serve, agent, args.max_line_bytes, settle, preread)
+    anyio.run(serve_stdio, agent, args.max_line_bytes, settle, preread)
     return 0
 
 
-async def _serve(agent: object, max_line_bytes: int | None, settle: Callable[[], None], preread: bytes) -> None:
+async def serve_stdio(agent: Any, max_line_bytes: int | None, settle: Callable[[], None],
+                      preread: bytes) -> None:
+    """Serve stdin/stdout with `agent` (an `Agent`, or the front of every provider) until EOF;
+    the first SIGTERM, SIGINT or SIGHUP stops it in order, a second (or the stop budget) at once."""
     import anyio
 
-    from acp_agent.agent import Agent
     from acp_agent.wire.stdio import stdio_streams
 
-    assert isinstance(agent, Agent)
     receive, send = stdio_streams(preread=preread)
     settle()  # everything start-up imports is loaded: the collector runs again, without those objects
     async with anyio.create_task_group() as task_group:
@@ -403,10 +423,13 @@ def _editor_config(provider: str | None) -> int:
     import json
 
     registry = _registry()
-    loaded = registry.get(provider) if provider else None
-    if loaded is None:
-        return _unknown_provider(provider, registry)
-    entry = editor_entry(loaded.spec.title, loaded.spec.name)
+    if provider in (None, ALL):  # one entry for every installed provider
+        entry = editor_entry(None, None)
+    else:
+        loaded = registry.get(provider)
+        if loaded is None:
+            return _unknown_provider(provider, registry)
+        entry = editor_entry(loaded.spec.title, loaded.spec.name)
     print(json.dumps({"agent_servers": entry}, indent=2))
     return 0
 

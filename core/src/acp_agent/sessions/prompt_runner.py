@@ -177,12 +177,12 @@ class TurnRunner:
 
 
 class InputWatch(anyio.abc.ByteReceiveStream):
-    """The client's input stream; tells the turn runner when it ended (the client is gone), and
-    ends it early when the agent is told to exit (`end`)."""
+    """The client's input stream; tells the turn runners (one per provider served) when it ended
+    (the client is gone), and ends it early when the agent is told to exit (`end`)."""
 
-    def __init__(self, stream: anyio.abc.ByteReceiveStream, runner: TurnRunner) -> None:
+    def __init__(self, stream: anyio.abc.ByteReceiveStream, *runners: TurnRunner) -> None:
         self._stream = stream
-        self._runner = runner
+        self._runners = runners
         self._ended = False
         self._reading: anyio.CancelScope | None = None
 
@@ -200,15 +200,19 @@ class InputWatch(anyio.abc.ByteReceiveStream):
                     return await self._stream.receive(max_bytes)
             raise anyio.EndOfStream
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._runner.input_gone()
+            self._gone()
             raise
         finally:
             self._reading = None
 
     async def aclose(self) -> None:
         """The connection reads no more (its output failed: the client is gone), as at EOF."""
-        self._runner.input_gone()
+        self._gone()
         await self._stream.aclose()
+
+    def _gone(self) -> None:
+        for runner in self._runners:
+            runner.input_gone()
 
 
 def _shutdown_failure() -> FailureObservation:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import attrs
@@ -62,10 +62,7 @@ from acp_agent.sessions.routing import SessionRouter
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import UNSET
-from acp_agent.wire.rpc import Connection, ConnectionClosed, Reply, RpcError
-
-if TYPE_CHECKING:
-    from acp_agent.v2 import V2Client
+from acp_agent.wire.rpc import ClientLink, ConnectionClosed, Reply, RpcError
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +95,7 @@ class Outbox:
     """The agent's configured credentials (environment, keyring, stored), resolved when asked."""
     session_env_vars: Collection[str] = ()
     """Variables that, handed over for one session, make its credentials `clientProvider`."""
-    connection: Connection | V2Client | None = None
+    connection: ClientLink | None = None
     """The client's connection, or its ACP v2 translation (`acp_agent.v2`)."""
     capable: bool = False
     auth_status: bool = False

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -37,6 +37,15 @@ class Reply:
 
     result: Any
     on_written: Callable[[bool], None]
+
+
+class ClientLink(Protocol):
+    """What the agent writes to its client through: a connection, its v2 translation, or a
+    session's view of the connection shared by every provider (`acp_agent.federation`)."""
+
+    async def notify(self, method: str, params: Any, *, wait_written: bool = False) -> bool: ...
+
+    async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any: ...
 
 
 RequestHandler = Callable[[Any], Awaitable[Any]]

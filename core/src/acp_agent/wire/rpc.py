@@ -20,6 +20,7 @@ import anyio.abc
 from attrs import define, field
 
 from acp_agent.wire.calls import (
+    ClientLink,
     IncomingCalls,
     NotificationHandler,
     OutgoingCalls,
@@ -47,7 +48,7 @@ from acp_agent.wire.records import frozen
 __all__ = [
     "AUTH_REQUIRED", "DEFAULT_CLOSE_FLUSH_S", "DEFAULT_MAX_IN_FLIGHT", "DEFAULT_MAX_LINE_BYTES",
     "DEFAULT_MAX_QUEUED_BYTES", "DEFAULT_REQUEST_TIMEOUT_S", "INTERNAL_ERROR", "INVALID_PARAMS",
-    "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "REQUEST_CANCELLED", "Connection",
+    "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "REQUEST_CANCELLED", "ClientLink", "Connection",
     "ConnectionClosed", "JsonObject", "LineReader", "Methods", "NotificationHandler",
     "PendingRequest", "Reply", "RequestHandler", "RpcError", "new_event", "response_frame",
     "waiting_request",
