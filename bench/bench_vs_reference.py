@@ -12,7 +12,7 @@ every Claude subject waits as long). Subjects run one after another inside each 
 load. Reports median [min–max] and ratios; asserts nothing.
 
 Subjects: `acp-agent --provider claude|codex`; `acp-agent` serving every installed provider, its
-sessions on Claude or Codex ("acp-agent all, claude|codex": `--default-provider`); the raw backends (`claude -p … --output-format
+sessions on Claude or Codex ("acp-agent all (claude|codex)": `--default-provider`); the raw backends (`claude -p … --output-format
 stream-json` from the bundled CLI, `codex app-server` driven with raw JSON-RPC); the bundled
 CLI alone started and driven as acp-agent runs a session's CLI ("claude CLI as the agent runs
 it": stream-json input, the agent's flags, environment and control handshake); and, when they
@@ -424,13 +424,13 @@ def subjects() -> dict[str, tuple[Callable[[], Any], Callable[[dict[str, str], s
         (codex_fixture, lambda env, cwd, sessions: least_codex_agent(env, cwd, "--thread-at-spawn"))
         if codex_binary() else "openai-codex-cli-bin is not installed")
     # `acp-agent` alone serves every installed provider: the same rows, the session on one of them.
-    found["acp-agent all, codex"] = ((codex_fixture, acp([agent, "--default-provider", "codex"]))
+    found["acp-agent all (codex)"] = ((codex_fixture, acp([agent, "--default-provider", "codex"]))
                                      if codex_binary() else "openai-codex-cli-bin is not installed")
     codex_ref = reference("codex-acp")
     found["codex-acp"] = (codex_fixture, acp(codex_ref)) if codex_ref else f"not installed under {REF_DIR}"
     found["acp-agent claude"] = ((claude_fixture, acp([agent, "--provider", "claude"], in_use=True)) if claude_cli()
                                  else "claude-agent-sdk is not installed")
-    found["acp-agent all, claude"] = ((claude_fixture, acp([agent, "--default-provider", "claude"], in_use=True))
+    found["acp-agent all (claude)"] = ((claude_fixture, acp([agent, "--default-provider", "claude"], in_use=True))
                                       if claude_cli() else "claude-agent-sdk is not installed")
     found["raw claude -p"] = ((claude_fixture, lambda env, cwd, sessions: raw_claude(env, cwd)) if claude_cli()
                               else "claude-agent-sdk is not installed")
