@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from acp_agent.federation import directory as directory_module
-from acp_agent.federation import options
+from acp_agent.federation import listing, options
 from acp_agent.federation.directory import KnownModels, Placement, SessionDirectory
-from acp_agent.federation.front import _cursor, _merge_meta, _offset
 from acp_agent.federation.link import ProviderLink
+from acp_agent.federation.signin import merge_meta
 from acp_agent.wire.rpc import RpcError
 
 pytestmark = pytest.mark.timeout(30)
@@ -132,16 +132,16 @@ async def test_the_link_names_a_moved_session_by_the_clients_id_and_holds_its_fi
 
 def test_meta_merges_objects_and_unites_lists() -> None:
     merged: dict[str, Any] = {}
-    _merge_meta(merged, {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "diffPatch"]}}})
-    _merge_meta(merged, {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "goal"]}},
+    merge_meta(merged, {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "diffPatch"]}}})
+    merge_meta(merged, {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "goal"]}},
                          "steering": {"supported": True}})
     assert merged == {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "diffPatch", "goal"]}},
                       "steering": {"supported": True}}
 
 
-@pytest.mark.parametrize("cursor", ["nope", _cursor(-1), "eyJvZmZzZXQiOiAidHdvIn0="])
+@pytest.mark.parametrize("cursor", ["nope", listing.cursor(-1), "eyJvZmZzZXQiOiAidHdvIn0="])
 def test_a_cursor_the_front_did_not_give_is_invalid_params(cursor: str) -> None:
     with pytest.raises(RpcError) as error:
-        _offset(cursor)
+        listing.offset(cursor)
     assert error.value.code == -32602
-    assert _offset(_cursor(50)) == 50 and _offset(None) == 0
+    assert listing.offset(listing.cursor(50)) == 50 and listing.offset(None) == 0

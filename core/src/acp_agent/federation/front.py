@@ -1,20 +1,16 @@
 """The front of every provider: one connection, one `Agent` per provider behind it.
 
 Each agent is the one `acp-agent --provider NAME` runs, so a session behaves, fails and is
-classified exactly as there; the front only chooses which agent answers. `initialize` asks every
-agent and merges the answers (their auth methods named `<provider>:<id>`); `session/new` opens
+classified exactly as there; the front only chooses which agent answers. `initialize` and
+sign-in are merged (`signin`), so is `session/list` (`listing`, with one cursor); `session/new` opens
 with the default provider, and the session's `provider` option (or another provider's model)
 moves it before its first prompt, under the same session id; every other session method goes to
 the session's provider (`directory`: also for a session of an earlier process, else each provider
-is asked in turn); `session/list` merges every provider's sessions with one cursor. A provider
-whose backend no session uses is never started.
+is asked in turn). A provider whose backend no session uses is never started.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -27,6 +23,8 @@ from acp_agent.failures.scrub import ScrubbingSendStream
 from acp_agent.federation import options as shown_options
 from acp_agent.federation.directory import KnownModels, Placement, SessionDirectory
 from acp_agent.federation.link import ProviderLink
+from acp_agent.federation.listing import MergedList
+from acp_agent.federation.signin import SignIn
 from acp_agent.sessions.prompt_runner import InputWatch
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import clip
@@ -38,12 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RESOURCE_NOT_FOUND = -32002
-LIST_PAGE = 50
-"""Sessions per `session/list` page of the merged list."""
-LIST_PAGES_PER_PROVIDER = 40
-"""How many of a provider's own pages one merged listing reads at most."""
-PROVIDER_META = "acp-agent"
-"""`_meta` key of a listed session: `{"provider": NAME}`."""
 
 
 @define(eq=False)
@@ -65,6 +57,16 @@ class OpenSession:
     def fixed(self) -> bool:
         return self.prompted or self.new_params is None
 
+    def observe(self, update: Mapping[str, Any]) -> bool:
+        """Follow the mode and options an update of its provider sets; True if its options did."""
+        kind = update.get("sessionUpdate")
+        if kind == "current_mode_update" and isinstance(self.modes, Mapping):
+            self.modes = {**self.modes, "currentModeId": update.get("currentModeId")}
+        if kind == "config_option_update" and isinstance(update.get("configOptions"), list):
+            self.options = list(update["configOptions"])
+            return True
+        return False
+
 
 class Front:
     """Serves one client for every provider in `agents` (in the documented order)."""
@@ -82,6 +84,10 @@ class Front:
         self.links: dict[str, ProviderLink] = {}
         self._tables = {name: agent.methods() for name, agent in agents.items()}
         self.connection: Connection | None = None
+        self.signin = SignIn(agents, agent_version, lambda: self.connection)
+        self.listing = MergedList([name for name in self.order if M.SESSION_LIST in self._tables[name].requests],
+                                  lambda provider, params: self._call(provider, M.SESSION_LIST, params),
+                                  directory)
         self._input: InputWatch | None = None
 
     # --- serving ------------------------------------------------------------------------------
@@ -92,12 +98,12 @@ class Front:
             for method in table.requests:
                 requests[method] = _bound(self.routed, method)
         requests.update({
-            M.INITIALIZE: self.initialize,
-            M.AUTHENTICATE: self.authenticate,
-            M.LOGOUT: self.logout,
-            M.AUTH_STATUS: self.auth_status,
+            M.INITIALIZE: self.signin.initialize,
+            M.AUTHENTICATE: self.signin.authenticate,
+            M.LOGOUT: self.signin.logout,
+            M.AUTH_STATUS: self.signin.auth_status,
             M.SESSION_NEW: self.new_session,
-            M.SESSION_LIST: self.list_sessions,
+            M.SESSION_LIST: self.listing.page,
             M.SESSION_LOAD: _bound(self.reopen, M.SESSION_LOAD),
             M.SESSION_RESUME: _bound(self.reopen, M.SESSION_RESUME),
             M.SESSION_FORK: self.fork_session,
@@ -126,7 +132,7 @@ class Front:
         self.connection.eof_grace_s = EOF_GRACE_S
         self.connection.end_when_output_fails = True
         for name, agent in self.agents.items():
-            self.links[name] = ProviderLink(self.connection, self._observed, self._auth_changed)
+            self.links[name] = ProviderLink(self.connection, self._observed, self.signin.changed)
             agent.shared_client = self.links[name]
         async with anyio.create_task_group() as task_group:
             for agent in self.agents.values():
@@ -147,144 +153,35 @@ class Front:
         if self._input is not None:
             self._input.end()
 
-    # --- initialize and sign-in ----------------------------------------------------------------
-
-    async def initialize(self, params: Any) -> Any:
-        """Every agent's answer, merged: this front speaks ACP v1."""
-        if isinstance(params, dict) and isinstance(params.get("protocolVersion"), int) \
-                and params["protocolVersion"] > 1:
-            params = {**params, "protocolVersion": 1}
-        replies: list[Reply] = []
-        answers: dict[str, Any] = {}
-        for name, agent in self.agents.items():
-            reply = await agent.initialize(params)
-            replies.append(reply)
-            answers[name] = reply.result
-
-        def written(done: bool) -> None:
-            for reply in replies:
-                reply.on_written(done)
-
-        return Reply(self._merged_initialize(answers), written)
-
-    def _merged_initialize(self, answers: Mapping[str, Any]) -> dict[str, Any]:
-        first = answers[self.order[0]]
-        capabilities: dict[str, Any] = json.loads(json.dumps(first.get("agentCapabilities") or {}))
-        meta: dict[str, Any] = {}
-        methods: list[Any] = []
-        for name, answer in answers.items():
-            caps = answer.get("agentCapabilities") or {}
-            capabilities["loadSession"] = bool(capabilities.get("loadSession") or caps.get("loadSession"))
-            prompt = capabilities.setdefault("promptCapabilities", {})  # content a provider takes
-            for flag, value in (caps.get("promptCapabilities") or {}).items():
-                prompt[flag] = bool(prompt.get(flag) or value)
-            mcp = capabilities.setdefault("mcpCapabilities", {})  # transports every provider speaks
-            for flag in list(mcp):
-                mcp[flag] = bool(mcp[flag] and (caps.get("mcpCapabilities") or {}).get(flag))
-            sessions = capabilities.setdefault("sessionCapabilities", {})
-            sessions.update({key: value for key, value in (caps.get("sessionCapabilities") or {}).items()
-                             if key not in sessions})
-            _merge_meta(meta, answer.get("_meta") or {})
-            for method in answer.get("authMethods") or ():
-                label = str(method.get("name") or method["id"])
-                methods.append({**method, "id": f"{name}:{method['id']}",
-                                "name": label if self.titles[name] in label else f"{self.titles[name]}: {label}"})
-        answer = {
-            "protocolVersion": first.get("protocolVersion", 1),
-            "agentCapabilities": capabilities,
-            "authMethods": methods,
-            "agentInfo": {"name": "acp-agent", "version": self.agent_version,
-                          "title": "acp-agent (" + ", ".join(self.titles.values()) + ")"},
-        }
-        if meta:
-            answer["_meta"] = meta
-        return answer
-
-    async def authenticate(self, params: Any) -> Any:
-        """`methodId` `<provider>:<id>`: that provider's sign-in."""
-        method_id = params.get("methodId") if isinstance(params, Mapping) else None
-        provider, _, own = method_id.partition(":") if isinstance(method_id, str) else ("", "", "")
-        if provider not in self.agents or not own:
-            known = ", ".join(f"{name}:…" for name in self.order)
-            raise RpcError(INVALID_PARAMS, f"Unknown auth method {clip(str(method_id))!r}: the ids are "
-                           f"<provider>:<method> ({known})", {"field": "methodId"})
-        return await self.agents[provider].authenticate({**params, "methodId": own})
-
-    async def logout(self, params: Any) -> Any:
-        """Sign out of the provider `_meta["acp-agent"].provider` names, else of every one."""
-        chosen = _meta_provider(params)
-        if chosen is not None and chosen not in self.agents:
-            raise RpcError(INVALID_PARAMS, f"Unknown provider {clip(chosen)!r}", {"field": "_meta"})
-        meta: dict[str, Any] = {}
-        for name in [chosen] if chosen else self.order:
-            answer = await self.agents[name].logout(params)
-            _merge_meta(meta, (answer or {}).get("_meta") or {})
-        return {"_meta": meta} if meta else {}
-
-    async def auth_status(self, params: Any) -> Any:
-        """Signed in when any provider is; one account per provider that has credentials."""
-        answers = [await agent.auth_status_request(params) for agent in self.agents.values()]
-        return self._merged_status(answers)
-
-    def _merged_status(self, answers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        accounts = [{**account, "label": f"{self.titles[name]}: {account.get('label', '')}"}
-                    for name, answer in zip(self.order, answers, strict=True)
-                    for account in answer.get("accounts") or ()]
-        signed_in = any(answer.get("state") == "authenticated" for answer in answers)
-        status: dict[str, Any] = {"state": "authenticated" if signed_in else "unauthenticated"}
-        if accounts:
-            status["accounts"] = accounts
-        return status
-
-    async def _auth_changed(self) -> None:
-        """A provider's `auth/status_update`: the client is told the merged status."""
-        answers = [agent.auth_feed.last for agent in self.agents.values()]
-        if self.connection is not None and all(answer is not None for answer in answers):
-            await self.connection.notify(M.AUTH_STATUS_UPDATE, self._merged_status(
-                [answer for answer in answers if answer is not None]))
-
     # --- sessions ------------------------------------------------------------------------------
 
     async def new_session(self, params: Any) -> Any:
-        provider = await self._default_provider()
+        provider = self.default or await self.signin.first_with_credentials()
         reply = await self._call(provider, M.SESSION_NEW, params)
-        answer = _payload(reply)
-        session_id = answer["sessionId"]
-        session = OpenSession(provider, session_id, dict(params), list(answer.get("configOptions") or ()),
-                              answer.get("modes"))
-        self.sessions[session_id] = session
-        self.directory.record(session_id, Placement(provider, session_id))
+        session_id = _payload(reply)["sessionId"]
+        return self._opened(session_id, provider, session_id, reply, new_params=dict(params))
+
+    def _opened(self, session_id: str, provider: str, backend_id: str, reply: Any, *,
+                new_params: dict[str, Any] | None = None, record: bool = True) -> Any:
+        """The answer of a session `provider` opened, with the options the front shows."""
+        answer = _payload(reply) or {}
+        self.sessions[session_id] = session = OpenSession(
+            provider, backend_id, new_params, list(answer.get("configOptions") or ()), answer.get("modes"))
+        if record:
+            self.directory.record(session_id, Placement(provider, backend_id))
         self._learn_models(provider, session.options)
         return _rewrapped(reply, {**answer, "configOptions": self._shown(session_id)})
-
-    async def _default_provider(self) -> str:
-        """`--default-provider`, else the first provider with credentials, else the first."""
-        if self.default is not None:
-            return self.default
-        for name in self.order:
-            if (await self.agents[name].credentials()).configured:
-                return name
-        return self.order[0]
 
     async def reopen(self, method: str, params: Any) -> Any:
         """`session/load` or `session/resume`, by the session's provider; it keeps that provider."""
         session_id = _session_id(params)
         reply, provider, backend_id = await self._routed(method, params)
-        answer = _payload(reply) or {}
-        session = OpenSession(provider, backend_id, None, list(answer.get("configOptions") or ()),
-                              answer.get("modes"))
-        self.sessions[session_id] = session
-        self._learn_models(provider, session.options)
-        return _rewrapped(reply, {**answer, "configOptions": self._shown(session_id)})
+        return self._opened(session_id, provider, backend_id, reply, record=False)
 
     async def fork_session(self, params: Any) -> Any:
         reply, provider, _ = await self._routed(M.SESSION_FORK, params)
-        answer = _payload(reply)
-        forked = answer["sessionId"]
-        session = OpenSession(provider, forked, None, list(answer.get("configOptions") or ()), answer.get("modes"))
-        self.sessions[forked] = session
-        self.directory.record(forked, Placement(provider, forked))
-        return _rewrapped(reply, {**answer, "configOptions": self._shown(forked)})
+        forked = _payload(reply)["sessionId"]
+        return self._opened(forked, provider, forked, reply)
 
     async def end(self, method: str, params: Any) -> Any:
         """`session/close` or `session/delete` by the session's provider; a deleted one is forgotten."""
@@ -311,8 +208,8 @@ class Front:
     async def set_mode(self, params: Any) -> Any:
         answer = await self.routed(M.SESSION_SET_MODE, params)
         session = self.sessions.get(_session_id(params))
-        if session is not None and isinstance(session.modes, Mapping):
-            session.modes = {**session.modes, "currentModeId": params.get("modeId")}
+        if session is not None:
+            session.observe({"sessionUpdate": "current_mode_update", "currentModeId": params.get("modeId")})
         return answer
 
     async def set_config_option(self, params: Any) -> Any:
@@ -403,48 +300,6 @@ class Front:
         if handler is not None:
             await handler({**params, "sessionId": placement.backend_id})
 
-    async def list_sessions(self, params: Any) -> Any:
-        """Every provider's sessions, newest first, each naming its provider in `_meta`; a
-        provider whose list fails is left out (logged). The cursor is the front's own."""
-        if not isinstance(params, Mapping):
-            raise RpcError(INVALID_PARAMS, "Invalid params: expected an object", {"field": "params"})
-        start = _offset(params.get("cursor"))
-        rows: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for name in self.order:
-            if M.SESSION_LIST not in self._tables[name].requests:
-                continue
-            try:
-                for row in await self._listed(name, params):
-                    client_id = self.directory.client_id(name, row["sessionId"])
-                    if client_id in seen:
-                        continue
-                    seen.add(client_id)
-                    meta = {**(row.get("_meta") or {}), PROVIDER_META: {"provider": name}}
-                    rows.append({**row, "sessionId": client_id, "_meta": meta})
-            except RpcError as exc:
-                log.warning("session/list of %s failed: %s", name, exc.message)
-        rows.sort(key=lambda row: str(row.get("updatedAt") or ""), reverse=True)
-        page = rows[start:start + LIST_PAGE]
-        answer: dict[str, Any] = {"sessions": page}
-        if start + LIST_PAGE < len(rows):
-            answer["nextCursor"] = _cursor(start + LIST_PAGE)
-        return answer
-
-    async def _listed(self, provider: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        cursor: Any = None
-        for _ in range(LIST_PAGES_PER_PROVIDER):
-            asked = {key: value for key, value in params.items() if key != "cursor"}
-            if cursor is not None:
-                asked["cursor"] = cursor
-            answer = _payload(await self._call(provider, M.SESSION_LIST, asked))
-            rows.extend(row for row in answer.get("sessions") or () if isinstance(row, dict))
-            cursor = answer.get("nextCursor")
-            if not cursor:
-                break
-        return rows
-
     # --- routing -------------------------------------------------------------------------------
 
     async def routed(self, method: str, params: Any) -> Any:
@@ -503,15 +358,9 @@ class Front:
     def _observed(self, session_id: str, update: Mapping[str, Any]) -> Mapping[str, Any]:
         """An update an agent sends, as the client sees it (its options as the front shows them)."""
         session = self.sessions.get(session_id)
-        if session is None:
+        if session is None or not session.observe(update):
             return update
-        kind = update.get("sessionUpdate")
-        if kind == "current_mode_update" and isinstance(session.modes, Mapping):
-            session.modes = {**session.modes, "currentModeId": update.get("currentModeId")}
-        if kind == "config_option_update" and isinstance(update.get("configOptions"), list):
-            session.options = list(update["configOptions"])
-            return {**update, "configOptions": self._shown(session_id)}
-        return update
+        return {**update, "configOptions": self._shown(session_id)}
 
     def _learn_models(self, provider: str, options: Sequence[Any]) -> None:
         models = shown_options.models_of(options)
@@ -559,38 +408,3 @@ def _session_id(params: Any) -> str:
     if not isinstance(session_id, str):
         raise RpcError(INVALID_PARAMS, "Invalid params: sessionId: expected a string", {"field": "sessionId"})
     return session_id
-
-
-def _meta_provider(params: Any) -> str | None:
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
-    own = meta.get(PROVIDER_META) if isinstance(meta, Mapping) else None
-    provider = own.get("provider") if isinstance(own, Mapping) else None
-    return provider if isinstance(provider, str) else None
-
-
-def _merge_meta(into: dict[str, Any], meta: Mapping[str, Any]) -> None:
-    """`meta` merged into `into`: objects key by key, lists as their union (AIR's capabilities)."""
-    for key, value in meta.items():
-        mine = into.get(key)
-        if isinstance(mine, dict) and isinstance(value, Mapping):
-            _merge_meta(mine, value)
-        elif isinstance(mine, list) and isinstance(value, list):
-            mine.extend(item for item in value if item not in mine)
-        elif key not in into:
-            into[key] = json.loads(json.dumps(value))
-
-
-def _cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
-
-
-def _offset(cursor: Any) -> int:
-    if cursor is None:
-        return 0
-    try:
-        offset = json.loads(base64.urlsafe_b64decode(str(cursor).encode()))["offset"]
-    except (ValueError, TypeError, KeyError, binascii.Error):
-        offset = None
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        raise RpcError(INVALID_PARAMS, "Invalid params: cursor: not one this agent gave", {"field": "cursor"})
-    return offset
