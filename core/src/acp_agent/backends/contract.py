@@ -128,6 +128,12 @@ class RuntimeCapabilities:
     steering: bool = False
     """`ProviderRuntime.steer` works: the core then offers `_session/steering` (advertised in
     `initialize` as `_meta.steering.supported`)."""
+    file_changes: bool = False
+    """The backend's file edits reach the core as tool calls of kind edit, delete or move that
+    name their files (diffs or locations): the core serves AIR's `agentFileChangeReport`."""
+    file_patches: bool = False
+    """Edit tool calls carry their exact changes (`acp.FilePatch`): the core serves AIR's
+    `diffPatch`."""
 
 
 def _new_router() -> SessionRouter:

@@ -113,7 +113,9 @@ def provider_spec() -> ProviderSpec:
                                          close_session=True, fork_session=True,
                                          delete_session=True, image=True, embedded_context=True,
                                          mcp_http=True, mcp_sse=True, additional_directories=True,
-                                         steering=True, set_title=True, fork_at_message=True),
+                                         steering=True, set_title=True, fork_at_message=True,
+                                         file_changes=True,  # Edit/Write tool calls name their file
+                                         file_patches=True),  # from Edit/Write's tool_use_result
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
     )
 

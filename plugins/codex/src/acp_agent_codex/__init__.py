@@ -132,6 +132,8 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 delete_session=True,
                 set_title=True,
                 additional_directories=True,  # app-server's runtimeWorkspaceRoots
+                file_changes=True,  # fileChange items name their files
+                file_patches=True,  # fileChange.changes: whole texts and unified diffs
                 image=True,
                 embedded_context=True,
                 steering=True,

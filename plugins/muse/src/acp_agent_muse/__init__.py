@@ -107,6 +107,7 @@ def provider_spec() -> ProviderSpec:
             fork_at_message=True,  # session/fork cutPoint.lastTurnId: the turn that holds the message
             set_title=True,  # MSP `session/rename`
             additional_directories=True,  # MSP `workspaceRoots` on session/start and turn/start
+            file_changes=True,  # edit tool calls name their file in `args` (no diff: no diffPatch)
             image=True,
             embedded_context=True,
             steering=True,
