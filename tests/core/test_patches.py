@@ -115,13 +115,17 @@ def test_a_diffpatch_client_gets_the_patch_in_place_of_the_standard_diffs() -> N
     assert "patches" not in shown
 
 
-def test_a_result_with_a_patch_keeps_its_text_and_gains_the_patch() -> None:
+def test_a_result_with_a_patch_shows_the_patch_in_place_of_its_text() -> None:
+    """As claude-agent-acp's final Edit/Write update: the patch, not the confirmation text."""
     text = acp.ToolContent(acp.TextContent("The file was updated."))
     update = acp.ToolCallUpdate("t1", status="completed", content=[text],
                                 patches=(P("/w/n.txt", "add", new_text="x\n"),))
-    shown = with_patches(update)
-    assert shown.content[0] == text
-    assert isinstance(shown.content[1], acp.ToolDiff) and shown.content[1].new_text == ""
+    [shown] = with_patches(update).content
+    assert isinstance(shown, acp.ToolDiff) and (shown.path, shown.new_text) == ("/w/n.txt", "")
+    other = acp.ToolContent(acp.TextContent("note"))
+    call = acp.ToolCall("t2", "Edit", content=[other, acp.ToolDiff("/w/n.txt", "x\n", None)],
+                        patches=(P("/w/n.txt", "add", new_text="x\n"),))
+    assert with_patches(call).content[0] == other  # beside standard diffs, other content stays
 
 
 def test_a_call_whose_patch_cannot_be_built_stays_as_it_is() -> None:

@@ -165,8 +165,9 @@ def patch_diff(path: str, text: str) -> acp.ToolDiff:
 
 def with_patches(update: Any) -> Any:
     """A tool call or update with patches as a `diffPatch` client gets it: the patch diffs take
-    the place of its standard diffs (they follow its other content where it had none, as the
-    patch after a result's text). Unchanged when it has no patches or one cannot be built."""
+    the place of its standard diffs, or, where it has none (a tool's result, whose text only
+    confirms the edit), of its whole content, as claude-agent-acp's final Edit/Write update.
+    Unchanged when it has no patches or one of them cannot be built."""
     patches = getattr(update, "patches", ())
     if not patches or not isinstance(update, acp.ToolCall | acp.ToolCallUpdate):
         return update
@@ -174,8 +175,10 @@ def with_patches(update: Any) -> Any:
     if any(text is None for _, text in built):
         return update
     content = update.content if isinstance(update.content, list) else []
-    kept = [item for item in content if not isinstance(item, acp.ToolDiff)]
-    return attrs.evolve(update, content=[*kept, *(patch_diff(path, text) for path, text in built if text)])
+    diffs = [patch_diff(path, text) for path, text in built if text]
+    if not any(isinstance(item, acp.ToolDiff) for item in content):
+        return attrs.evolve(update, content=diffs)
+    return attrs.evolve(update, content=[*(item for item in content if not isinstance(item, acp.ToolDiff)), *diffs])
 
 
 __all__ = ["DIFF_PATCH", "git_patch", "patch_diff", "unified_hunks", "with_patches"]
