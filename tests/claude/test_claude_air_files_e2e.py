@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.claude.e2e_support import claude_agent, text
-from tests.e2e.air_files import DECLARED, advertised, air_client, patches, report_index, report_request, reports
+from tests.e2e.air_files import DECLARED, air_client, patches, report_index, report_request, reports
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
@@ -42,7 +42,7 @@ async def test_edits_are_reported_and_shown_as_git_patches(tmp_path: Path, decla
     assert outcome.stop_reason == "end_turn"
     assert (work / "m.txt").read_text() == "a\nB\nc\n" and (work / "new.txt").read_text() == "hello\n"
     assert initialized["_meta"]["jetbrains"]["air"]["capabilities"] == [
-        "sessionFailure", "agentFileChangeReport", "diffPatch"]
+        "sessionFailure", "agentFileChangeReport", "diffPatch", "rawInputRendering"]
     assert agent.frames.problems == []
     if not declared:  # today's frames
         wire = json.dumps(agent.frames.updates())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,8 @@ async def test_a_patch_is_reported_and_shown_as_git_patches(tmp_path: Path, decl
                                               jetbrains=report_request("r-1"))
     assert outcome.stop_reason == "end_turn"
     assert (work / "new.txt").read_text() == "hello\n" and (work / "m.txt").read_text() == "a\nB\nc\n"
-    assert advertised(agent.initialized) == ["sessionFailure", "agentFileChangeReport", "diffPatch"]
+    assert advertised(agent.initialized) == ["sessionFailure", "agentFileChangeReport", "recommendedValue",
+                                             "diffPatch", "rawInputRendering"]
     assert agent.frames.problems == []
     real = os.path.realpath(work)
     if not declared:  # today's frames: the standard diffs, no report
@@ -81,3 +83,31 @@ async def test_a_turn_without_edits_reports_no_paths_and_a_repeated_id_is_answer
     assert reports(agent, session.session_id) == [{"version": 1, "requestId": "same", "status": "reported",
                                                    "paths": [], "declaredComplete": False, "truncated": False}]
     assert agent.frames.problems == []
+
+
+def session_new_result(agent: Any) -> dict[str, Any]:
+    return next(frame["result"] for frame in agent.frames.incoming
+                if isinstance(frame.get("result"), dict) and "sessionId" in frame["result"])
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["declared", "not-declared"])
+async def test_config_options_name_codexs_recommended_values(tmp_path: Path, declared: bool) -> None:
+    """`recommendedValue` as codex-acp: model/list's `isDefault` model and the model's
+    `defaultReasoningEffort`, the options otherwise as offered."""
+    capabilities = ["sessionFailure", "recommendedValue", "rawInputRendering"] if declared else ["sessionFailure"]
+    with FakeResponsesAPI([]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, meta=air_client(*capabilities)) as agent:
+            await agent.conn.new_session(cwd=workspace(tmp_path))
+    assert advertised(agent.initialized) == ["sessionFailure", "agentFileChangeReport", "recommendedValue",
+                                             "diffPatch", "rawInputRendering"]
+    options = {option["id"]: option for option in session_new_result(agent)["configOptions"]}
+    assert agent.frames.problems == []
+    if not declared:
+        assert all("_meta" not in option for option in options.values())
+        return
+    # the same as codex-acp 2.6.0 on this CODEX_HOME (compared by hand)
+    assert options["model"]["_meta"] == {"jetbrains": {"air": {"version": 1, "recommendedValue": "gpt-6.1-sol"}}}
+    assert options["reasoning_effort"]["_meta"] == {"jetbrains": {"air": {"version": 1, "recommendedValue": "medium"}}}
+    assert "_meta" not in options["fast-mode"]
+    assert options["model"]["currentValue"] == "gpt-5.5"  # the session's model is unchanged

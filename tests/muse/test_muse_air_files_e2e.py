@@ -29,7 +29,8 @@ async def test_a_completed_edit_is_reported_and_a_failed_one_is_not(tmp_path: Pa
         outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("turn:edit now"),
                                           jetbrains=report_request("m-1"))
     assert outcome.stop_reason == "end_turn"
-    assert initialized["_meta"]["jetbrains"]["air"]["capabilities"] == ["sessionFailure", "agentFileChangeReport"]
+    assert initialized["_meta"]["jetbrains"]["air"]["capabilities"] == [
+        "sessionFailure", "agentFileChangeReport", "recommendedValue", "rawInputRendering"]
     assert agent.frames.problems == []
     if not declared:
         assert "agentFileChangeReport" not in json.dumps(agent.frames.updates())
@@ -63,3 +64,23 @@ async def test_a_cancelled_turn_reports_unavailable(tmp_path: Path) -> None:
     assert reports(agent, session.session_id) == [{"version": 1, "requestId": "m-2", "status": "unavailable",
                                                    "reason": "cancelled"}]
     assert agent.frames.problems == []
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["declared", "not-declared"])
+async def test_config_options_name_the_hosts_recommended_values(tmp_path: Path, declared: bool) -> None:
+    """`recommendedValue`: model/list's `isDefault` model and the model's `defaultReasoningEffort`."""
+    capabilities = ["sessionFailure", "recommendedValue"] if declared else ["sessionFailure"]
+    async with muse_agent(tmp_path, capable=False, meta=air_client(*capabilities)) as agent:
+        session = await agent.conn.new_session(cwd=str(tmp_path))
+        await agent.conn.set_config_option(session_id=session.session_id, config_id="model", value="muse-small")
+    answers = [frame["result"] for frame in agent.frames.incoming if isinstance(frame.get("result"), dict)
+               and "configOptions" in frame["result"]]
+    assert agent.frames.problems == []
+    shown = [{option["id"]: option.get("_meta") for option in answer["configOptions"]} for answer in answers]
+    if not declared:
+        assert shown == [{"model": None}, {"model": None, "reasoning_effort": None}]
+        return
+    recommends = {"jetbrains": {"air": {"version": 1, "recommendedValue": "muse-large"}}}
+    assert shown == [{"model": recommends},
+                     {"model": recommends,
+                      "reasoning_effort": {"jetbrains": {"air": {"version": 1, "recommendedValue": "low"}}}}]

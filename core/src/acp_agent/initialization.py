@@ -133,6 +133,10 @@ def air_capabilities(caps: RuntimeCapabilities) -> list[str]:
     served: list[str] = []
     if caps.file_changes:
         served.append("agentFileChangeReport")
+    if caps.recommended_values:
+        served.append("recommendedValue")
     if caps.file_patches:
         served.append("diffPatch")
+    if caps.raw_input:
+        served.append("rawInputRendering")
     return served

@@ -38,7 +38,7 @@ class SessionMethods(AgentBase):
         return self.outbox.choices
 
     def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
-        return setup_fields(start, self.outbox.features.boolean_options)
+        return setup_fields(start, self.outbox.features.boolean_options, self.outbox.features.recommended_value)
 
     def _new_session_state(self, session_id: str, cwd: str, credentials: dict[str, str] | None = None) -> Session:
         from acp_agent.sessions.session import Session
@@ -245,7 +245,8 @@ class SessionMethods(AgentBase):
             options = await runtime.set_config_option(session.session_id, config_id, value)
         self.choices.chose(session.session_id, ("option", config_id), value)
         session.config_options = tuple(options)
-        return self._dump(acp.SetConfigOptionResponse(config_options=switches.shown(options, boolean)))
+        return self._dump(acp.SetConfigOptionResponse(config_options=switches.shown(
+            options, boolean, self.outbox.features.recommended_value)))
 
     async def prompt(self, params: Any) -> Any:
         request = self._parse(params, acp.PromptRequest)
@@ -426,12 +427,12 @@ def fork_point(meta: Any) -> str | None:
     return message_id.split(":segment:", 1)[0]
 
 
-def setup_fields(start: SessionStart, boolean_options: bool) -> dict[str, Any]:
+def setup_fields(start: SessionStart, boolean_options: bool, recommended: bool = False) -> dict[str, Any]:
     """The modes and config options of a new/load/resume/fork answer, as the client sees them."""
     from acp_agent.sessions import switches
 
     return {
         "modes": start.modes if start.modes is not None else UNSET,
-        "config_options": (switches.shown(start.config_options, boolean_options)
+        "config_options": (switches.shown(start.config_options, boolean_options, recommended)
                            if start.config_options is not None else UNSET),
     }

@@ -134,6 +134,12 @@ class RuntimeCapabilities:
     file_patches: bool = False
     """Edit tool calls carry their exact changes (`acp.FilePatch`): the core serves AIR's
     `diffPatch`."""
+    recommended_values: bool = False
+    """Config options name the value the backend recommends (`ConfigOption.recommended`): the
+    core serves AIR's `recommendedValue`."""
+    raw_input: bool = False
+    """Tool calls carry their input as `rawInput` and no display copy of it in `content`: the
+    agent serves AIR's `rawInputRendering` (the client renders `rawInput` itself)."""
 
 
 def _new_router() -> SessionRouter:

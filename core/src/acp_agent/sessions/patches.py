@@ -175,7 +175,7 @@ def with_patches(update: Any) -> Any:
     if any(text is None for _, text in built):
         return update
     content = update.content if isinstance(update.content, list) else []
-    diffs = [patch_diff(path, text) for path, text in built if text]
+    diffs: list[acp.ToolCallContent] = [patch_diff(path, text) for path, text in built if text]
     if not any(isinstance(item, acp.ToolDiff) for item in content):
         return attrs.evolve(update, content=diffs)
     return attrs.evolve(update, content=[*(item for item in content if not isinstance(item, acp.ToolDiff)), *diffs])

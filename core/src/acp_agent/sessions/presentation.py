@@ -79,6 +79,11 @@ class ClientFeatures:
         return "diffPatch" in self.air
 
     @property
+    def recommended_value(self) -> bool:
+        """AIR's `recommendedValue`: config options name the value the backend recommends."""
+        return "recommendedValue" in self.air
+
+    @property
     def terminals(self) -> bool:
         return self.terminal_output or self.terminal_output_delta
 

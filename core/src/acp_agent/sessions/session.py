@@ -470,8 +470,10 @@ class Session:
         if isinstance(event, acp.ConfigOptionUpdate):
             # what the client now sees offered, as the runtime offers it
             self.config_options = tuple(o for o in event.config_options if isinstance(o, acp.ConfigOption))
-            if outbox.features.boolean_options:
-                event = attrs.evolve(event, config_options=switches.shown(event.config_options, True))
+            features = outbox.features
+            if features.boolean_options or features.recommended_value:
+                event = attrs.evolve(event, config_options=switches.shown(
+                    event.config_options, features.boolean_options, features.recommended_value))
         elif isinstance(event, acp.CurrentModeUpdate):  # (e.g. a plan approved with a mode to go on in)
             outbox.choices.chose(self.session_id, ("mode", ""), event.current_mode_id)
         if turn is not None and _text_chunk(event):

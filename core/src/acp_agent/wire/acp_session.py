@@ -273,6 +273,10 @@ class ConfigOption:
     description: str | Unset | None = UNSET
     category: str | Unset | None = UNSET
     type: Literal["select"] = "select"
+    meta: Meta | Unset = UNSET
+    recommended: str | None = field(default=None, kw_only=True, metadata=NOT_ON_WIRE)
+    """The value the backend recommends (its default model, the model's default effort), for a
+    client of AIR's `recommendedValue` (neutral: never on the wire itself)."""
 
 
 @frozen

@@ -115,7 +115,8 @@ def provider_spec() -> ProviderSpec:
                                          mcp_http=True, mcp_sse=True, additional_directories=True,
                                          steering=True, set_title=True, fork_at_message=True,
                                          file_changes=True,  # Edit/Write tool calls name their file
-                                         file_patches=True),  # from Edit/Write's tool_use_result
+                                         file_patches=True,  # from Edit/Write's tool_use_result
+                                         raw_input=True),  # no display copy of a tool's input
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
     )
 
