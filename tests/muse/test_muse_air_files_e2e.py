@@ -53,16 +53,19 @@ async def test_a_cancelled_turn_reports_unavailable(tmp_path: Path) -> None:
         session = await agent.conn.new_session(cwd=str(tmp_path))
         outcomes: list[Any] = []
         async with anyio.create_task_group() as group:
-            async def run() -> None:
-                outcomes.append(await agent.conn.prompt(session_id=session.session_id, prompt=text("turn:wait x"),
-                                                        jetbrains=report_request("m-2")))
+            async def run(words: str, request_id: str) -> None:
+                outcomes.append(await agent.conn.prompt(session_id=session.session_id, prompt=text(words),
+                                                        jetbrains=report_request(request_id)))
 
-            group.start_soon(run)
+            group.start_soon(run, "turn:wait x", "m-2")
             await working.wait()
+            group.start_soon(run, "queued behind it", "m-3")  # waits in the session's line, never runs
+            await agent.conn.list_sessions()  # answered once it is in line (as test_prompt_queue_e2e)
             await agent.conn.cancel(session_id=session.session_id)
-    assert outcomes[0].stop_reason == "cancelled"
-    assert reports(agent, session.session_id) == [{"version": 1, "requestId": "m-2", "status": "unavailable",
-                                                   "reason": "cancelled"}]
+    assert [outcome.stop_reason for outcome in outcomes] == ["cancelled", "cancelled"]
+    assert sorted(reports(agent, session.session_id), key=lambda report: report["requestId"]) == [
+        {"version": 1, "requestId": request_id, "status": "unavailable", "reason": "cancelled"}
+        for request_id in ("m-2", "m-3")]
     assert agent.frames.problems == []
 
 
