@@ -81,3 +81,29 @@ async def test_a_failed_turn_reports_unavailable(tmp_path: Path) -> None:
     assert reports(agent, session.session_id) == [{"version": 1, "requestId": "r-2", "status": "unavailable",
                                                    "reason": "providerError"}]
     assert agent.frames.problems == []
+
+
+async def test_a_v2_client_that_declares_diffpatch_gets_v2_diffs(tmp_path: Path) -> None:
+    """ACP v2's diff carries its own git patch: `diffPatch` is neither advertised nor applied."""
+    from tests.claude.e2e_support import claude_env
+    from tests.e2e.raw import raw_agent
+    from tests.e2e.test_v2_e2e import INITIALIZE, V2Client, idle
+
+    target = tmp_path / "hello.py"
+    script = [{"tool_use": {"name": "Write", "input": {"file_path": str(target), "content": "hi\n"}}},
+              {"reply": "Done."}]
+    initialize = {**INITIALIZE, "capabilities": {"_meta": air_client(*DECLARED)}}
+    with FakeAnthropicAPI(script) as api:
+        async with raw_agent("claude", tmp_path, claude_env(api, tmp_path, default_mode="acceptEdits")) as agent:
+            client = V2Client(agent)
+            answer = await client.result("initialize", initialize)
+            session_id = (await client.result("session/new", {"cwd": str(tmp_path)}))["sessionId"]
+            await client.result("session/prompt", {"sessionId": session_id,
+                                                   "prompt": [{"type": "text", "text": "Write"}]})
+            await client.until(idle, allow=True, deadline_s=90)
+    assert "diffPatch" not in json.dumps(answer)
+    diffs = [item for u in client.updates(session_id) if u["sessionUpdate"] == "tool_call_update"
+             for item in u.get("content") or [] if item["type"] == "diff"]
+    assert diffs and diffs[-1]["changes"] == [{"operation": "add", "path": str(target), "fileType": "text"}]
+    assert "diffPatch" not in json.dumps(diffs)
+    client.check_all()
