@@ -623,6 +623,8 @@ class Host:
             items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Still here."]))
         elif name == "shell":
             self.shell(session_id, turn_id, items)
+        elif name == "edit":
+            self.edit(session_id, turn_id, items)
         elif name in ("compact", "compact-cancel"):
             self.notify("session/contextUsage", {**self.view(session_id), "pressure": "high", "usedTokens": 150000,
                                                  "windowTokens": 200000})
@@ -723,6 +725,21 @@ class Host:
                        "turnId": turn_id, "text": "".join(chunks), "messagePhase": "finalAnswer"}
         self.item(session_id, "item/completed", done_answer)
         items.append(done_answer)
+
+    def edit(self, session_id: str, turn_id: str, items: list[dict[str, Any]]) -> None:
+        """`turn:edit`: a file written (completed) and an edit that failed, then an answer."""
+        for suffix, tool, path, status in (("write", "write_file", "notes.md", "completed"),
+                                           ("edit", "edit_file", "other.md", "failed")):
+            tool_item = {"itemId": f"{turn_id}-{suffix}", "kind": "toolCall", "revision": 1, "status": "inProgress",
+                         "turnId": turn_id, "tool": tool, "callId": f"call-{suffix}",
+                         "args": json.dumps({"path": path, "content": "ship it\n"})}
+            self.item(session_id, "item/started", tool_item)
+            done = {**tool_item, "revision": 2, "status": status}
+            if status == "failed":
+                done["failureReason"] = "The file is locked."
+            self.item(session_id, "item/completed", done)
+            items.append(done)
+        items.append(self.message(session_id, turn_id, f"{turn_id}-answer", "agentMessage", ["Edited."]))
 
     def approval(self, session_id: str, turn_id: str, items: list[dict[str, Any]],
                  waiter: queue.Queue[dict[str, Any]]) -> dict[str, Any]:

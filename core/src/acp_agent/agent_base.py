@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
+import attrs
 import cattrs
 from attrs import define, field
 
@@ -159,14 +160,20 @@ class AgentBase:
         if self._outbox is not None:
             self._outbox.connection = self._client()
 
-    def _negotiate(self, outbox: Outbox) -> None:
+    def _negotiate(self, outbox: Outbox, v2: bool | None = None) -> None:
+        """The outbox follows what the client declared (`v2`: the connection speaks ACP v2; None:
+        as the surface says)."""
         from acp_agent.sessions.presentation import ClientFeatures
 
         capabilities = self.client_capabilities
         outbox.capable = self.capable
         outbox.auth_status = self.auth_status
-        outbox.features = ClientFeatures.from_capabilities(capabilities.meta, capabilities.elicitation,
-                                                          capabilities.session)
+        features = ClientFeatures.from_capabilities(capabilities.meta, capabilities.elicitation, capabilities.session)
+        if v2 is None:
+            v2 = self.surface is not None
+        if v2:  # a v2 diff carries its own git patch (`acp_agent.wire.v2`)
+            features = attrs.evolve(features, air=features.air - {"diffPatch"})
+        outbox.features = features
 
     @property
     def holds(self) -> SessionHolds:

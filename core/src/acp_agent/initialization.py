@@ -48,7 +48,7 @@ class Initialization(AgentBase):
         self.auth_status = auth_status_negotiated(client_meta, self.provider.name)
         self.auth_feed.air, self.auth_feed.air_last = self.capable, None  # a new client: told afresh
         if self._outbox is not None:  # sessions opened before `initialize` follow what it negotiated
-            self._negotiate(self._outbox)
+            self._negotiate(self._outbox, v2)
         caps = self.provider.capabilities
         session_caps = acp.SessionCapabilities(
             list={} if caps.list_sessions else UNSET,
@@ -65,7 +65,7 @@ class Initialization(AgentBase):
             # `_meta` of the initialize response, beside `agentCapabilities`.
             meta["steering"] = {"supported": True}
         if self.capable:
-            meta.update(advertised_meta(*air_capabilities(caps)))
+            meta.update(advertised_meta(*air_capabilities(caps, v2=v2)))
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -127,8 +127,17 @@ class Initialization(AgentBase):
         return self.auth_feed.answer(await self.signin.credentials())
 
 
-def air_capabilities(caps: RuntimeCapabilities) -> list[str]:
+def air_capabilities(caps: RuntimeCapabilities, *, v2: bool = False) -> list[str]:
     """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
-    order claude-agent-acp lists them; advertised to a client of the extension only."""
+    order claude-agent-acp lists them; advertised to a client of the extension only. Not
+    `diffPatch` on ACP v2, whose diffs carry their own git patch (as codex-acp)."""
     served: list[str] = []
+    if caps.file_changes:
+        served.append("agentFileChangeReport")
+    if caps.recommended_values:
+        served.append("recommendedValue")
+    if caps.file_patches and not v2:
+        served.append("diffPatch")
+    if caps.raw_input:
+        served.append("rawInputRendering")
     return served

@@ -38,7 +38,7 @@ class SessionMethods(AgentBase):
         return self.outbox.choices
 
     def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
-        return setup_fields(start, self.outbox.features.boolean_options)
+        return setup_fields(start, self.outbox.features.boolean_options, self.outbox.features.recommended_value)
 
     def _new_session_state(self, session_id: str, cwd: str, credentials: dict[str, str] | None = None) -> Session:
         from acp_agent.sessions.session import Session
@@ -245,14 +245,30 @@ class SessionMethods(AgentBase):
             options = await runtime.set_config_option(session.session_id, config_id, value)
         self.choices.chose(session.session_id, ("option", config_id), value)
         session.config_options = tuple(options)
-        return self._dump(acp.SetConfigOptionResponse(config_options=switches.shown(options, boolean)))
+        return self._dump(acp.SetConfigOptionResponse(config_options=switches.shown(
+            options, boolean, self.outbox.features.recommended_value)))
 
     async def prompt(self, params: Any) -> Any:
         request = self._parse(params, acp.PromptRequest)
         session = await self._opened(request.session_id)
-        return await self._queued_prompt(session, request.prompt)
+        return await self._queued_prompt(session, request.prompt, self._file_report(session, request.meta))
 
-    async def _queued_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
+    def _file_report(self, session: Session, meta: Any) -> str | None:
+        """The prompt's `agentFileChangeReportRequest` id, where the client declared AIR's
+        `agentFileChangeReport` and the provider serves it (None: no report; an id the session
+        had already is answered once, as claude-agent-acp does)."""
+        if not (self.outbox.features.file_change_report and self.provider.capabilities.file_changes):
+            return None
+        from acp_agent.sessions.file_changes import requested_id
+
+        request_id = requested_id(meta)
+        if request_id is None or request_id in session.file_change_requests:
+            return None
+        session.file_change_requests.add(request_id)
+        return request_id
+
+    async def _queued_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock],
+                             file_report: str | None = None) -> Any:
         """A prompt in its session's line: it runs after the prompts before it, with its own answer.
 
         A prompt that arrives while a turn runs waits (it is not refused); a `session/cancel`, the
@@ -263,15 +279,17 @@ class SessionMethods(AgentBase):
         line = self.turns.line(session)
         queued = line.busy
         if not await line.enter():
+            await self._report_not_run(session, file_report)
             return self._dump(acp.PromptResponse(stop_reason="cancelled"))
         from acp_agent.sessions.admission import ReleaseOnce
 
         release = ReleaseOnce(line)
         try:
             if queued and (self.turns.input_ended or self.sessions.get(session.session_id) is not session):
+                await self._report_not_run(session, file_report)
                 result: Any = self._dump(acp.PromptResponse(stop_reason="cancelled"))
             else:
-                result = await self.turns.run(session, prompt)
+                result = await self.turns.run(session, prompt, file_report)
         except RpcError as exc:
             exc.on_written = _both(exc.on_written, release)
             raise
@@ -281,6 +299,14 @@ class SessionMethods(AgentBase):
         if isinstance(result, Reply):
             return Reply(result.result, _both(result.on_written, release))
         return Reply(result, release)
+
+    @staticmethod
+    async def _report_not_run(session: Session, file_report: str | None) -> None:
+        """A prompt cancelled before its turn ran: its file-change report is `cancelled`."""
+        if file_report is not None:
+            from acp_agent.sessions.file_changes import ChangedFiles, report_update
+
+            await session.send_update(report_update(ChangedFiles(file_report).unavailable("cancelled")))
 
     async def steer(self, params: Any) -> Any:
         """`_session/steering`: the prompt joins the running turn (`injected`); with no turn running
@@ -401,12 +427,12 @@ def fork_point(meta: Any) -> str | None:
     return message_id.split(":segment:", 1)[0]
 
 
-def setup_fields(start: SessionStart, boolean_options: bool) -> dict[str, Any]:
+def setup_fields(start: SessionStart, boolean_options: bool, recommended: bool = False) -> dict[str, Any]:
     """The modes and config options of a new/load/resume/fork answer, as the client sees them."""
     from acp_agent.sessions import switches
 
     return {
         "modes": start.modes if start.modes is not None else UNSET,
-        "config_options": (switches.shown(start.config_options, boolean_options)
+        "config_options": (switches.shown(start.config_options, boolean_options, recommended)
                            if start.config_options is not None else UNSET),
     }

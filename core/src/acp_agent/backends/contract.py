@@ -129,6 +129,18 @@ class RuntimeCapabilities:
     steering: bool = False
     """`ProviderRuntime.steer` works: the core then offers `_session/steering` (advertised in
     `initialize` as `_meta.steering.supported`)."""
+    file_changes: bool = False
+    """The backend's file edits reach the core as tool calls of kind edit, delete or move that
+    name their files (diffs or locations): the core serves AIR's `agentFileChangeReport`."""
+    file_patches: bool = False
+    """Edit tool calls carry their exact changes (`acp.FilePatch`): the core serves AIR's
+    `diffPatch`."""
+    recommended_values: bool = False
+    """Config options name the value the backend recommends (`ConfigOption.recommended`): the
+    core serves AIR's `recommendedValue`."""
+    raw_input: bool = False
+    """Tool calls carry their input as `rawInput` and no display copy of it in `content`: the
+    agent serves AIR's `rawInputRendering` (the client renders `rawInput` itself)."""
 
 
 def _new_router() -> SessionRouter:

@@ -69,6 +69,21 @@ class ClientFeatures:
         return LOAD_REPLAY_END in self.air
 
     @property
+    def file_change_report(self) -> bool:
+        """AIR's `agentFileChangeReport`: a prompt may ask for the files its turn changed."""
+        return "agentFileChangeReport" in self.air
+
+    @property
+    def diff_patch(self) -> bool:
+        """AIR's `diffPatch`: edit diffs as exact git patches (`acp_agent.sessions.patches`)."""
+        return "diffPatch" in self.air
+
+    @property
+    def recommended_value(self) -> bool:
+        """AIR's `recommendedValue`: config options name the value the backend recommends."""
+        return "recommendedValue" in self.air
+
+    @property
     def terminals(self) -> bool:
         return self.terminal_output or self.terminal_output_delta
 

@@ -76,9 +76,15 @@ class TurnRunner:
                 if turn.run_scope is not None:
                     turn.run_scope.cancel()
 
-    async def run(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> Any:
-        """One admitted prompt, start to answer: the response, or the turn's baseline error raised."""
+    async def run(self, session: Session, prompt: Sequence[acp.ContentBlock],
+                  file_report: str | None = None) -> Any:
+        """One admitted prompt, start to answer: the response, or the turn's baseline error raised.
+        `file_report`: the id of AIR's `agentFileChangeReportRequest`, answered before it."""
         turn = session.start_turn(str(uuid.uuid4()))
+        if file_report is not None:
+            from acp_agent.sessions.file_changes import ChangedFiles
+
+            turn.file_changes = ChangedFiles(file_report)
         stop_reason: acp.StopReason = "end_turn"
         try:
             # What was kept for the session (or for whichever session came next) goes first.

@@ -56,6 +56,7 @@ from acp_agent.failures.redaction import Redactor
 from acp_agent.failures.scrub import StreamScrubber
 from acp_agent.sessions import switches
 from acp_agent.sessions.choices import KeptChoices
+from acp_agent.sessions.file_changes import ChangedFiles, report_update
 from acp_agent.sessions.presentation import ClientFeatures, Presenter
 from acp_agent.sessions.questions import AskingTurn, ask
 from acp_agent.sessions.routing import SessionRouter
@@ -282,6 +283,8 @@ class Turn(_OfSession):
     """The provider's prompt has returned: the backend's turn is over (or was ended by force)."""
     usage: TurnUsage | None = None
     """The tokens the backend said the turn used (its last report)."""
+    file_changes: ChangedFiles | None = None
+    """AIR's `agentFileChangeReport`: the prompt asked for the files this turn changes."""
 
     def record_failure(self, observation: FailureObservation) -> None:
         if self.failure is None:
@@ -322,6 +325,12 @@ class Turn(_OfSession):
         for update in session.presenter.turn_ended(outbox.features):
             await session.send_update(update)
         failure = self.failure
+        if self.file_changes is not None:
+            changes = self.file_changes
+            report = (changes.unavailable("providerError") if failure is not None
+                      else changes.unavailable("cancelled") if stop_reason == "cancelled"
+                      else changes.report(session.cwd, session.additional_directories))
+            await session.send_update(report_update(report))
         if failure is None:
             if stop_reason != "cancelled":
                 session.auth.turn_succeeded()
@@ -362,6 +371,8 @@ class Session:
     """What the session advertised: the core checks modes and option values against it (`choices`)."""
     config_options: Sequence[acp.ConfigOption] = ()
     presenter: Presenter = field(factory=Presenter)
+    file_change_requests: set[str] = field(factory=set)
+    """The `agentFileChangeReportRequest` ids its prompts sent: each is answered once."""
 
     def advertise(self, start: SessionStart) -> None:
         self.modes = start.modes
@@ -456,13 +467,22 @@ class Session:
         if isinstance(event, acp.ConfigOptionUpdate):
             # what the client now sees offered, as the runtime offers it
             self.config_options = tuple(o for o in event.config_options if isinstance(o, acp.ConfigOption))
-            if outbox.features.boolean_options:
-                event = attrs.evolve(event, config_options=switches.shown(event.config_options, True))
+            features = outbox.features
+            if features.boolean_options or features.recommended_value:
+                event = attrs.evolve(event, config_options=switches.shown(
+                    event.config_options, features.boolean_options, features.recommended_value))
         elif isinstance(event, acp.CurrentModeUpdate):  # (e.g. a plan approved with a mode to go on in)
             outbox.choices.chose(self.session_id, ("mode", ""), event.current_mode_id)
         if turn is not None and _text_chunk(event):
             await outbox.stream_text(self.session_id, event)  # a secret split across chunks: masked
             return
+        if isinstance(event, acp.ToolCall | acp.ToolCallUpdate):
+            if turn is not None and turn.file_changes is not None:
+                turn.file_changes.take(event)
+            if outbox.features.diff_patch and event.patches:
+                from acp_agent.sessions.patches import with_patches
+
+                event = with_patches(event)
         await self.send_update(event)
 
     async def _replay_failure(self, event: HistoryFailure) -> None:

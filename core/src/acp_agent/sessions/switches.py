@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
+
 from acp_agent.wire import acp
 from acp_agent.wire.convert import clip
 from acp_agent.wire.rpc import INVALID_PARAMS, RpcError
@@ -24,13 +26,28 @@ def is_switch(option: acp.ConfigOption) -> bool:
 
 
 def shown(options: Sequence[acp.ConfigOption | acp.BooleanConfigOption],
-          boolean: bool) -> list[acp.ConfigOption | acp.BooleanConfigOption]:
-    """The options as the client sees them: switches as booleans for a `boolean` client."""
+          boolean: bool, recommended: bool = False) -> list[acp.ConfigOption | acp.BooleanConfigOption]:
+    """The options as the client sees them: switches as booleans for a `boolean` client; for a
+    client of AIR's `recommendedValue` (`recommended`), a select whose backend recommends one of
+    its values carries it in `_meta.jetbrains.air.recommendedValue`, as codex-acp sends it."""
+    if recommended:
+        options = [_recommending(option) if isinstance(option, acp.ConfigOption) else option
+                   for option in options]
     if not boolean:
         return list(options)
     return [acp.BooleanConfigOption(SHOWN_IDS.get(option.id, option.id), option.name, option.current_value == ON,
                                     option.description, option.category)
             if isinstance(option, acp.ConfigOption) and is_switch(option) else option for option in options]
+
+
+def _recommending(option: acp.ConfigOption) -> acp.ConfigOption:
+    value = option.recommended
+    if value is None or all(choice.value != value for choice in option.options):
+        return option
+    meta = dict(option.meta) if isinstance(option.meta, dict) else {}
+    jetbrains = dict(meta.get("jetbrains") or {})
+    jetbrains["air"] = {**(jetbrains.get("air") or {}), "version": 1, "recommendedValue": value}
+    return attrs.evolve(option, meta={**meta, "jetbrains": jetbrains})
 
 
 def requested(options: Sequence[acp.ConfigOption], request: acp.SetConfigOptionRequest,

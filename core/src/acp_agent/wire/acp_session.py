@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from attrs import field
 
-from acp_agent.wire.convert import UNSET, FieldProblem, Meta, Unset
+from acp_agent.wire.convert import NOT_ON_WIRE, UNSET, FieldProblem, Meta, Unset
 from acp_agent.wire.records import frozen
 
 # --- content blocks ---------------------------------------------------------------------------
@@ -113,6 +113,25 @@ class ToolDiff:
     new_text: str
     old_text: str | None = None
     type: Literal["diff"] = "diff"
+    meta: Meta | Unset = UNSET
+
+
+@frozen
+class FilePatch:
+    """The exact change a tool call made to one file, from which the core builds a git patch for
+    a client of AIR's `diffPatch` (`acp_agent.sessions.patches`). Never on the wire itself.
+
+    `add`: `new_text` is the whole new file; `delete`: `old_text` the whole old file; `update`:
+    `hunks`, the unified diff the backend gave (its `@@` hunks, file headers optional), or the
+    whole `old_text` and `new_text`. `old_path`: where a moved file was.
+    """
+
+    path: str
+    change: Literal["add", "delete", "update"]
+    old_text: str | None = None
+    new_text: str | None = None
+    hunks: str | None = None
+    old_path: str | None = None
 
 
 @frozen
@@ -172,6 +191,8 @@ class ToolCall:
     raw_output: Any | Unset = UNSET
     meta: Meta | Unset = UNSET
     session_update: Literal["tool_call"] = "tool_call"
+    patches: tuple[FilePatch, ...] = field(default=(), kw_only=True, metadata=NOT_ON_WIRE)
+    """The exact changes of the files it edits, where the provider knows them (neutral)."""
 
 
 @frozen
@@ -187,6 +208,8 @@ class ToolCallFields:
     raw_input: Any | Unset = UNSET
     raw_output: Any | Unset = UNSET
     meta: Meta | Unset = UNSET
+    patches: tuple[FilePatch, ...] = field(default=(), kw_only=True, metadata=NOT_ON_WIRE)
+    """The exact changes of the files it edits, where the provider knows them (neutral)."""
 
 
 @frozen
@@ -250,6 +273,10 @@ class ConfigOption:
     description: str | Unset | None = UNSET
     category: str | Unset | None = UNSET
     type: Literal["select"] = "select"
+    meta: Meta | Unset = UNSET
+    recommended: str | None = field(default=None, kw_only=True, metadata=NOT_ON_WIRE)
+    """The value the backend recommends (its default model, the model's default effort), for a
+    client of AIR's `recommendedValue` (neutral: never on the wire itself)."""
 
 
 @frozen
@@ -671,6 +698,7 @@ __all__ = [
     "CurrentModeUpdate",
     "EmbeddedResource",
     "EnvVariable",
+    "FilePatch",
     "ForkSessionRequest",
     "HttpHeader",
     "ImageContent",

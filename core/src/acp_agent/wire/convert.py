@@ -46,6 +46,9 @@ class Unset:
 
 UNSET: Final = Unset()
 
+NOT_ON_WIRE: Final = {"wire": False}
+"""attrs metadata of a neutral field a provider fills for the core, never written or read."""
+
 
 def camel(name: str) -> str:
     """`session_id` → `sessionId`; `meta` → `_meta` (ACP's reserved extension field)."""
@@ -114,6 +117,9 @@ def _without_unset(tp: Any) -> Any:
 def _field_overrides(cls: type, converter: cattrs.Converter) -> dict[str, Any]:
     overrides = {}
     for a in attrs.fields(cls):
+        if a.metadata.get("wire") is False:
+            overrides[a.name] = override(omit=True)
+            continue
         omit_unset = a.default is UNSET
         overrides[a.name] = override(rename=camel(a.name), omit_if_default=omit_unset)
     return overrides

@@ -19,6 +19,7 @@ from acp_agent.provider import (
     AgentThoughtChunk,
     ContentBlock,
     Cost,
+    FilePatch,
     McpServer,
     McpServerStdio,
     Plan,
@@ -186,7 +187,46 @@ def tool_result(tool_use_id: str, content: Any, is_error: bool | None, name: str
         status="failed" if is_error else "completed",
         content=blocks or UNSET,
         raw_output=tool_use_result if tool_use_result is not None else UNSET,
+        patches=() if is_error else edit_patches(name, tool_use_result),
     )
+
+
+def edit_patches(name: str | None, result: Any) -> tuple[FilePatch, ...]:
+    """The exact change of a finished Edit or Write, from its `tool_use_result` (the file before
+    it and what the tool wrote), as claude-agent-acp builds its patch. None where the result
+    cannot tell it exactly: an Edit with an empty `old_string` (a created file and a filled empty
+    one look alike), a file with CR line endings or a byte order mark (the CLI converts them)."""
+    if name not in ("Edit", "Write") or not isinstance(result, Mapping):
+        return ()
+    path, original = result.get("filePath"), result.get("originalFile")
+    if not isinstance(path, str) or not path:
+        return ()
+    if name == "Write":
+        text = result.get("content")
+        if not isinstance(text, str) or not _exact(text):
+            return ()
+        if result.get("type") == "create":
+            return (FilePatch(path, "add", new_text=text),)
+        if result.get("type") != "update" or not isinstance(original, str) or original == text:
+            return ()
+        return (FilePatch(path, "update", old_text=original, new_text=text),) if _exact(original) else ()
+    old, new = result.get("oldString"), result.get("newString")
+    if not (isinstance(original, str) and isinstance(old, str) and isinstance(new, str)) or not old:
+        return ()
+    if old == new or not _exact(original) or not _exact(new) or old not in original:
+        return ()
+    return (FilePatch(path, "update", old_text=original,
+                      new_text=_replaced(original, old, new, result.get("replaceAll") is True)),)
+
+
+def _exact(text: str) -> bool:
+    return "\r" not in text and "\ufeff" not in text and "\0" not in text
+
+
+def _replaced(text: str, old: str, new: str, replace_all: bool) -> str:
+    """The file after the CLI's Edit: an empty `new` also removes the line break after `old`."""
+    target = f"{old}\n" if not new and not old.endswith("\n") and f"{old}\n" in text else old
+    return text.replace(target, new) if replace_all else text.replace(target, new, 1)
 
 
 @define

@@ -128,6 +128,10 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 delete_session=True,
                 set_title=True,
                 additional_directories=True,  # app-server's runtimeWorkspaceRoots
+                file_changes=True,  # fileChange items name their files
+                file_patches=True,  # fileChange.changes: whole texts and unified diffs
+                recommended_values=True,  # model/list: isDefault, defaultReasoningEffort
+                raw_input=True,  # no display copy of a tool's input in its content
                 image=True,
                 embedded_context=True,
                 steering=True,

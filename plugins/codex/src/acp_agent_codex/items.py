@@ -10,6 +10,7 @@ approval requests become `session/request_permission` questions. No I/O here.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -23,6 +24,7 @@ from acp_agent.provider import (
     Compaction,
     ContentBlock,
     Event,
+    FilePatch,
     HistoryFailure,
     ImageContent,
     PermissionOption,
@@ -127,6 +129,28 @@ def file_diffs(changes: Sequence[Any]) -> list[ToolCallContent]:
     return diffs
 
 
+def file_patches(changes: Sequence[Any]) -> tuple[FilePatch, ...]:
+    """`fileChange.changes` as their exact changes: an add's whole text, a delete's, an update's
+    unified diff (a move's `Moved to:` trailer dropped, as codex-acp drops it)."""
+    patches: list[FilePatch] = []
+    for change in changes:
+        if not isinstance(change, Mapping):
+            continue
+        path, diff, kind = json_text(change.get("path")), json_text(change.get("diff")), _change_kind(change)
+        if kind == "add":
+            patches.append(FilePatch(path, "add", new_text=diff))
+        elif kind == "delete":
+            patches.append(FilePatch(path, "delete", old_text=diff))
+        else:
+            moved = json_text(json_object(change.get("kind")).get("move_path"))
+            patches.append(FilePatch(moved or path, "update", hunks=_MOVED.sub("", diff),
+                                     old_path=path if moved else None))
+    return tuple(patches)
+
+
+_MOVED = re.compile(r"\n\nMoved to: .*$")
+
+
 def _file_change_title(changes: Sequence[Any]) -> str:
     paths = [(_change_kind(c), json_text(c.get("path"))) for c in changes if isinstance(c, Mapping)]
     if len(paths) == 1:
@@ -164,6 +188,7 @@ def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
     content: list[ToolCallContent] = []
     locations: list[ToolLocation] = []
     raw_input: Any
+    patches: tuple[FilePatch, ...] = ()
     if kind_name == "commandExecution":
         title, kind = command_title(item), "execute"
         raw_input = {"command": item.get("command"), "cwd": item.get("cwd")}
@@ -172,7 +197,7 @@ def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
     elif kind_name == "fileChange":
         changes = json_list(item.get("changes"))
         title, kind = _file_change_title(changes), "edit"
-        content, locations = file_diffs(changes), _locations(changes)
+        content, locations, patches = file_diffs(changes), _locations(changes), file_patches(changes)
         raw_input = {"changes": [{"path": c.get("path"), "kind": _change_kind(c)} for c in changes
                                  if isinstance(c, Mapping)]}
     elif kind_name == "mcpToolCall":
@@ -192,7 +217,7 @@ def tool_call(item: JsonObject, *, final: bool = False) -> ToolCall | None:
     else:
         return None
     return ToolCall(tool_call_id=item_id, title=title, kind=kind, status=status, content=content,
-                    locations=locations, raw_input=raw_input)
+                    locations=locations, raw_input=raw_input, patches=patches)
 
 
 def tool_call_update(item: JsonObject) -> ToolCallUpdate | None:
@@ -205,7 +230,9 @@ def tool_call_update(item: JsonObject) -> ToolCallUpdate | None:
         return ToolCallUpdate(tool_call_id=item_id, status=status, content=text_content(output),
                               raw_output={"exitCode": item.get("exitCode"), "output": output})
     if kind_name == "fileChange":
-        return ToolCallUpdate(tool_call_id=item_id, status=status, content=file_diffs(json_list(item.get("changes"))))
+        changes = json_list(item.get("changes"))
+        return ToolCallUpdate(tool_call_id=item_id, status=status, content=file_diffs(changes),
+                              patches=file_patches(changes))
     if kind_name == "mcpToolCall":
         return ToolCallUpdate(tool_call_id=item_id, status=status, content=_mcp_content(item),
                               raw_output=item.get("result"))

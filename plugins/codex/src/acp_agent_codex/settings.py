@@ -142,15 +142,17 @@ def options(choices: Choices, models: Sequence[Mapping[str, Any]]) -> list[Confi
               for entry in models]
     if all(value.value != choices.model for value in values):
         values.insert(0, ConfigOptionValue(value=choices.model, name=choices.model))
+    default = next((str(entry["model"]) for entry in models if entry.get("isDefault") is True), None)
     result = [ConfigOption(id=MODEL, name="Model", current_value=choices.model, options=values, category="model",
-                           description="The model Codex uses for the next turns.")]
+                           description="The model Codex uses for the next turns.", recommended=default)]
     supported = efforts(models, choices.model)
     if supported and choices.effort in {effort for effort, _ in supported}:
         result.append(ConfigOption(
             id=EFFORT, name="Reasoning effort", current_value=str(choices.effort), category="thought_level",
             description="How much the model reasons before it answers.",
             options=[ConfigOptionValue(value=effort, name=effort.capitalize(), description=description)
-                     for effort, description in supported]))
+                     for effort, description in supported],
+            recommended=default_effort(models, choices.model)))  # recommended: as codex-acp, model/list's
     tier = fast_tier(models, choices.model)
     if tier is not None:
         faster = tier[1] or "Faster answers, increased usage"

@@ -103,6 +103,9 @@ def provider_spec() -> ProviderSpec:
             fork_at_message=True,  # session/fork cutPoint.lastTurnId: the turn that holds the message
             set_title=True,  # MSP `session/rename`
             additional_directories=True,  # MSP `workspaceRoots` on session/start and turn/start
+            file_changes=True,  # edit tool calls name their file in `args` (no diff: no diffPatch)
+            raw_input=True,  # a tool's `args` as rawInput; content is its output only
+            recommended_values=True,  # model/list: isDefault, defaultReasoningEffort
             image=True,
             embedded_context=True,
             steering=True,

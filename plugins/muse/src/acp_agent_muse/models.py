@@ -55,6 +55,8 @@ async def discover(host: MuseHost, state: MuseSession) -> None:
                 models.append(ConfigOptionValue(entry["modelId"], str(entry.get("displayLabel") or entry["modelId"]),
                                                 description if isinstance(description, str) else None))
                 state.efforts[entry["modelId"]] = efforts_of(entry)
+                if entry.get("isDefault") is True:
+                    state.default_model = entry["modelId"]
                 if not state.model and (entry.get("isActive") is True):
                     state.model = entry["modelId"]
     if models is None:
@@ -70,11 +72,13 @@ def options(state: MuseSession) -> list[ConfigOption]:
     if all(value.value != current for value in values):
         values.insert(0, ConfigOptionValue(current, current))
     options = [ConfigOption(id="model", name="Model", current_value=current, options=values, category="model",
-                            description="The model Muse Code uses for the next turns.")]
+                            description="The model Muse Code uses for the next turns.",
+                            recommended=state.default_model)]
     tiers, default = state.efforts.get(current, ([], None))
     effort = state.effort or default
     if tiers and effort in {tier.value for tier in tiers}:
         options.append(ConfigOption(id=EFFORT, name="Reasoning effort", current_value=str(effort),
                                     options=list(tiers), category="thought_level",
-                                    description="How much the model reasons before it answers."))
+                                    description="How much the model reasons before it answers.",
+                                    recommended=default))
     return options

@@ -74,6 +74,8 @@ class MuseSession:
     """Set once its released host has stopped: the next host waits for that (one host per session)."""
     models: list[ConfigOptionValue] = field(factory=list)
     efforts: dict[str, tuple[list[ConfigOptionValue], str | None]] = field(factory=dict)
+    default_model: str | None = None
+    """The model `model/list` marks `isDefault` (recommended to a client of AIR's `recommendedValue`)."""
     """Per model: the reasoning-effort tiers `model/list` describes, and the model's default."""
     effort: str | None = None
     """The reasoning effort the user chose (sent with every `turn/start`); None: the host's default."""
