@@ -49,3 +49,22 @@ async def test_archive_filter_batch_get_rename_and_a_pushed_change(tmp_path: Pat
     # the schema log knows no `_session/*` method (AIR's, not ACP's): their frames are not checked
     assert [p for p in agent.frames.problems if not p.startswith(
         ("response to unknown request", "unexpected agent method _session/list/changes"))] == []
+
+
+async def test_a_client_without_the_capability_gets_todays_list(tmp_path: Path) -> None:
+    from acp import RequestError
+
+    with FakeResponsesAPI([{"reply": "one"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        async with codex_agent(home, tmp_path, capable=True) as agent:
+            advertised = agent.initialized.field_meta["jetbrains"]["air"]["capabilities"]
+            session = await agent.conn.new_session(cwd=cwd)
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("first"))
+            listed = await agent.conn._conn.send_request("session/list", {"cwd": cwd})
+            with pytest.raises(RequestError) as refused:
+                await agent.conn._conn.send_request("_session/archive", {"sessionId": session.session_id})
+    assert "sessionIndex" not in advertised
+    assert [s["sessionId"] for s in listed["sessions"]] == [session.session_id]
+    assert "_meta" not in listed["sessions"][0]
+    assert refused.value.code == -32601
