@@ -175,11 +175,10 @@ class ArchiveStore:
                 os.fsync(out.fileno())
             os.replace(temporary, self.path)
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                try:
-                    os.unlink(temporary)
-                except OSError:
-                    pass
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
             raise
         stat = os.stat(self.path)
         self._stamp = (stat.st_mtime_ns, stat.st_size)
@@ -215,6 +214,11 @@ class ArchiveStore:
             entries = dict(self._entries)
             entries.pop(session_id)
             self._write(entries)
+
+
+def _normal(path: str) -> str:
+    """A directory as a subscription compares it (no file system access)."""
+    return os.path.normpath(path)
 
 
 def store_path(state_dir: str | None, provider: str) -> str | None:
@@ -438,7 +442,7 @@ class SessionIndex:
         if len(self.subscriptions) >= MAX_SUBSCRIPTIONS:
             raise RpcError(INVALID_PARAMS, f"At most {MAX_SUBSCRIPTIONS} session list subscriptions per connection",
                            {"reason": "too_many_subscriptions", "max": MAX_SUBSCRIPTIONS})
-        subscription = _Subscription(uuid.uuid4().hex, os.path.normpath(cwd))
+        subscription = _Subscription(uuid.uuid4().hex, _normal(cwd))
         subscription.sent = {i: signature(info) for i, info in (await self._snapshot(subscription.cwd, dump)).items()}
         self.subscriptions[subscription.id] = subscription
         task_group.start_soon(self._follow, subscription, dump)
@@ -462,7 +466,7 @@ class SessionIndex:
                 if len(rows) >= MAX_LIMIT:
                     break
         for session_id, own in self.own.items():
-            if session_id not in rows and os.path.normpath(own.cwd) == cwd:
+            if session_id not in rows and _normal(own.cwd) == cwd:
                 rows[session_id] = self._own_row(session_id, own)
         return rows
 
@@ -482,7 +486,7 @@ class SessionIndex:
         rows = await self._snapshot(subscription.cwd, dump)
         sessions = [info for i, info in rows.items() if subscription.sent.get(i) != signature(info)]
         removed = [i for i in subscription.sent if i not in rows]
-        if not sessions and not removed or subscription.id not in self.subscriptions:
+        if (not sessions and not removed) or subscription.id not in self.subscriptions:
             return
         subscription.sent = {i: signature(info) for i, info in rows.items()}
         await self.notify({"subscriptionId": subscription.id, "sessions": sessions, "removed": removed})
