@@ -62,14 +62,14 @@ async def test_the_listing_filters_archived_rows_and_pages_with_a_cursor(tmp_pat
     store = ArchiveStore(str(tmp_path / "s.json"))
     store.set_archived("s1", True)
     index = SessionIndex(fetch=fetch, fetch_archived=None, store=store, notify=notify)
-    first = await index.list("/w", None, ListOptions(limit=2), lambda x: x)
+    first = await index.page("/w", None, ListOptions(limit=2), lambda x: x)
     assert [r["sessionId"] for r in first["sessions"]] == ["s0", "s2"]
-    rest = await index.list("/w", first["nextCursor"], ListOptions(limit=2), lambda x: x)
+    rest = await index.page("/w", first["nextCursor"], ListOptions(limit=2), lambda x: x)
     assert [r["sessionId"] for r in rest["sessions"]] == ["s3", "s4"] and "nextCursor" not in rest
-    archived = await index.list("/w", None, ListOptions(archived="archived"), lambda x: x)
+    archived = await index.page("/w", None, ListOptions(archived="archived"), lambda x: x)
     assert [(r["sessionId"], r["_meta"]["jetbrains"]["air"]["archived"]) for r in archived["sessions"]] == [
         ("s1", True)]
     with pytest.raises(RpcError):
-        await index.list("/w", first["nextCursor"], ListOptions(archived="all"), lambda x: x)
+        await index.page("/w", first["nextCursor"], ListOptions(archived="all"), lambda x: x)
     got = await index.batch_get(["s4", "nope", "s1"], lambda x: x)
     assert [r["sessionId"] for r in got["sessions"]] == ["s4", "s1"]

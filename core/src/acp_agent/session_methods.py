@@ -179,7 +179,7 @@ class SessionMethods(AgentBase):
 
             options = list_options(request.meta)
             async with self._provider_call("session/list"):
-                return await index.list(_text(request.cwd), _text(request.cursor), options, self._dump)
+                return await index.page(_text(request.cwd), _text(request.cursor), options, self._dump)
         async with self._provider_call("session/list"):
             runtime = await self.runtime()
             listing = await runtime.list_sessions(_text(request.cwd), _text(request.cursor))

@@ -22,7 +22,7 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any
@@ -326,7 +326,7 @@ class SessionIndex:
         return backend if backend is not None else self.store.archived(session_id)
 
     async def _rows(self, cwd: str | None, archived: str, start: dict[str, Any] | None,
-                    dump: Callable[[Any], Any]) -> AsyncIterator[tuple[dict[str, Any], dict[str, Any]]]:
+                    dump: Callable[[Any], Any]) -> AsyncGenerator[tuple[dict[str, Any], dict[str, Any]]]:
         """Each matching row with the cursor of the position after it."""
         phases = self._phases(archived)
         names = [name for name, _, _ in phases]
@@ -358,7 +358,7 @@ class SessionIndex:
                 cursor = listing.next_cursor
             cursor = None
 
-    async def list(self, cwd: str | None, cursor: str | None, options: ListOptions,
+    async def page(self, cwd: str | None, cursor: str | None, options: ListOptions,
                    dump: Callable[[Any], Any]) -> dict[str, Any]:
         """A `session/list` page of at most `options.limit` rows (and `nextCursor` when more may
         follow)."""
