@@ -82,6 +82,15 @@ class Agent(Initialization, SessionMethods):
                 handlers.pop(method)
         if caps.steering:
             handlers[M.SESSION_STEERING] = self.steer
+        if caps.list_sessions and caps.set_title:  # AIR's session index (method-not-found unless declared)
+            handlers.update({
+                M.SESSION_BATCH_GET: self.batch_get_sessions,
+                M.SESSION_RENAME: self.rename_session,
+                M.SESSION_ARCHIVE: self.archive_session,
+                M.SESSION_UNARCHIVE: self.unarchive_session,
+                M.SESSION_LIST_SUBSCRIBE: self.subscribe_session_list,
+                M.SESSION_LIST_UNSUBSCRIBE: self.unsubscribe_session_list,
+            })
         return Methods(requests=handlers, notifications={M.SESSION_CANCEL: self.cancel})
 
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
@@ -157,6 +166,8 @@ class Agent(Initialization, SessionMethods):
                 if session.turn is not None and session.turn.run_scope is not None:
                     session.turn.run_scope.cancel()
             self.sessions.clear()
+            if self._index is not None:
+                self._index.close()
             try:
                 await self.backend.close()
             finally:

@@ -45,6 +45,7 @@ from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, ClientLink, Con
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
     from acp_agent.sessions.holds import SessionHolds
+    from acp_agent.sessions.index import SessionIndex
     from acp_agent.sessions.routing import SessionRouter
     from acp_agent.sessions.session import Outbox, Session
     from acp_agent.v2 import V2Surface
@@ -93,6 +94,9 @@ class AgentBase:
         self._outbox: Outbox | None = None
         self.capable = False
         """The client negotiated the failure extension (`initialize`)."""
+        self.index_declared = False
+        """The client declared AIR's `sessionIndex` and the provider can serve it (`initialize`)."""
+        self._index: SessionIndex | None = None
         self.auth_status = False
         """The client negotiated auth status (`initialize`)."""
         self.auth_feed = AuthStatusFeed(title=self.provider.title, env_vars=self.provider.credentials.env_vars,
@@ -137,6 +141,33 @@ class AgentBase:
                                   auth_feed=self.auth_feed)
             self._negotiate(self._outbox)
         return self._outbox
+
+    @property
+    def session_index(self) -> SessionIndex | None:
+        """AIR's session index of this connection (`acp_agent.sessions.index`), for a client that
+        declared `sessionIndex`; None for every other client (today's `session/list`)."""
+        if not self.index_declared:
+            return None
+        if self._index is None:
+            from acp_agent.sessions.index import ArchiveStore, SessionIndex, store_path
+            from acp_agent.state import state_directory
+
+            archived = self.provider.capabilities.archive_sessions
+            self._index = SessionIndex(
+                fetch=self._list_page, fetch_archived=self._list_archived_page if archived else None,
+                store=ArchiveStore(store_path(state_directory(self.settings.environ), self.provider.name)),
+                notify=self._push_list_changes, poll_s=_poll_s(self.settings.environ))
+        return self._index
+
+    async def _list_page(self, cwd: str | None, cursor: str | None) -> Any:
+        return await (await self.runtime()).list_sessions(cwd, cursor)
+
+    async def _list_archived_page(self, cwd: str | None, cursor: str | None) -> Any:
+        return await (await self.runtime()).list_archived_sessions(cwd, cursor)
+
+    async def _push_list_changes(self, changes: dict[str, Any]) -> None:
+        if self.connection is not None:
+            await self.connection.notify(acp.MethodNames.SESSION_LIST_CHANGES, changes)
 
     def methods(self) -> Methods:
         """The v1 method table (`acp_agent.agent.Agent`)."""
@@ -306,6 +337,8 @@ class AgentBase:
 
     async def _end_session(self, session: Session) -> None:
         self.sessions.pop(session.session_id, None)
+        if self._index is not None:
+            self._index.closed(session.session_id)
         self.router.close(session.session_id)
         self.turns.line(session).drop_waiting()
         if session.turn is not None:
@@ -317,6 +350,17 @@ class AgentBase:
                     await runtime.close_session(session.session_id)
         finally:
             self._unhold(session.session_id)  # after its backend stopped writing its history
+
+
+def _poll_s(environ: Mapping[str, str]) -> float:
+    """How often a session list subscription re-lists its directory for changes made elsewhere
+    (`ACP_AGENT_SESSION_LIST_POLL_S`, default 10 s, at least 0.2 s)."""
+    from acp_agent.sessions.index import POLL_S
+
+    try:
+        return max(0.2, float(environ.get("ACP_AGENT_SESSION_LIST_POLL_S", POLL_S)))
+    except ValueError:
+        return POLL_S
 
 
 class _Opens:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from acp_agent.agent_base import AgentBase
 from acp_agent.failures.auth_status import auth_status_negotiated
 from acp_agent.failures.protocol import advertised_meta, negotiated
+from acp_agent.sessions.index import ADVERTISED as INDEX_CAPABILITIES
+from acp_agent.sessions.index import declared as index_declared_by
 from acp_agent.wire import acp
 from acp_agent.wire import v2 as wire_v2
 from acp_agent.wire.convert import UNSET, Unset
@@ -45,11 +47,16 @@ class Initialization(AgentBase):
         self.client_capabilities = self.signin.client_capabilities = request.client_capabilities
         client_meta = request.client_capabilities.meta
         self.capable = negotiated(client_meta)
+        caps = self.provider.capabilities
+        index_declared = caps.list_sessions and caps.set_title and index_declared_by(client_meta)
+        if not index_declared and self._index is not None:  # a new client without the index
+            self._index.close()
+            self._index = None
+        self.index_declared = index_declared
         self.auth_status = auth_status_negotiated(client_meta, self.provider.name)
         self.auth_feed.air, self.auth_feed.air_last = self.capable, None  # a new client: told afresh
         if self._outbox is not None:  # sessions opened before `initialize` follow what it negotiated
             self._negotiate(self._outbox, v2)
-        caps = self.provider.capabilities
         session_caps = acp.SessionCapabilities(
             list={} if caps.list_sessions else UNSET,
             resume={} if caps.resume_session else UNSET,
@@ -65,7 +72,9 @@ class Initialization(AgentBase):
             # `_meta` of the initialize response, beside `agentCapabilities`.
             meta["steering"] = {"supported": True}
         if self.capable:
-            meta.update(advertised_meta(*air_capabilities(caps, v2=v2)))
+            meta.update(advertised_meta(*air_capabilities(caps, v2=v2, index=index_declared)))
+        elif index_declared:  # AIR without sessionFailure: the index alone
+            meta["jetbrains"] = {"air": {"version": 1, "capabilities": list(INDEX_CAPABILITIES)}}
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -127,11 +136,14 @@ class Initialization(AgentBase):
         return self.auth_feed.answer(await self.signin.credentials())
 
 
-def air_capabilities(caps: RuntimeCapabilities, *, v2: bool = False) -> list[str]:
+def air_capabilities(caps: RuntimeCapabilities, *, v2: bool = False, index: bool = False) -> list[str]:
     """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
-    order claude-agent-acp lists them; advertised to a client of the extension only. Not
-    `diffPatch` on ACP v2, whose diffs carry their own git patch (as codex-acp)."""
+    order claude-agent-acp lists them; advertised to a client of the extension only (the session
+    index's to a client that declared `sessionIndex`, `index`). Not `diffPatch` on ACP v2, whose
+    diffs carry their own git patch (as codex-acp)."""
     served: list[str] = []
+    if index and caps.list_sessions and caps.set_title:
+        served.extend(INDEX_CAPABILITIES)
     if caps.file_changes:
         served.append("agentFileChangeReport")
     if caps.recommended_values:

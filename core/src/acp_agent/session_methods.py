@@ -23,6 +23,7 @@ from acp_agent.wire.convert import UNSET, clip
 from acp_agent.wire.rpc import INVALID_PARAMS, Reply, RpcError
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
+    from acp_agent.sessions.index import SessionIndex
     from acp_agent.sessions.session import PendingSession, Session
 
 
@@ -104,6 +105,7 @@ class SessionMethods(AgentBase):
         session.advertise(started)
         pending.bind(session)
         self.sessions[session.session_id] = session
+        self._index_opened(session, forked_from=source or None)
         response = acp.NewSessionResponse(session_id=session.session_id, **self._setup_fields(started))
         return Reply(self._dump(response), lambda ok: self._announce(session, ok))
 
@@ -160,6 +162,7 @@ class SessionMethods(AgentBase):
                 self._unhold(session.session_id)
             raise
         session.advertise(start)
+        self._index_opened(session)
         return self._dump(acp.SessionSetup(**self._setup_fields(start)))
 
     async def load_session(self, params: Any) -> Any:
@@ -170,6 +173,13 @@ class SessionMethods(AgentBase):
 
     async def list_sessions(self, params: Any) -> Any:
         request = self._parse(params, acp.ListSessionsRequest)
+        index = self.session_index
+        if index is not None:  # AIR's session index: `_meta.jetbrains.air.list`, row fields
+            from acp_agent.sessions.index import list_options
+
+            options = list_options(request.meta)
+            async with self._provider_call("session/list"):
+                return await index.page(_text(request.cwd), _text(request.cursor), options, self._dump)
         async with self._provider_call("session/list"):
             runtime = await self.runtime()
             listing = await runtime.list_sessions(_text(request.cwd), _text(request.cursor))
@@ -197,6 +207,8 @@ class SessionMethods(AgentBase):
                 runtime = await self.runtime()
                 await runtime.delete_session(request.session_id)
             self.choices.forget(request.session_id)
+            if self.session_index is not None:
+                self.session_index.deleted(request.session_id)
         finally:
             self._unhold(request.session_id)
         return {}
@@ -204,20 +216,116 @@ class SessionMethods(AgentBase):
     async def set_title(self, params: Any) -> Any:
         """`session/set_title`: the backend renames the session; a session open here is told with
         `session_info_update`, as when the backend names it itself."""
+        request = self._parse(params, acp.SetTitleRequest)
+        return {"title": await self._retitle(request.session_id, request.title, M.SESSION_SET_TITLE)}
+
+    async def _retitle(self, session_id: str, title: str, what: str) -> str:
         from acp_agent.sessions.presentation import client_title
 
-        request = self._parse(params, acp.SetTitleRequest)
-        title = client_title(request.title)
-        await self._opens.settled(request.session_id)
-        async with self._provider_call("session/set_title"):
+        title = client_title(title)
+        await self._opens.settled(session_id)
+        async with self._provider_call(what):
             runtime = await self.runtime()
-            settled = await runtime.set_title(request.session_id, title)
-        session = self.sessions.get(request.session_id)
+            settled = await runtime.set_title(session_id, title)
+        session = self.sessions.get(session_id)
         if session is not None:
             from acp_agent.backends.events import SessionTitle
 
             await session.take(SessionTitle(settled), None)
-        return {"title": settled}
+        if self.session_index is not None:
+            self.session_index.changed()
+        return settled
+
+    # -- AIR's session index (`acp_agent.sessions.index`) --------------------------------------------
+
+    def _index_opened(self, session: Session, forked_from: str | None = None) -> None:
+        if self.session_index is not None:
+            self.session_index.opened(session.session_id, session.cwd, _model(session), forked_from)
+
+    def _index_turn(self, session: Session, *, running: bool) -> None:
+        if self.session_index is not None:
+            self.session_index.turn(session.session_id, running, _model(session))
+
+    def _index_for(self, method: str) -> SessionIndex:
+        """The index, for a client that declared `sessionIndex`; method-not-found for another."""
+        from acp_agent.sessions.index import not_offered
+
+        index = self.session_index
+        if index is None:
+            raise not_offered(method)
+        return index
+
+    async def batch_get_sessions(self, params: Any) -> Any:
+        """`_session/batch_get {sessionIds}` → `{sessions}`: the rows of the ids the backend (or
+        this process) knows, in any directory and archive state; unknown ids are left out."""
+        from acp_agent.sessions.index import session_ids_param
+
+        index = self._index_for(M.SESSION_BATCH_GET)
+        ids = session_ids_param(params)
+        async with self._provider_call(M.SESSION_BATCH_GET):
+            return await index.batch_get(ids, self._dump)
+
+    async def rename_session(self, params: Any) -> Any:
+        """`_session/rename {sessionId, title}`: as `session/set_title`, answered `{}`."""
+        from acp_agent.sessions.index import session_id_param
+
+        self._index_for(M.SESSION_RENAME)
+        session_id = session_id_param(params, M.SESSION_RENAME)
+        title = params.get("title")
+        if not isinstance(title, str):
+            raise RpcError(INVALID_PARAMS, "title must be a non-empty string", {"field": "title"})
+        await self._retitle(session_id, title, M.SESSION_RENAME)
+        return {}
+
+    async def archive_session(self, params: Any) -> Any:
+        return await self._set_archived(params, M.SESSION_ARCHIVE, True)
+
+    async def unarchive_session(self, params: Any) -> Any:
+        return await self._set_archived(params, M.SESSION_UNARCHIVE, False)
+
+    async def _set_archived(self, params: Any, method: str, archived: bool) -> Any:
+        """`_session/archive` / `_session/unarchive {sessionId}`: idempotent; the session need not
+        be open (one open here stays open and is told `_meta.jetbrains.air.archived`); an id
+        neither the backend nor this process knows is not found."""
+        from acp_agent.agent_base import session_not_found
+        from acp_agent.sessions.index import session_id_param
+
+        index = self._index_for(method)
+        session_id = session_id_param(params, method)
+        async with self._provider_call(method):
+            found = (await index.find([session_id], self._dump)).get(session_id)
+            if found is None:
+                raise session_not_found(session_id)
+            if found["_meta"]["jetbrains"]["air"]["archived"] != archived:
+                if self.provider.capabilities.archive_sessions:
+                    runtime = await self.runtime()
+                    await runtime.archive_session(session_id, archived)
+                else:
+                    index.store.set_archived(session_id, archived)
+        session = self.sessions.get(session_id)
+        if session is not None:
+            await session.send_update(acp.SessionInfoUpdate(
+                meta={"jetbrains": {"air": {"version": 1, "archived": archived}}}))
+        index.changed()
+        return {}
+
+    async def subscribe_session_list(self, params: Any) -> Any:
+        """`_session/list/subscribe {cwd}` → `{subscriptionId}`; `_session/list/changes` follow."""
+        index = self._index_for(M.SESSION_LIST_SUBSCRIBE)
+        cwd = params.get("cwd") if isinstance(params, dict) else None
+        if not isinstance(cwd, str) or not os.path.isabs(cwd):
+            raise RpcError(INVALID_PARAMS, "params require an absolute cwd", {"field": "cwd"})
+        assert self._task_group is not None
+        async with self._provider_call(M.SESSION_LIST_SUBSCRIBE):
+            return {"subscriptionId": await index.subscribe(cwd, self._dump, self._task_group)}
+
+    async def unsubscribe_session_list(self, params: Any) -> Any:
+        index = self._index_for(M.SESSION_LIST_UNSUBSCRIBE)
+        subscription_id = params.get("subscriptionId") if isinstance(params, dict) else None
+        if not isinstance(subscription_id, str):
+            raise RpcError(INVALID_PARAMS, "params require a subscriptionId", {"field": "subscriptionId"})
+        index.unsubscribe(subscription_id)
+        return {}
 
     async def set_mode(self, params: Any) -> Any:
         request = self._parse(params, acp.SetModeRequest)
@@ -289,7 +397,11 @@ class SessionMethods(AgentBase):
                 await self._report_not_run(session, file_report)
                 result: Any = self._dump(acp.PromptResponse(stop_reason="cancelled"))
             else:
-                result = await self.turns.run(session, prompt, file_report)
+                self._index_turn(session, running=True)
+                try:
+                    result = await self.turns.run(session, prompt, file_report)
+                finally:
+                    self._index_turn(session, running=False)
         except RpcError as exc:
             exc.on_written = _both(exc.on_written, release)
             raise
@@ -406,6 +518,15 @@ def _both(first: Callable[[bool], None] | None, then: Callable[[bool], None]) ->
         finally:
             then(written)
     return both
+
+
+def _model(session: Session) -> str | None:
+    """The model the session runs, as its `model` config option says (None: it has none)."""
+    for option in session.config_options:
+        if option.id == "model" or option.category == "model":
+            value = option.current_value
+            return value if isinstance(value, str) and value else None
+    return None
 
 
 def _text(value: object) -> str | None:

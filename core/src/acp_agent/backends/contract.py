@@ -126,6 +126,10 @@ class RuntimeCapabilities:
     embedded_context: bool = False
     mcp_http: bool = False
     mcp_sse: bool = False
+    archive_sessions: bool = False
+    """The backend keeps an archive state of its own: `ProviderRuntime.archive_session` and
+    `list_archived_sessions` work, and `list_sessions` lists the unarchived sessions only. Off,
+    the core keeps AIR's archive marks itself (`acp_agent.sessions.index.ArchiveStore`)."""
     steering: bool = False
     """`ProviderRuntime.steer` works: the core then offers `_session/steering` (advertised in
     `initialize` as `_meta.steering.supported`)."""
@@ -350,6 +354,15 @@ class ProviderRuntime(abc.ABC):
         title the backend settled on (it may normalise it); raise `SessionNotFound` for an id the
         backend does not know. Its `session/list` shows the new title from now on."""
         raise NotSupported("session/set_title")
+
+    async def archive_session(self, session_id: str, archived: bool) -> None:
+        """Archive (or unarchive) the stored session in the backend; raise `SessionNotFound` for an
+        id it does not know. Only with `RuntimeCapabilities.archive_sessions`."""
+        raise NotSupported("_session/archive")
+
+    async def list_archived_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
+        """The archived sessions, as `list_sessions` pages. Only with `archive_sessions`."""
+        raise NotSupported("session/list")
 
     async def delete_session(self, session_id: str) -> None:
         """Remove a stored session so `session/list` no longer shows it (ACP's `session/delete`).

@@ -127,6 +127,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 fork_at_message=True,  # thread/fork.lastTurnId: the turn that holds the message
                 delete_session=True,
                 set_title=True,
+                archive_sessions=True,  # thread/archive, thread/unarchive, thread/list {archived}
                 additional_directories=True,  # app-server's runtimeWorkspaceRoots
                 file_changes=True,  # fileChange items name their files
                 file_patches=True,  # fileChange.changes: whole texts and unified diffs

@@ -189,6 +189,12 @@ class CodexRuntime(ProviderRuntime):
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
         return await self.sessions.listing(cwd, cursor)
 
+    async def archive_session(self, session_id: str, archived: bool) -> None:
+        await self.sessions.archive(session_id, archived)
+
+    async def list_archived_sessions(self, cwd: str | None, cursor: str | None) -> SessionListing:
+        return await self.sessions.listing(cwd, cursor, archived=True)
+
     async def close_session(self, session_id: str) -> None:
         await self.sessions.close(session_id)
 

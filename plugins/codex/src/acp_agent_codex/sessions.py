@@ -304,6 +304,14 @@ class Sessions:
                                   Phase.PREPARING, missing=session_id)
         self._session_ids.pop(self._codex_ids.pop(session_id, ""), None)
 
+    async def archive(self, session_id: str, archived: bool) -> None:
+        """`thread/archive` or `thread/unarchive` (AIR's session index): app-server keeps the state."""
+        method = "thread/archive" if archived else "thread/unarchive"
+        server = await self.ready()
+        async with self.clock.phase(Phase.PREPARING, label=method):
+            await threads.call_in(server, method, {"threadId": self._codex_id(session_id)},
+                                  Phase.PREPARING, missing=session_id)
+
     async def rename(self, session_id: str, title: str) -> str:
         """`thread/name/set`: app-server stores the name (`thread/list` shows it) and announces it
         with `thread/name/updated`."""
@@ -313,10 +321,14 @@ class Sessions:
                                   Phase.PREPARING, missing=session_id)
         return title
 
-    async def listing(self, cwd: str | None, cursor: str | None) -> SessionListing:
+    async def listing(self, cwd: str | None, cursor: str | None, *, archived: bool = False) -> SessionListing:
+        """A `thread/list` page (of the archived threads with `archived`)."""
         server = await self.ready()
+        params = threads.list_params(cwd, cursor)
+        if archived:
+            params["archived"] = True
         async with self.clock.phase(Phase.READING, label="thread/list"):
-            result = await threads.call_in(server, "thread/list", threads.list_params(cwd, cursor), Phase.READING)
+            result = await threads.call_in(server, "thread/list", params, Phase.READING)
         return threads.listing(result)
 
     async def close(self, session_id: str) -> None:
