@@ -39,12 +39,13 @@ def every_env(claude: FakeAnthropicAPI, codex: FakeResponsesAPI, tmp_path: Path)
 
 @asynccontextmanager
 async def every_agent(env: dict[str, str], tmp_path: Path, *, capable: bool, name: str = "agent",
-                      args: tuple[str, ...] = ("--default-provider", "claude")) -> AsyncIterator[AgentProcess]:
+                      args: tuple[str, ...] = ("--default-provider", "claude"),
+                      meta: dict[str, Any] | None = None) -> AsyncIterator[AgentProcess]:
     directory = tmp_path / name
     directory.mkdir(exist_ok=True)
     async with spawn_agent(None, directory, env, args) as agent:
         agent.frames.incoming = WatchedFrames(agent.frames.incoming)
-        agent.initialized = await agent.initialize(capable=capable)  # type: ignore[attr-defined]
+        agent.initialized = await agent.initialize(capable=capable, meta=meta)  # type: ignore[attr-defined]
         yield agent
 
 
@@ -280,3 +281,45 @@ async def test_a_session_of_a_single_provider_run_is_found_by_a_fresh_agent_of_e
                 await agent.conn._conn.send_request("logout", {"_meta": {"acp-agent": {"provider": "nobody"}}})
             assert nobody.value.code == -32602
     assert_clean(agent, capable=False)
+
+
+async def test_the_air_session_index_spans_providers(tmp_path: Path) -> None:
+    """AIR's index through the front: one list, `_session/batch_get` of ids of two providers (one
+    session moved, so its provider knows it by another id), one subscription that tells a rename
+    on Codex under the client's session id."""
+    work = tmp_path / "work"
+    work.mkdir()
+    meta = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "sessionIndex"]}}}
+    with FakeAnthropicAPI([{"reply": "Claude answers."}]) as claude, \
+            FakeResponsesAPI([{"reply": "Codex answers."}]) as codex:
+        env = every_env(claude, codex, tmp_path)
+        async with every_agent(env, tmp_path, capable=False, meta=meta) as agent:
+            advertised = agent.initialized.field_meta["jetbrains"]["air"]["capabilities"]  # type: ignore[attr-defined]
+            send = agent.conn._conn.send_request
+            first = await new_session(agent, work)
+            second = await new_session(agent, work)
+            await set_option(agent, second.session_id, "provider", "codex")
+            await agent.conn.prompt(session_id=first.session_id, prompt=text("hello Claude"))
+            await agent.conn.prompt(session_id=second.session_id, prompt=text("hello Codex"))
+            one = await send("session/list", {"cwd": str(work), "_meta": {"jetbrains": {"air": {"list": {"limit": 1}}}}})
+            listed = await send("session/list", {"cwd": str(work)})
+            got = await send("_session/batch_get", {"sessionIds": [second.session_id, "nope", first.session_id]})
+            subscribed = await send("_session/list/subscribe", {"cwd": str(work)})
+            await send("_session/rename", {"sessionId": second.session_id, "title": "Renamed"})
+            frames = agent.frames.incoming
+            assert isinstance(frames, WatchedFrames)
+            pushed = await frames.wait_for(lambda f: f.get("method") == "_session/list/changes" and any(
+                s.get("title") == "Renamed" for s in f["params"]["sessions"]))
+            assert await send("_session/list/unsubscribe", {"subscriptionId": subscribed["subscriptionId"]}) == {}
+    assert "sessionIndex" in advertised
+    assert len(one["sessions"]) == 1 and "nextCursor" in one
+    rows = {row["sessionId"]: row["_meta"] for row in listed["sessions"]}
+    assert {i: m["acp-agent"]["provider"] for i, m in rows.items()} == {
+        first.session_id: "claude", second.session_id: "codex"}
+    assert all(m["jetbrains"]["air"]["archived"] is False for m in rows.values())
+    assert [row["sessionId"] for row in got["sessions"]] == [second.session_id, first.session_id]
+    assert pushed["params"]["subscriptionId"] == subscribed["subscriptionId"]
+    assert [s["sessionId"] for s in pushed["params"]["sessions"] if s.get("title") == "Renamed"] == [
+        second.session_id]
+    assert [p for p in agent.frames.problems if not p.startswith(
+        ("response to unknown request", "unexpected agent method _session/list/changes"))] == []

@@ -166,8 +166,9 @@ class AgentBase:
         return await (await self.runtime()).list_archived_sessions(cwd, cursor)
 
     async def _push_list_changes(self, changes: dict[str, Any]) -> None:
-        if self.connection is not None:
-            await self.connection.notify(acp.MethodNames.SESSION_LIST_CHANGES, changes)
+        client = self._client()  # beside other providers: the front's link (`acp_agent.federation`)
+        if client is not None:
+            await client.notify(acp.MethodNames.SESSION_LIST_CHANGES, changes)
 
     def methods(self) -> Methods:
         """The v1 method table (`acp_agent.agent.Agent`)."""

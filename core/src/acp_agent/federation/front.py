@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -22,6 +23,7 @@ from attrs import define, field
 from acp_agent.failures.scrub import ScrubbingSendStream
 from acp_agent.federation import options as shown_options
 from acp_agent.federation.directory import KnownModels, Placement, SessionDirectory
+from acp_agent.federation.index import MergedIndex
 from acp_agent.federation.link import ProviderLink
 from acp_agent.federation.listing import MergedList
 from acp_agent.federation.signin import SignIn
@@ -79,16 +81,17 @@ class Front:
         self.default = default
         self.directory = directory
         self.models = models
-        self.agent_version = agent_version
         self.sessions: dict[str, OpenSession] = {}
         self.links: dict[str, ProviderLink] = {}
         self._tables = {name: agent.methods() for name, agent in agents.items()}
         self.connection: Connection | None = None
         self.signin = SignIn(agents, agent_version, lambda: self.connection)
-        self.listing = MergedList([name for name in self.order if M.SESSION_LIST in self._tables[name].requests],
-                                  lambda provider, params: self._call(provider, M.SESSION_LIST, params),
-                                  directory)
+        self.listing = MergedList(self._serving(M.SESSION_LIST), self._call, directory)
+        self.index = MergedIndex(self._serving(M.SESSION_BATCH_GET), self._call, directory)
         self._input: InputWatch | None = None
+
+    def _serving(self, method: str) -> list[str]:
+        return [name for name in self.order if method in self._tables[name].requests]
 
     # --- serving ------------------------------------------------------------------------------
 
@@ -104,6 +107,9 @@ class Front:
             M.AUTH_STATUS: self.signin.auth_status,
             M.SESSION_NEW: self.new_session,
             M.SESSION_LIST: self.listing.page,
+            M.SESSION_BATCH_GET: self.index.batch_get,
+            M.SESSION_LIST_SUBSCRIBE: self.index.subscribe,
+            M.SESSION_LIST_UNSUBSCRIBE: self.index.unsubscribe,
             M.SESSION_LOAD: _bound(self.reopen, M.SESSION_LOAD),
             M.SESSION_RESUME: _bound(self.reopen, M.SESSION_RESUME),
             M.SESSION_FORK: self.fork_session,
@@ -114,7 +120,7 @@ class Front:
             M.SESSION_SET_MODE: self.set_mode,
         })
         requests = {method: handler for method, handler in requests.items()
-                    if method in _FRONT_ONLY or any(method in t.requests for t in self._tables.values())}
+                    if method in _FRONT_ONLY or self._serving(method)}
         return Methods(requests=requests, notifications={M.SESSION_CANCEL: self.cancel})
 
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,
@@ -132,7 +138,8 @@ class Front:
         self.connection.eof_grace_s = EOF_GRACE_S
         self.connection.end_when_output_fails = True
         for name, agent in self.agents.items():
-            self.links[name] = ProviderLink(self.connection, self._observed, self.signin.changed)
+            self.links[name] = ProviderLink(self.connection, self._observed, self.signin.changed,
+                                           partial(self.index.changes, name))
             agent.shared_client = self.links[name]
         async with anyio.create_task_group() as task_group:
             for agent in self.agents.values():
@@ -304,8 +311,7 @@ class Front:
 
     async def routed(self, method: str, params: Any) -> Any:
         """A session method, answered by the session's provider."""
-        answer, _, _ = await self._routed(method, params)
-        return answer
+        return (await self._routed(method, params))[0]
 
     async def _routed(self, method: str, params: Any) -> tuple[Any, str, str]:
         session_id = params.get("sessionId") if isinstance(params, Mapping) else None
@@ -317,9 +323,7 @@ class Front:
         if placement is not None:
             answer = await self._call(placement.provider, method, {**params, "sessionId": placement.backend_id})
             return answer, placement.provider, placement.backend_id
-        for name in self.order:  # a session of an earlier process, not opened by a front
-            if method not in self._tables[name].requests:
-                continue
+        for name in self._serving(method):  # a session of an earlier process, not opened by a front
             try:
                 answer = await self._call(name, method, params)
             except RpcError as exc:

@@ -5,7 +5,8 @@ the client's id: every frame the agent writes with `sessionId` gets the client's
 while a move to this provider is under way the frames of sessions not yet named wait, so the new
 session's first updates go out under the id the client knows. Each session update passes the
 front (its config options shown as the front shows them); the agent's `auth/status_update`
-becomes the front's update for every provider.
+becomes the front's update for every provider, its `_session/list/changes` the front's
+subscription's (`acp_agent.federation.index`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ Observe = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
 class ProviderLink:
     """`ClientLink` for one provider's agent, over the shared one."""
 
-    def __init__(self, client: ClientLink, observe: Observe,
-                 auth_changed: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, client: ClientLink, observe: Observe, auth_changed: Callable[[], Awaitable[None]],
+                 list_changes: Callable[[Any], Any] = lambda params: params) -> None:
         self._client = client
         self._observe = observe
         self._auth_changed = auth_changed
+        self._list_changes = list_changes
         self._client_ids: dict[str, str] = {}
         self._moving = 0
         self._held: list[tuple[str, Any]] = []
@@ -62,6 +64,8 @@ class ProviderLink:
         if method == M.AUTH_STATUS_UPDATE:
             await self._auth_changed()
             return True
+        if method == M.SESSION_LIST_CHANGES:
+            return await self._client.notify(method, self._list_changes(params), wait_written=wait_written)
         session_id = params.get("sessionId") if isinstance(params, Mapping) else None
         if self._moving and isinstance(session_id, str) and session_id not in self._client_ids:
             self._held.append((method, params))

@@ -16,17 +16,19 @@ from typing import Any
 
 from acp_agent.federation.directory import SessionDirectory
 from acp_agent.federation.signin import PROVIDER_META
+from acp_agent.sessions.index import list_options
+from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.rpc import INVALID_PARAMS, Reply, RpcError
 
 log = logging.getLogger(__name__)
 
 PAGE = 50
-"""Sessions per page of the merged list."""
+"""Sessions per page of the merged list (or AIR's `_meta.jetbrains.air.list.limit`, at most 200)."""
 PAGES_PER_PROVIDER = 40
 """How many of a provider's own pages one merged listing reads at most."""
 
-Call = Callable[[str, Any], Awaitable[Any]]
-"""A provider's `session/list`: (provider, params) → its answer."""
+Call = Callable[[str, str, Any], Awaitable[Any]]
+"""A provider agent's answer: (provider, method, params) → its answer."""
 
 
 class MergedList:
@@ -41,6 +43,7 @@ class MergedList:
         if not isinstance(params, Mapping):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object", {"field": "params"})
         start = offset(params.get("cursor"))
+        size = list_options(params.get("_meta")).limit if "_meta" in params else PAGE
         rows: list[dict[str, Any]] = []
         seen: set[str] = set()
         for name in self.providers:
@@ -55,9 +58,9 @@ class MergedList:
             except RpcError as exc:
                 log.warning("session/list of %s failed: %s", name, exc.message)
         rows.sort(key=lambda row: str(row.get("updatedAt") or ""), reverse=True)
-        answer: dict[str, Any] = {"sessions": rows[start:start + PAGE]}
-        if start + PAGE < len(rows):
-            answer["nextCursor"] = cursor(start + PAGE)
+        answer: dict[str, Any] = {"sessions": rows[start:start + size]}
+        if start + size < len(rows):
+            answer["nextCursor"] = cursor(start + size)
         return answer
 
     async def _rows(self, provider: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -67,7 +70,7 @@ class MergedList:
             asked = {key: value for key, value in params.items() if key != "cursor"}
             if after is not None:
                 asked["cursor"] = after
-            answer = await self._call(provider, asked)
+            answer = await self._call(provider, M.SESSION_LIST, asked)
             answer = answer.result if isinstance(answer, Reply) else answer
             rows.extend(row for row in answer.get("sessions") or () if isinstance(row, dict))
             after = answer.get("nextCursor")
