@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from acp_agent.agent_base import AgentBase
 from acp_agent.failures.auth_status import auth_status_negotiated
+from acp_agent.failures.protocol import INDEX_ADVERTISED as INDEX_CAPABILITIES
 from acp_agent.failures.protocol import advertised_meta, negotiated
-from acp_agent.sessions.index import ADVERTISED as INDEX_CAPABILITIES
-from acp_agent.sessions.index import declared as index_declared_by
+from acp_agent.failures.protocol import index_declared as index_declared_by
 from acp_agent.wire import acp
 from acp_agent.wire import v2 as wire_v2
 from acp_agent.wire.convert import UNSET, Unset

@@ -136,6 +136,22 @@ def negotiated(client_meta: Any) -> bool:
     return isinstance(capabilities, list) and EXTENSION in capabilities
 
 
+SESSION_INDEX = "sessionIndex"
+INDEX_ADVERTISED = (SESSION_INDEX, "sessionBatchGet", "sessionArchive", "sessionRename", "sessionListSubscribe")
+"""What the agent advertises to a client that declared AIR's session index
+(`acp_agent.sessions.index`; claude-agent-acp's list without `sessionWorktrees`: acp-agent makes
+no worktrees)."""
+
+
+def index_declared(client_meta: Any) -> bool:
+    """Whether `clientCapabilities._meta.jetbrains.air.capabilities` lists `sessionIndex` (here,
+    not in the index's module, which `initialize` does not need)."""
+    jetbrains = client_meta.get("jetbrains") if isinstance(client_meta, Mapping) else None
+    air = jetbrains.get("air") if isinstance(jetbrains, Mapping) else None
+    listed = air.get("capabilities") if isinstance(air, Mapping) else None
+    return isinstance(listed, list) and SESSION_INDEX in listed
+
+
 def advertised_meta(*more: str) -> dict[str, Any]:
     """The initialize response's `_meta` for a capable client: this extension and the other AIR
     capabilities (`more`) this agent serves for its provider."""

@@ -35,10 +35,6 @@ from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 log = logging.getLogger(__name__)
 
-SESSION_INDEX = "sessionIndex"
-ADVERTISED = (SESSION_INDEX, "sessionBatchGet", "sessionArchive", "sessionRename", "sessionListSubscribe")
-"""What the agent advertises to a client that declared `sessionIndex` (claude-agent-acp's list
-without `sessionWorktrees`: acp-agent makes no worktrees)."""
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 ARCHIVED_FILTERS = ("unarchived", "archived", "all")
@@ -51,13 +47,6 @@ AIR_VERSION = 1
 
 Fetch = Callable[[str | None, str | None], Awaitable[Any]]
 """A provider's listing: `(cwd, cursor) -> SessionListing`."""
-
-
-def declared(client_meta: Any) -> bool:
-    """Whether `clientCapabilities._meta.jetbrains.air.capabilities` lists `sessionIndex`."""
-    air = _mapping(_mapping(_mapping(client_meta).get("jetbrains")).get("air"))
-    listed = air.get("capabilities")
-    return isinstance(listed, list) and SESSION_INDEX in listed
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
