@@ -82,6 +82,9 @@ class Agent(Initialization, SessionMethods):
                 handlers.pop(method)
         if caps.steering:
             handlers[M.SESSION_STEERING] = self.steer
+        if self.provider.gateways:
+            handlers.update({M.PROVIDERS_LIST: self.providers_list, M.PROVIDERS_SET: self.providers_set,
+                             M.PROVIDERS_DISABLE: self.providers_disable})
         return Methods(requests=handlers, notifications={M.SESSION_CANCEL: self.cancel})
 
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from acp_agent.backends.rpc_child import RpcChild
     from acp_agent.backends.turns import Attempts, BackendTurn, TurnDone, fold_steps
     from acp_agent.failures.hooks import bound, redact_legacy, titled_classifier
+    from acp_agent.gateways import GatewayRoute, GatewaySlot, gateway_route
     from acp_agent.failures.protocol import (
         POLICY,
         TITLE_LIMIT,
@@ -168,6 +169,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent.backends.rpc_child": ("RpcChild",),
     "acp_agent.backends.turns": ("Attempts", "BackendTurn", "TurnDone", "fold_steps"),
     "acp_agent.failures.hooks": ("bound", "redact_legacy", "titled_classifier"),
+    "acp_agent.gateways": ("GatewayRoute", "GatewaySlot", "gateway_route"),
     "acp_agent.failures.protocol": (
         "POLICY", "TITLE_LIMIT", "Category", "FailureKind", "FailureObservation", "Source", "split_title",
     ),
@@ -234,6 +236,8 @@ __all__ = [
     "Event",
     "FailureKind",
     "FailureObservation",
+    "GatewayRoute",
+    "GatewaySlot",
     "HistoryFailure",
     "IdleRelease",
     "ImageContent",
@@ -313,6 +317,7 @@ __all__ = [
     "first_text",
     "fold_steps",
     "fork_at",
+    "gateway_route",
     "hookimpl",
     "idle_release_s",
     "is_count",

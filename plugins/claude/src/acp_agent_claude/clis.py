@@ -152,7 +152,7 @@ class Spare:
         after the handshake) with exactly this environment (so its cwd and credentials)."""
         if cli_path is None or session.mcp_servers or not self.cli.alive:
             return False
-        env = environment(environ, session.credentials, session.cwd)
+        env = environment(environ, session.overrides(), session.cwd)
         argv = command(cli_path, session_id=self.session_id, resume=False, mode=SPARE_MODE,
                        model=session.model, mcp_config=None, effort=session.effort, fast=session.fast,
                        add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
@@ -271,7 +271,7 @@ class LiveCLIs:
         if self.cli_path is None:
             log.warning("claude CLI not found")
             raise PhaseFailed(start_failure("started"))
-        env = environment(self.context.environ, session.credentials, session.cwd)
+        env = environment(self.context.environ, session.overrides(), session.cwd)
         argv = command(self.cli_path, session_id=session.session_id, resume=resume, mode=session.mode,
                        model=session.model, mcp_config=self.files.mcp_config(session), effort=session.effort,
                        fast=session.fast, add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
