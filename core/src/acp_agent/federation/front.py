@@ -106,6 +106,9 @@ class Front:
             M.SESSION_PROMPT: self.prompt,
             M.SESSION_SET_CONFIG_OPTION: self.set_config_option,
             M.SESSION_SET_MODE: self.set_mode,
+            M.PROVIDERS_LIST: self.providers_list,
+            M.PROVIDERS_SET: _bound(self.provider_slot, M.PROVIDERS_SET),
+            M.PROVIDERS_DISABLE: _bound(self.provider_slot, M.PROVIDERS_DISABLE),
         })
         requests = {method: handler for method, handler in requests.items()
                     if method in _FRONT_ONLY or any(method in t.requests for t in self._tables.values())}
@@ -181,6 +184,8 @@ class Front:
             mcp = capabilities.setdefault("mcpCapabilities", {})  # transports every provider speaks
             for flag in list(mcp):
                 mcp[flag] = bool(mcp[flag] and (caps.get("mcpCapabilities") or {}).get(flag))
+            if caps.get("providers") is not None:  # gateways: some provider has a routing slot
+                capabilities["providers"] = caps["providers"]
             sessions = capabilities.setdefault("sessionCapabilities", {})
             sessions.update({key: value for key, value in (caps.get("sessionCapabilities") or {}).items()
                              if key not in sessions})
@@ -199,6 +204,24 @@ class Front:
         if meta:
             answer["_meta"] = meta
         return answer
+
+    async def providers_list(self, params: Any) -> Any:
+        """`providers/list`: every provider's LLM routing slots (`acp_agent.gateways`)."""
+        providers: list[Any] = []
+        for name in self.order:
+            if M.PROVIDERS_LIST in self._tables[name].requests:
+                providers.extend(_payload(await self._call(name, M.PROVIDERS_LIST, params))["providers"])
+        return {"providers": providers}
+
+    async def provider_slot(self, method: str, params: Any) -> Any:
+        """`providers/set` and `providers/disable`: answered by the provider that has the slot
+        `providerId` names (an unknown one by the default provider: -32602, or nothing to disable)."""
+        slot = params.get("providerId") if isinstance(params, Mapping) else None
+        owner = next((name for name in self.order if slot in self.agents[name].gateways.slots), None)
+        if owner is None:
+            owner = next(name for name in [self.default or self.order[0], *self.order]
+                         if method in self._tables[name].requests)
+        return await self._call(owner, method, params)
 
     async def authenticate(self, params: Any) -> Any:
         """`methodId` `<provider>:<id>`: that provider's sign-in."""
