@@ -72,7 +72,6 @@ if TYPE_CHECKING:
     from acp_agent.backends.rpc_child import RpcChild
     from acp_agent.backends.turns import Attempts, BackendTurn, TurnDone, fold_steps
     from acp_agent.failures.hooks import bound, redact_legacy, titled_classifier
-    from acp_agent.gateways import GatewayRoute, GatewaySlot, gateway_route
     from acp_agent.failures.protocol import (
         POLICY,
         TITLE_LIMIT,
@@ -82,6 +81,7 @@ if TYPE_CHECKING:
         Source,
         split_title,
     )
+    from acp_agent.gateways import GatewayRoute, GatewaySlot, gateway_route
     from acp_agent.sessions.presentation import now_iso
     from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
     from acp_agent.sessions.routing import SessionRouter

@@ -53,8 +53,8 @@ from acp_agent.failures.protocol import (
     split_title,
 )
 from acp_agent.failures.redaction import Redactor
-from acp_agent.gateways import GatewayRoute
 from acp_agent.failures.scrub import StreamScrubber
+from acp_agent.gateways import GatewayRoute
 from acp_agent.sessions import switches
 from acp_agent.sessions.choices import KeptChoices
 from acp_agent.sessions.presentation import ClientFeatures, Presenter
