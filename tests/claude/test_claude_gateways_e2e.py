@@ -107,3 +107,24 @@ async def test_a_route_the_slot_cannot_take_is_refused_without_echoing_its_heade
     assert SECRET not in stderr
     assert SECRET not in log
     assert agent.frames.problems == []
+
+
+async def test_a_session_resumed_after_the_set_is_routed_there(tmp_path: Path) -> None:
+    """Resumed (or loaded) after `providers/set`, a session opened before takes the new routing;
+    its history goes with it."""
+    with FakeAnthropicAPI([{"reply": "first answer"}]) as own, \
+            FakeAnthropicAPI([{"reply": "second answer"}]) as gateway:
+        gateway_url = gateway.base_url
+        async with claude_agent(own, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("first question"))
+            await call(agent, "providers/set", {"providerId": "main", "apiType": "anthropic",
+                                                "baseUrl": gateway_url, "headers": HEADERS})
+            await agent.conn.resume_session(cwd=str(tmp_path), session_id=session.session_id)
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("second question"))
+            await wait_for_requests(gateway, 1, finished=True)
+    [routed] = turns(gateway)
+    assert routed.headers.get("x-gateway-key") == SECRET
+    assert "first question" in str(routed.body) and routed.last_user_text.endswith("second question")
+    assert len(turns(own)) == 1
+    assert agent.frames.problems == []
