@@ -128,3 +128,25 @@ async def test_a_session_resumed_after_the_set_is_routed_there(tmp_path: Path) -
     assert "first question" in str(routed.body) and routed.last_user_text.endswith("second question")
     assert len(turns(own)) == 1
     assert agent.frames.problems == []
+
+
+async def test_the_users_settings_env_does_not_route_a_gateway_session_elsewhere(tmp_path: Path) -> None:
+    """Claude Code applies the `env` of the user's settings.json over its process environment: a
+    user who routes the CLI there (`ANTHROPIC_BASE_URL`, an `apiKeyHelper`) would send a gateway
+    session's requests, with the gateway's headers, to that URL. The route wins there too."""
+    import json
+
+    with FakeAnthropicAPI([{"reply": "not here"}]) as own, FakeAnthropicAPI([{"reply": "here"}]) as gateway:
+        gateway_url = gateway.base_url
+        config = tmp_path / "claude-config"
+        config.mkdir()
+        (config / "settings.json").write_text(json.dumps({"env": {"ANTHROPIC_BASE_URL": own.base_url}}))
+        async with claude_agent(own, tmp_path, capable=False) as agent:
+            await call(agent, "providers/set", {"providerId": "main", "apiType": "anthropic",
+                                                "baseUrl": gateway_url, "headers": HEADERS})
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("where to"))
+    assert [r.headers.get("x-gateway-key") for r in turns(gateway)] == [SECRET]
+    assert turns(own) == []
+    assert all(SECRET not in str(r.headers) for r in own.requests)
+    assert agent.frames.problems == []

@@ -73,6 +73,7 @@ class ClaudeSession:
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
     mcp_reported: set[str] = field(factory=set)  # its MCP servers whose failure was told
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
+    route_file: Path | None = None  # its gateway route as a 0600 settings file (`--settings`)
     last_used: float = field(factory=time.monotonic)  # when its last turn ended (or it was opened)
     prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
     released: bool = False  # its CLI was stopped while idle; the next prompt or setting starts one
