@@ -57,6 +57,10 @@ if hasattr(schema, "ForkSessionResponse"):  # unstable in ACP, but validated lik
     RESPONSE_MODELS["session/fork"] = schema.ForkSessionResponse
 if hasattr(schema, "DeleteSessionResponse"):
     RESPONSE_MODELS["session/delete"] = schema.DeleteSessionResponse
+for _method, _model in (("providers/list", "ListProvidersResponse"), ("providers/set", "SetProviderResponse"),
+                       ("providers/disable", "DisableProviderResponse")):  # unstable: gateways
+    if hasattr(schema, _model):
+        RESPONSE_MODELS[_method] = getattr(schema, _model)
 
 
 SCHEMA_ONLY_METHODS = {"auth/status", "auth/status_update", "session/set_title"}

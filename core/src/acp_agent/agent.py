@@ -91,6 +91,9 @@ class Agent(Initialization, SessionMethods):
                 M.SESSION_LIST_SUBSCRIBE: self.subscribe_session_list,
                 M.SESSION_LIST_UNSUBSCRIBE: self.unsubscribe_session_list,
             })
+        if self.provider.gateways:
+            handlers.update({M.PROVIDERS_LIST: self.providers_list, M.PROVIDERS_SET: self.providers_set,
+                             M.PROVIDERS_DISABLE: self.providers_disable})
         return Methods(requests=handlers, notifications={M.SESSION_CANCEL: self.cancel})
 
     async def serve(self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream,

@@ -36,6 +36,7 @@ from acp_agent.failures.auth_status import AuthStatusFeed, CredentialState, Keyr
 from acp_agent.failures.hooks import FailureHooks
 from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.failures.redaction import Redactor
+from acp_agent.gateways import Gateways
 from acp_agent.sessions.prompt_runner import InputWatch, TurnRunner
 from acp_agent.signin import SignIn
 from acp_agent.startup.prestart import Prestarted
@@ -111,6 +112,8 @@ class AgentBase:
         """The v2 translation of the connection, when `initialize` negotiated ACP v2 (`acp_agent.v2`)."""
         self._task_group: anyio.abc.TaskGroup | None = None
         self.backend = RuntimeHome(self.provider, self.settings.prestarted)
+        self.gateways = Gateways(self.provider.gateways, settings.environ, settings.redact)
+        """The client's routing of the provider's LLM slots, for sessions opened from now on."""
         """Opens, replaces and closes the provider runtime."""
         self._answered: anyio.Event | None = None
         self._answered_once = False

@@ -86,6 +86,7 @@ class Initialization(AgentBase):
                 mcp_capabilities=acp.McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse),
                 session_capabilities=session_caps,
                 auth=acp.AgentAuthCapabilities(logout={}, status={}),
+                providers={} if self.provider.gateways else UNSET,
                 # AIR: this agent pushes its own sign-in (`_auth/status_update`), as both anchors do
                 meta={"authStatus": {}} if self.capable else UNSET,
             ),
@@ -128,6 +129,20 @@ class Initialization(AgentBase):
         self.auth_feed.signed_in_or_out()
         await self.outbox.push_auth_status()
         return self._dump(acp.MetaOnlyResponse(meta=await self.signin.auth_meta(self.auth_status)))
+
+    async def providers_list(self, params: Any) -> Any:
+        """`providers/list` (unstable): the provider's LLM routing slots (`acp_agent.gateways`)."""
+        return self.gateways.listing()
+
+    async def providers_set(self, params: Any) -> Any:
+        """`providers/set` (unstable): a slot routed to the client's gateway for later sessions."""
+        self.gateways.set(params)
+        return {}
+
+    async def providers_disable(self, params: Any) -> Any:
+        """`providers/disable` (unstable): a slot back to the backend's own routing."""
+        self.gateways.disable(params)
+        return {}
 
     async def auth_status_request(self, params: Any) -> Any:
         """`auth/status` (unstable): the agent's own credentials as ACP's auth state; never

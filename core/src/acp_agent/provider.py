@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         Source,
         split_title,
     )
+    from acp_agent.gateways import GatewayRoute, GatewaySlot, gateway_route
     from acp_agent.sessions.presentation import now_iso
     from acp_agent.sessions.queue import DEFAULT_MAX_ITEMS, TurnQueue
     from acp_agent.sessions.routing import SessionRouter
@@ -169,6 +170,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "acp_agent.backends.rpc_child": ("RpcChild",),
     "acp_agent.backends.turns": ("Attempts", "BackendTurn", "TurnDone", "fold_steps"),
     "acp_agent.failures.hooks": ("bound", "redact_legacy", "titled_classifier"),
+    "acp_agent.gateways": ("GatewayRoute", "GatewaySlot", "gateway_route"),
     "acp_agent.failures.protocol": (
         "POLICY", "TITLE_LIMIT", "Category", "FailureKind", "FailureObservation", "Source", "split_title",
     ),
@@ -236,6 +238,8 @@ __all__ = [
     "FailureKind",
     "FailureObservation",
     "FilePatch",
+    "GatewayRoute",
+    "GatewaySlot",
     "HistoryFailure",
     "IdleRelease",
     "ImageContent",
@@ -315,6 +319,7 @@ __all__ = [
     "first_text",
     "fold_steps",
     "fork_at",
+    "gateway_route",
     "hookimpl",
     "idle_release_s",
     "is_count",

@@ -80,7 +80,7 @@ class SessionMethods(AgentBase):
         self._check_cwd(cwd)
         pending = PendingSession(self.router, credentials=client_credentials(self.provider, self.settings.redact, meta),
                                  additional_directories=requested_directories(self.provider, directories),
-                                 fork_at=fork_at)
+                                 gateways=self.gateways.snapshot(), fork_at=fork_at)
         try:
             async with self._provider_call(what):
                 runtime = await self.runtime()
@@ -102,6 +102,7 @@ class SessionMethods(AgentBase):
             raise
         session = self._new_session_state(started.session_id, cwd, credentials=pending.credentials)
         session.additional_directories = pending.additional_directories
+        session.gateways = pending.gateways
         session.advertise(started)
         pending.bind(session)
         self.sessions[session.session_id] = session
@@ -137,6 +138,7 @@ class SessionMethods(AgentBase):
             session.credentials = credentials
         # ACP: the request's list is the session's complete list of additional roots from now on.
         session.additional_directories = directories
+        session.gateways = self.gateways.snapshot()  # the routing as it is now (`acp_agent.gateways`)
         self.sessions[session.session_id] = session
         self.router.expect(session.session_id)
         from acp_agent.sessions.session import LoadingSession

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider o
     from acp_agent.failures.hooks import FailureHooks
     from acp_agent.failures.protocol import FailureObservation
     from acp_agent.failures.redaction import Redactor
+    from acp_agent.gateways import GatewaySlot
     from acp_agent.sessions.routing import SessionRouter
     from acp_agent.wire.acp import (
         ConfigOption,
@@ -414,6 +415,9 @@ class ProviderSpec:
     capabilities: RuntimeCapabilities = field(factory=RuntimeCapabilities)
     deadline_aliases: Mapping[str, tuple[str, ...]] = field(factory=dict)
     description: str = ""
+    gateways: tuple[GatewaySlot, ...] = ()
+    """The backend's LLM routing slots a client may point at its gateway (ACP's unstable
+    `providers/*`, `acp_agent.gateways`); empty: the agent offers none."""
     start_early: bool = False
     prestart: str | None = field(default=None, validator=_reference)
     """Where the hook is that starts this provider's backend as the command line starts, before

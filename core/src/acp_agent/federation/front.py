@@ -23,6 +23,7 @@ from attrs import define, field
 from acp_agent.failures.scrub import ScrubbingSendStream
 from acp_agent.federation import options as shown_options
 from acp_agent.federation.directory import KnownModels, Placement, SessionDirectory
+from acp_agent.federation.gateways import MergedGateways
 from acp_agent.federation.index import MergedIndex
 from acp_agent.federation.link import ProviderLink
 from acp_agent.federation.listing import MergedList
@@ -88,6 +89,7 @@ class Front:
         self.signin = SignIn(agents, agent_version, lambda: self.connection)
         self.listing = MergedList(self._serving(M.SESSION_LIST), self._call, directory)
         self.index = MergedIndex(self._serving(M.SESSION_BATCH_GET), self._call, directory)
+        self.gateways = MergedGateways(agents, self._serving(M.PROVIDERS_LIST), self._call, default=default)
         self._input: InputWatch | None = None
 
     def _serving(self, method: str) -> list[str]:
@@ -101,15 +103,9 @@ class Front:
             for method in table.requests:
                 requests[method] = _bound(self.routed, method)
         requests.update({
-            M.INITIALIZE: self.signin.initialize,
-            M.AUTHENTICATE: self.signin.authenticate,
-            M.LOGOUT: self.signin.logout,
-            M.AUTH_STATUS: self.signin.auth_status,
+            **self.signin.methods(), **self.index.methods(), **self.gateways.methods(),
             M.SESSION_NEW: self.new_session,
             M.SESSION_LIST: self.listing.page,
-            M.SESSION_BATCH_GET: self.index.batch_get,
-            M.SESSION_LIST_SUBSCRIBE: self.index.subscribe,
-            M.SESSION_LIST_UNSUBSCRIBE: self.index.unsubscribe,
             M.SESSION_LOAD: _bound(self.reopen, M.SESSION_LOAD),
             M.SESSION_RESUME: _bound(self.reopen, M.SESSION_RESUME),
             M.SESSION_FORK: self.fork_session,

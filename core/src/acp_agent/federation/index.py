@@ -34,6 +34,10 @@ class MergedIndex:
         self._fronts: dict[tuple[str, str], str] = {}
         """(provider, its subscription id) → the front's."""
 
+    def methods(self) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+        return {M.SESSION_BATCH_GET: self.batch_get, M.SESSION_LIST_SUBSCRIBE: self.subscribe,
+                M.SESSION_LIST_UNSUBSCRIBE: self.unsubscribe}
+
     async def batch_get(self, params: Any) -> dict[str, Any]:
         wanted = session_ids_param(params)
         asked: dict[str, list[str]] = {}

@@ -9,7 +9,7 @@ when any provider is, with one account row per provider that has credentials.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_agent.wire.acp import MethodNames as M
@@ -33,6 +33,10 @@ class SignIn:
         self.titles = {name: agent.provider.title for name, agent in agents.items()}
         self.agent_version = agent_version
         self._connection = connection
+
+    def methods(self) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+        return {M.INITIALIZE: self.initialize, M.AUTHENTICATE: self.authenticate, M.LOGOUT: self.logout,
+                M.AUTH_STATUS: self.auth_status}
 
     async def initialize(self, params: Any) -> Any:
         """Every agent's answer, merged: the front speaks ACP v1."""
@@ -68,6 +72,8 @@ class SignIn:
             mcp = capabilities.setdefault("mcpCapabilities", {})
             for flag in list(mcp):
                 mcp[flag] = bool(mcp[flag] and (caps.get("mcpCapabilities") or {}).get(flag))
+            if caps.get("providers") is not None:  # gateways: some provider has a routing slot
+                capabilities["providers"] = caps["providers"]
             sessions = capabilities.setdefault("sessionCapabilities", {})
             sessions.update({key: value for key, value in (caps.get("sessionCapabilities") or {}).items()
                              if key not in sessions})

@@ -11,7 +11,7 @@ methods.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -54,6 +54,7 @@ from acp_agent.failures.protocol import (
 )
 from acp_agent.failures.redaction import Redactor
 from acp_agent.failures.scrub import StreamScrubber
+from acp_agent.gateways import GatewayRoute
 from acp_agent.sessions import switches
 from acp_agent.sessions.choices import KeptChoices
 from acp_agent.sessions.file_changes import ChangedFiles, report_update
@@ -267,6 +268,10 @@ class _OfSession:
     def additional_directories(self) -> tuple[str, ...]:
         return self.session.additional_directories
 
+    @property
+    def gateways(self) -> Mapping[str, GatewayRoute]:
+        return self.session.gateways
+
 
 @define(eq=False)
 class Turn(_OfSession):
@@ -367,6 +372,8 @@ class Session:
     turn: Turn | None = None
     credentials: dict[str, str] = field(factory=dict)
     additional_directories: tuple[str, ...] = ()
+    gateways: Mapping[str, GatewayRoute] = field(factory=dict)
+    """The client's gateway routing as the session was opened (`acp_agent.gateways`): it keeps it."""
     modes: acp.SessionModeState | None = None
     """What the session advertised: the core checks modes and option values against it (`choices`)."""
     config_options: Sequence[acp.ConfigOption] = ()
@@ -532,6 +539,7 @@ class PendingSession:
     router: SessionRouter
     credentials: dict[str, str] = field(factory=dict)
     additional_directories: tuple[str, ...] = ()
+    gateways: Mapping[str, GatewayRoute] = field(factory=dict)
     fork_at: str | None = None
     """The message a fork branches at (`backends.contract.fork_at`)."""
     session_id: str = ""

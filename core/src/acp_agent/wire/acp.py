@@ -157,6 +157,8 @@ class AgentCapabilities:
     mcp_capabilities: McpCapabilities = field(factory=McpCapabilities)
     session_capabilities: SessionCapabilities = field(factory=SessionCapabilities)
     auth: AgentAuthCapabilities = field(factory=AgentAuthCapabilities)
+    providers: dict[str, Any] | Unset = UNSET
+    """ACP's unstable `providers/*` (LLM routing slots a client may point at its gateway)."""
     meta: Meta | Unset = UNSET
 
 
@@ -238,6 +240,10 @@ class MethodNames:
     SESSION_LIST_CHANGES: ClassVar[str] = "_session/list/changes"
     """AIR's session index (claude-agent-acp `session-index/*`): `acp_agent.sessions.index`."""
     SESSION_UPDATE: ClassVar[str] = "session/update"
+    PROVIDERS_LIST: ClassVar[str] = "providers/list"
+    PROVIDERS_SET: ClassVar[str] = "providers/set"
+    PROVIDERS_DISABLE: ClassVar[str] = "providers/disable"
+    """ACP's unstable gateway routing (`acp_agent.gateways`)."""
     REQUEST_PERMISSION: ClassVar[str] = "session/request_permission"
     FS_READ: ClassVar[str] = "fs/read_text_file"
     FS_WRITE: ClassVar[str] = "fs/write_text_file"

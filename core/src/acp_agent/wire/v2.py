@@ -87,6 +87,8 @@ def v2_initialize(result: Mapping[str, Any]) -> JsonObject:
     status = _object(v1_caps.get("auth")).get("status")
     if status is not None:
         capabilities["auth"] = {"status": status}
+    if v1_caps.get("providers") is not None:  # gateways: the same methods and shapes in v2
+        capabilities["providers"] = v1_caps["providers"]
     answer: JsonObject = {
         "protocolVersion": PROTOCOL_VERSION,
         "info": result["agentInfo"],

@@ -12,10 +12,18 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from acp_agent.provider import BackendStatus, CredentialSpec, ProviderSpec, RuntimeCapabilities, TerminalLogin, hookimpl
+from acp_agent.provider import (
+    BackendStatus,
+    CredentialSpec,
+    GatewaySlot,
+    ProviderSpec,
+    RuntimeCapabilities,
+    TerminalLogin,
+    hookimpl,
+)
 
 if TYPE_CHECKING:
-    from acp_agent.provider import ProviderRuntime, RuntimeContext
+    from acp_agent.provider import GatewayRoute, ProviderRuntime, RuntimeContext
 
 def find_cli(environ: Mapping[str, str] | None = None) -> str | None:
     """The Claude Code CLI to run (`acp_agent_claude.locate.find_cli`, loaded when first asked:
@@ -90,6 +98,35 @@ TERMINAL_LOGINS = (
 )
 
 
+def _on(value: str | None) -> bool:
+    return bool(value) and str(value).strip().lower() not in ("0", "false", "no", "off")
+
+
+def native_route(environ: Mapping[str, str]) -> tuple[str, str]:
+    """Where the CLI sends model requests without a gateway: its own variables decide."""
+    if _on(environ.get("CLAUDE_CODE_USE_BEDROCK")):
+        return "bedrock", environ.get("ANTHROPIC_BEDROCK_BASE_URL") or "https://bedrock-runtime.amazonaws.com"
+    if _on(environ.get("CLAUDE_CODE_USE_VERTEX")):
+        return "vertex", environ.get("ANTHROPIC_VERTEX_BASE_URL") or "https://aiplatform.googleapis.com"
+    return "anthropic", environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+
+
+def check_route(route: GatewayRoute) -> str | None:
+    """Vertex needs a project and a region, which only `_meta.claudeCode.vertex` can carry."""
+    if route.api_type != "vertex":
+        return None
+    from acp_agent_claude.gateway import vertex_of
+
+    if None in vertex_of(route.meta):
+        return ("vertex apiType requires non-empty `_meta.claudeCode.vertex.projectId` and "
+                "`_meta.claudeCode.vertex.region`")
+    return None
+
+
+# The CLI's one LLM slot, as claude-agent-acp offers it: `acp_agent_claude.gateway`.
+GATEWAY = GatewaySlot("main", ("anthropic", "bedrock", "vertex"), native=native_route, check=check_route)
+
+
 def provider_spec() -> ProviderSpec:
     return ProviderSpec(
         name="claude",
@@ -117,6 +154,7 @@ def provider_spec() -> ProviderSpec:
                                          file_changes=True,  # Edit/Write tool calls name their file
                                          file_patches=True,  # from Edit/Write's tool_use_result
                                          raw_input=True),  # no display copy of a tool's input
+        gateways=(GATEWAY,),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
         classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks
         failure_title="acp_agent_claude.classify:failure_title",

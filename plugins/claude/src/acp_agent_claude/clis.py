@@ -87,12 +87,31 @@ class PrivateFiles:
             session.mcp_config = Path(path)
         return str(session.mcp_config)
 
+    def route_settings(self, session: ClaudeSession) -> str | None:
+        """The session's gateway route (`gateway`) as the path of a 0600 settings file for the
+        CLI's `--settings` (None: it has none), written afresh for each start. Claude Code applies
+        the `env` of the user's settings.json over its environment; the `--settings` tier wins
+        over theirs, so their `ANTHROPIC_BASE_URL` or `apiKeyHelper` cannot send the session (and
+        the gateway's headers) elsewhere. A file, as the headers are secrets: never an argument."""
+        if not session.routing:
+            return None
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_DIR_PREFIX}{os.getpid()}-"))
+        if session.route_file is None:
+            descriptor, path = tempfile.mkstemp(prefix="route-", suffix=".json", dir=self._dir)
+            os.close(descriptor)
+            session.route_file = Path(path)
+        content = {"env": session.routing, "apiKeyHelper": "", **({"fastMode": True} if session.fast else {})}
+        session.route_file.write_text(json.dumps(content))
+        return str(session.route_file)
+
     @staticmethod
     def forget(session: ClaudeSession) -> None:
-        """The session ended (closed, replaced, never started): its MCP configuration goes."""
-        path, session.mcp_config = session.mcp_config, None
-        if path is not None:
-            path.unlink(missing_ok=True)
+        """The session ended (closed, replaced, never started): its MCP configuration and route go."""
+        for path in (session.mcp_config, session.route_file):
+            if path is not None:
+                path.unlink(missing_ok=True)
+        session.mcp_config = session.route_file = None
 
     def remove(self) -> None:
         if self._dir is not None:
@@ -152,7 +171,7 @@ class Spare:
         after the handshake) with exactly this environment (so its cwd and credentials)."""
         if cli_path is None or session.mcp_servers or not self.cli.alive:
             return False
-        env = environment(environ, session.credentials, session.cwd)
+        env = environment(environ, session.overrides(), session.cwd)
         argv = command(cli_path, session_id=self.session_id, resume=False, mode=SPARE_MODE,
                        model=session.model, mcp_config=None, effort=session.effort, fast=session.fast,
                        add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
@@ -271,10 +290,11 @@ class LiveCLIs:
         if self.cli_path is None:
             log.warning("claude CLI not found")
             raise PhaseFailed(start_failure("started"))
-        env = environment(self.context.environ, session.credentials, session.cwd)
+        env = environment(self.context.environ, session.overrides(), session.cwd)
         argv = command(self.cli_path, session_id=session.session_id, resume=resume, mode=session.mode,
                        model=session.model, mcp_config=self.files.mcp_config(session), effort=session.effort,
-                       fast=session.fast, add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
+                       fast=session.fast, add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env),
+                       settings=self.files.route_settings(session))
         try:
             cli = await ClaudeCLI.spawn(argv, env=env, cwd=session.cwd,
                                         on_request=functools.partial(self._on_request, session))

@@ -72,10 +72,11 @@ BYPASS_REFUSED = ("Claude Code refuses it as root unless IS_SANDBOX=1 (or CLAUDE
 
 def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,
             mcp_config: str | None, effort: str | None = None, fast: bool = False,
-            add_dirs: Sequence[str] = (), allow_bypass: bool = False) -> list[str]:
+            add_dirs: Sequence[str] = (), allow_bypass: bool = False, settings: str | None = None) -> list[str]:
     """The CLI's arguments, as claude-agent-sdk builds them for the options the runtime used;
     `allow_bypass` (`bypass_allowed`): the session may switch to `bypassPermissions` later, as
-    claude-agent-acp starts the CLI (its `allowDangerouslySkipPermissions`). It starts in `mode`."""
+    claude-agent-acp starts the CLI (its `allowDangerouslySkipPermissions`). It starts in `mode`.
+    `settings`: the path of the session's own settings file (fast mode, then, is in it)."""
     argv = [program, "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
     if allow_bypass:
         argv.append("--allow-dangerously-skip-permissions")
@@ -83,7 +84,9 @@ def command(program: str, *, session_id: str, resume: bool, mode: str, model: st
         argv += ["--model", model]
     if effort:
         argv += ["--effort", effort]
-    if fast:
+    if settings:
+        argv += ["--settings", settings]
+    elif fast:
         import json
 
         argv += ["--settings", json.dumps({"fastMode": True})]

@@ -33,9 +33,11 @@ from acp_agent.provider import (
     TurnFailed,
     additional_directories,
     fork_at,
+    gateway_route,
 )
 from acp_agent_claude import content, settings
 from acp_agent_claude.clis import LiveCLIs
+from acp_agent_claude.gateway import SLOT, route_env
 from acp_agent_claude.prestart import BYPASS_REFUSED, bypass_allowed, environment
 from acp_agent_claude.session import ClaudeSession
 from acp_agent_claude.transcripts import Transcripts
@@ -61,6 +63,7 @@ class ClaudeRuntime(ProviderRuntime):
     def _opening(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                  **settings: Any) -> ClaudeSession:
         return ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
+                             routing=route_env(gateway_route(channel, SLOT)),
                              mcp_servers=content.mcp_servers(mcp_servers),
                              add_dirs=additional_directories(channel), **settings)
 
@@ -118,10 +121,11 @@ class ClaudeRuntime(ProviderRuntime):
         servers = content.mcp_servers(mcp_servers)
         credentials = dict(channel.credentials)
         dirs = additional_directories(channel)
-        if (cwd, servers, credentials, dirs) != (session.cwd, session.mcp_servers, session.credentials,
-                                                 session.add_dirs):
+        routing = route_env(gateway_route(channel, SLOT))
+        if (cwd, servers, credentials, dirs, routing) != (session.cwd, session.mcp_servers, session.credentials,
+                                                          session.add_dirs, session.routing):
             session.cwd, session.mcp_servers, session.credentials = cwd, servers, credentials
-            session.add_dirs = dirs
+            session.add_dirs, session.routing = dirs, routing
             if session.cli is not None:
                 cli, session.cli = session.cli, None
                 await self.clis.stop(cli)

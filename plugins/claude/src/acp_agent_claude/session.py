@@ -68,9 +68,12 @@ class ClaudeSession:
     account: dict[str, Any] = field(factory=dict)  # the CLI's `account` report: credential sources
     version: str | None = None  # the CLI's `claude_code_version`
     credentials: dict[str, str] = field(factory=dict)
+    routing: dict[str, str] = field(factory=dict, repr=False)
+    """The CLI's environment for the client's gateway as the session was opened (`gateway`)."""
     mcp_servers: dict[str, dict[str, Any]] = field(factory=dict)
     mcp_reported: set[str] = field(factory=set)  # its MCP servers whose failure was told
     mcp_config: Path | None = None  # the servers as a 0600 file, never on the CLI's command line
+    route_file: Path | None = None  # its gateway route as a 0600 settings file (`--settings`)
     last_used: float = field(factory=time.monotonic)  # when its last turn ended (or it was opened)
     prompted: bool = False  # a user message reached its CLI: the CLI keeps a transcript of it
     released: bool = False  # its CLI was stopped while idle; the next prompt or setting starts one
@@ -86,6 +89,11 @@ class ClaudeSession:
     renamed: bool = False  # the client set the title: no generated one is published
     untitled: bool = False  # a new session yet to show a title: its first turn's prompt is one
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
+
+
+    def overrides(self) -> dict[str, str]:
+        """What the CLI's environment takes from the session: its credentials, then its routing."""
+        return {**self.credentials, **self.routing}
 
     def cancelling(self) -> bool:
         """Its turn was asked to stop (by the client, or by a choice that ends it)."""

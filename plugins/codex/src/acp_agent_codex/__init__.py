@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from acp_agent.provider import (
     BackendStatus,
     CredentialSpec,
+    GatewaySlot,
     ProviderRuntime,
     ProviderSpec,
     RuntimeCapabilities,
@@ -97,6 +98,16 @@ TERMINAL_LOGINS = (
 )
 
 
+def _native_route(environ: Mapping[str, str]) -> tuple[str, str]:
+    from acp_agent_codex.gateway import native_route
+
+    return native_route(environ)
+
+
+# app-server's one LLM slot, as codex-acp offers it: `acp_agent_codex.gateway`.
+GATEWAY = GatewaySlot("openai", ("openai",), native=_native_route)
+
+
 @hookimpl
 def acp_agent_providers() -> list[ProviderSpec]:
     return [
@@ -138,6 +149,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 steering=True,
                 mcp_http=True,  # `mcp_servers.<name>.url`: codex speaks streamable HTTP (no SSE)
             ),
+            gateways=(GATEWAY,),
             description="OpenAI Codex through `codex app-server`.",
             classify_failure="acp_agent_codex.classify:classify_failure",  # after any plugin's failure hooks
             failure_title="acp_agent_codex.classify:failure_title",

@@ -33,16 +33,24 @@ from acp_agent.provider import (
     SessionTitle,
     additional_directories,
     fork_at,
+    gateway_route,
 )
 from acp_agent_codex import codex_home, commands, items, settings, threads, titles
 from acp_agent_codex.appserver import AppServer
 from acp_agent_codex.classify import rpc_error_observation, transport_lost
+from acp_agent_codex.gateway import SLOT, route_config
 from acp_agent_codex.modes import DEFAULT_MODE, MODES, mode_of, policy_params, user_config_sets_policy
 from acp_agent_codex.supervisor import Supervisor
 from acp_agent_codex.threads import RESUME_BYTES, ThreadState, mcp_config, rollout_size, session_info
 
 log = logging.getLogger(__name__)
 PROVIDER = "codex"
+
+
+def thread_config(mcp_servers: Sequence[McpServer], channel: SessionChannel) -> dict[str, Any]:
+    """A thread's config overrides: the request's MCP servers and the client's gateway as the
+    session is opened (`gateway`); the session keeps them for its life, on every app-server."""
+    return {**mcp_config(mcp_servers), **route_config(gateway_route(channel, SLOT))}
 
 
 class Sessions:
@@ -128,7 +136,7 @@ class Sessions:
 
     async def new(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         server = await self.ready()
-        config = mcp_config(mcp_servers)
+        config = thread_config(mcp_servers, channel)
         roots = additional_directories(channel)
         result = await self._start_thread(server, cwd, config, roots, DEFAULT_MODE)
         thread_id = result["thread"]["id"]
@@ -196,7 +204,7 @@ class Sessions:
     async def load(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel,
                    *, replay: bool) -> SessionStart:
         server = await self.ready()
-        config = mcp_config(mcp_servers)
+        config = thread_config(mcp_servers, channel)
         roots = additional_directories(channel)
         previous = self._table.get(session_id)
         codex_id = self._codex_id(session_id)
@@ -252,7 +260,7 @@ class Sessions:
         server = await self.ready()
         source = self._table.get(session_id)
         mode = source.mode if source is not None else DEFAULT_MODE
-        config = mcp_config(mcp_servers)
+        config = thread_config(mcp_servers, channel)
         roots = additional_directories(channel)
         params = threads.open_params(self._codex_id(session_id), cwd, config, roots, self._policy(mode))
         at = fork_at(channel)
