@@ -129,6 +129,9 @@ class RuntimeCapabilities:
     steering: bool = False
     """`ProviderRuntime.steer` works: the core then offers `_session/steering` (advertised in
     `initialize` as `_meta.steering.supported`)."""
+    plan_file: bool = False
+    """The runtime reports plan reviews whose plan is a file (`events.PlanFileCall`): AIR's
+    `planFile` is advertised."""
 
 
 def _new_router() -> SessionRouter:
