@@ -70,6 +70,8 @@ async def test_a_plan_file_client_reads_the_plan_from_its_file_and_gets_the_appr
     assert call["rawInput"] == {"planFilePath": path}  # the file, not the plan's text
     results = [u for u in frames if u.get("toolCallId") == "toolu_plan1" and u.get("status") == "completed"]
     assert results and results[-1]["rawInput"] == {"planFilePath": path}
+    [(asked, _options)] = agent.client.permission_requests
+    assert asked.raw_input == {"planFilePath": path}  # asked to approve the file's plan
     clear, update = frames[-2:]
     assert clear == {"sessionUpdate": "tool_call", "toolCallId": "toolu_plan1:plan-file-clear",
                      "title": "Exited Plan Mode", "kind": "switch_mode", "status": "completed",
@@ -96,6 +98,8 @@ async def test_a_client_of_neither_sees_the_review_as_before(tmp_path: Path, cap
     frames = plan_frames(agent, sid)
     path = plan_file(tmp_path)
     assert frames[0]["rawInput"] == {"plan": PLAN, "planFilePath": path}
+    [(asked, _options)] = agent.client.permission_requests
+    assert asked.raw_input == {"plan": PLAN, "planFilePath": path}
     assert {u["sessionUpdate"] for u in frames} == {"tool_call", "tool_call_update"}
     assert {u["toolCallId"] for u in frames} == {"toolu_plan1"}
     assert all("rawInput" not in u for u in frames[1:])

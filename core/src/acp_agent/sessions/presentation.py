@@ -283,6 +283,15 @@ class Presenter:
                                   raw_output=raw_output, meta=meta)
 
 
+def plan_review_request(event: PlanFileCall, features: ClientFeatures) -> acp.ToolCallUpdate:
+    """The tool call of a plan review's `session/request_permission`, as the client sees plan
+    reviews (`planFile`: the file, not the plan's text)."""
+    shown = _plan_file_call(attrs.evolve(event, released=False), features)[0]
+    if isinstance(shown, acp.ToolCallUpdate):
+        return shown
+    return acp.ToolCallUpdate(**{a.name: getattr(shown, a.name) for a in attrs.fields(acp.ToolCallFields)})
+
+
 def _plan_file_call(event: PlanFileCall, features: ClientFeatures) -> list[acp.SessionUpdate]:
     """A plan review as the client sees it: unchanged, or for a `planFile` client (when the file
     is there to read) with `rawInput` naming the file in place of the plan's text, and once the
@@ -323,4 +332,4 @@ def _chunk(terminal_id: str, data: str, features: ClientFeatures) -> acp.ToolCal
     return acp.ToolCallUpdate(tool_call_id=terminal_id, meta={key: {"terminal_id": terminal_id, "data": data}})
 
 
-__all__ = ["COMPACTION_TITLE", "ClientFeatures", "Presenter", "now_iso", "session_title"]
+__all__ = ["COMPACTION_TITLE", "ClientFeatures", "Presenter", "now_iso", "plan_review_request", "session_title"]

@@ -151,9 +151,9 @@ PLAN_MODE_PLAN_ID = "plan-mode"
 """The id of the plan a session's plan mode approved (claude-agent-acp's `PLAN_MODE_PLAN_ID`)."""
 
 
-def plan_review(call: ToolCall, tool_input: Mapping[str, Any]) -> PlanFileCall:
-    """ExitPlanMode's call: the CLI completes its input with the plan file's text (`plan`) and
-    path (`planFilePath`)."""
+def plan_review(call: ToolCall | ToolCallUpdate, tool_input: Mapping[str, Any]) -> PlanFileCall:
+    """ExitPlanMode's call (or the permission request that asks to approve it): the CLI
+    completes its input with the plan file's text (`plan`) and path (`planFilePath`)."""
     path = tool_input.get("planFilePath")
     return PlanFileCall(call, tool_input, path if isinstance(path, str) else None)
 
