@@ -3,8 +3,8 @@ plan that ExitPlanMode reviews is a file Claude wrote under its `plans/` directo
 AIR's `planFile` sees the review's `rawInput` name that file (`planFilePath`, no plan text) and,
 once approved, a call of its own with a blank path; a client of ACP's unstable `plan` gets the
 approved plan as a markdown `plan_update` (claude-agent-acp's `exit-plan.js`: `planId`
-`plan-mode`, joined to the review's call id for AIR). A client that declares neither sees the
-frames it always saw.
+`plan-mode`, joined to the review's call id for AIR). A `session/load` replays them so. A client
+that declares neither sees the frames it always saw.
 
 Real Claude Code CLI against the fake Anthropic API, which scripts the model: it writes the plan
 to the plan file the plan-mode instructions name, then calls ExitPlanMode.
@@ -115,3 +115,32 @@ async def test_a_plan_kept_in_review_is_neither_released_nor_published(tmp_path:
     assert [u["sessionUpdate"] for u in frames if u["sessionUpdate"] != "tool_call_update"] == ["tool_call"]
     assert frames[-1]["status"] == "failed"
     assert frames[-1]["rawInput"] == {"planFilePath": path}
+
+
+@pytest.mark.parametrize("declares", [True, False], ids=["plan-file-and-plan", "neither"])
+async def test_a_load_replays_the_review_as_it_showed_live(tmp_path: Path, declares: bool) -> None:
+    client: dict[str, Any] = {"capable": False, "meta": PLAN_FILE_AIR, "plan": True} if declares else {"capable": False}
+    with FakeAnthropicAPI([WRITE_PLAN, EXIT_PLAN, {"reply": "done"}]) as api:
+        async with claude_agent(api, tmp_path, **client) as agent:
+            agent.client.permission = lambda options: "exit-plan-default"
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("plan it"))
+        async with claude_agent(api, tmp_path, **client) as reloaded:
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=session.session_id)
+    assert agent.frames.problems == [] and reloaded.frames.problems == []
+    path = plan_file(tmp_path)
+    replayed = plan_frames(reloaded, session.session_id)
+    live = [u for u in plan_frames(agent, session.session_id) if u.get("status") != "in_progress"]
+    if declares:
+        assert replayed[0]["rawInput"] == {"planFilePath": path}
+        assert replayed[-2]["toolCallId"] == "toolu_plan1:plan-file-clear"
+        assert replayed[-1] == live[-1] == {
+            "sessionUpdate": "plan_update",
+            "plan": {"type": "markdown", "planId": "plan-mode:toolu_plan1", "content": PLAN.strip()}}
+        assert [u["sessionUpdate"] for u in replayed] == [u["sessionUpdate"] for u in live]
+    else:
+        assert replayed[0]["rawInput"] == {"plan": PLAN, "planFilePath": path}
+        assert {u["toolCallId"] for u in replayed} == {"toolu_plan1"}
+        assert [u["sessionUpdate"] for u in replayed] == ["tool_call", "tool_call_update"]
+        assert "rawInput" not in replayed[-1]
