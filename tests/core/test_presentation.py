@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Literal
 
 from acp_agent.backends.events import (
     Compaction,
     CompactionSummaryChunk,
+    PlanDocument,
+    PlanFileCall,
     SessionTitle,
     TerminalExited,
     TerminalOutput,
     TerminalStarted,
 )
-from acp_agent.sessions.presentation import ClientFeatures, Presenter
+from acp_agent.sessions.presentation import ClientFeatures, Presenter, plan_review_request
 from acp_agent.wire import acp
 from acp_agent.wire.convert import make_converter
 
@@ -184,3 +187,51 @@ def test_facts_reported_after_the_terminal_status_patch_it_for_a_client_of_the_e
     assert presenter.render(Compaction("k1", "completed"), COMPACTING, capable=True) == []
     assert presenter.render(Compaction("k1", "failed", tokens_before=1), COMPACTING, capable=True) == []
     assert plain.render(boundary, COMPACTING, capable=False) == []
+
+
+# --- plans --------------------------------------------------------------------------------------------
+
+PLAN_AIR = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "planFile"]}}}
+
+
+def test_plan_features_come_from_the_plan_capability_and_the_air_list() -> None:
+    features = ClientFeatures.from_capabilities(PLAN_AIR, None, None, {})
+    assert (features.plan, features.air_client, features.plan_file) == (True, True, True)
+    assert ClientFeatures.from_capabilities({"jetbrains": {"air": {"version": 1}}}, None).air_client
+    assert ClientFeatures.from_capabilities(None, None, None, None) == NONE
+    assert ClientFeatures.from_capabilities(None, None, None, True) == NONE  # only an object opts in
+
+
+def test_a_plan_file_review_names_the_file_for_a_plan_file_client_only(tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.md"
+    plan_file.write_text("# Plan")
+    tool_input = {"plan": "# Plan", "planFilePath": str(plan_file), "allowedPrompts": []}
+    call = acp.ToolCall(tool_call_id="t1", title="ExitPlanMode", kind="switch_mode", raw_input=tool_input)
+    result = acp.ToolCallUpdate("t1", status="completed")
+    plan_file_client = ClientFeatures.from_capabilities(PLAN_AIR, None)
+    named = {"allowedPrompts": [], "planFilePath": str(plan_file)}
+    assert Presenter().render(PlanFileCall(call, tool_input, str(plan_file)), NONE, True) == [call]
+    [shown] = Presenter().render(PlanFileCall(call, tool_input, str(plan_file)), plan_file_client, True)
+    assert shown.raw_input == named
+    done, clear = Presenter().render(PlanFileCall(result, tool_input, str(plan_file), released=True),
+                                     plan_file_client, True)
+    assert done.raw_input == named
+    assert wire([clear]) == [{"toolCallId": "t1:plan-file-clear", "title": "Exited Plan Mode", "kind": "switch_mode",
+                              "status": "completed", "content": [], "rawInput": {"planFilePath": ""},
+                              "sessionUpdate": "tool_call"}]
+    asked = plan_review_request(PlanFileCall(call, tool_input, str(plan_file), released=True), plan_file_client)
+    assert isinstance(asked, acp.ToolCallUpdate) and asked.raw_input == named
+    for missing in ("relative/plan.md", str(tmp_path / "gone.md"), str(tmp_path), None):
+        assert Presenter().render(PlanFileCall(call, tool_input, missing, released=True), plan_file_client,
+                                  True) == [call]
+
+
+def test_an_approved_plan_is_a_markdown_plan_update_for_a_plan_client_only() -> None:
+    document = PlanDocument("plan-mode", "# Plan", "t1")
+    assert Presenter().render(document, NONE, True) == []
+    assert wire(Presenter().render(document, ClientFeatures(plan=True), False)) == [
+        {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "plan-mode", "content": "# Plan"}}]
+    for air, capable in ((ClientFeatures(plan=True, air_client=True), False), (ClientFeatures(plan=True), True)):
+        [update] = wire(Presenter().render(document, air, capable))
+        assert update["plan"]["planId"] == "plan-mode:t1"  # joined to its approval card for AIR
+    assert Presenter().render(PlanDocument("plan-mode", ""), ClientFeatures(plan=True), False) == []

@@ -90,6 +90,11 @@ def air_auth_status_problems(params: Any) -> list[str]:
     return []
 
 
+UNSTABLE_UPDATES = frozenset({"plan_update"})
+"""Session updates only the unstable schema has: sent only to a client that declared the unstable
+capability (`clientCapabilities.plan`), checked against that schema alone."""
+
+
 def schema_problems(method: str, request: bool, part: str, payload: Any, *, side: str = "") -> list[str]:
     """What the JSON schema finds wrong in an agent's frame (a result, a notification's params, or
     with `side="client"` a request the agent sent the client): the unstable schema, and the stable
@@ -99,7 +104,9 @@ def schema_problems(method: str, request: bool, part: str, payload: Any, *, side
     from tests import acp_schema
 
     problems: list[str] = []
-    for variant in ("unstable", "stable"):
+    update = payload.get("update") if isinstance(payload, dict) and method == "session/update" else None
+    unstable_only = isinstance(update, dict) and update.get("sessionUpdate") in UNSTABLE_UPDATES
+    for variant in ("unstable",) if unstable_only else ("unstable", "stable"):
         try:
             if part == "result":
                 acp_schema.check_result(method, payload, variant=variant)
@@ -419,14 +426,15 @@ class AgentProcess:
 
     async def initialize(self, *, capable: bool, meta: Mapping[str, Any] | None = None,
                          elicitation: schema.ElicitationCapabilities | None = None,
-                         session: Mapping[str, Any] | None = None) -> Any:
+                         session: Mapping[str, Any] | None = None, plan: bool = False) -> Any:
         """`initialize` as a client of the failure extension (`capable`) or not; `session`: the
         `clientCapabilities.session` extensions (`{"notices": {}}`, …), sent as given (the
-        models do not know them all yet)."""
+        models do not know them all yet); `plan`: ACP's unstable `plan` capability (`{}`)."""
         client_meta = dict(meta or {})
         if capable:
             client_meta.update(CAPABLE_META)
-        capabilities = schema.ClientCapabilities(field_meta=client_meta or None, elicitation=elicitation)
+        capabilities = schema.ClientCapabilities(field_meta=client_meta or None, elicitation=elicitation,
+                                                 plan=schema.PlanCapabilities() if plan else None)
         info = schema.Implementation(name="e2e", version="1")
         if session is None:
             return await self.conn.initialize(protocol_version=acp.PROTOCOL_VERSION,

@@ -18,6 +18,8 @@ Steps (consumed in order by turn requests only; side requests never consume one)
 - `{"tool_use": {"name": "Bash", "input": {...}, "id": "toolu_..."}}`: a tool call (`id` is
   optional); the answer ends with `stop_reason: "tool_use"`. An optional `"reply"` is streamed as
   text before the call. The CLI's next turn request carries the tool_result and takes the next step.
+  An input value `"<plan file>"` (`PLAN_FILE`) is the plan file the request's plan-mode
+  instructions name (Claude Code's `plans/<slug>.md`), as a model writing its plan there sends it.
 - `{"status": 429|529|500|401|400|403|404|413, "error_type": "...", "message": "..."}`: an HTTP
   error with Anthropic's body `{"type": "error", "error": {"type", "message"}, "request_id"}`;
   429 and 529 also carry `retry-after: 0`. `error_type` and `message` default per status.
@@ -72,6 +74,7 @@ import argparse
 import base64
 import itertools
 import json
+import re
 import select
 import socket
 import sys
@@ -89,6 +92,9 @@ Step = Mapping[str, Any]
 RequestKind = Literal["turn", "side", "other"]
 
 DEFAULT_STEP: Final[Step] = {"reply": "ok"}
+PLAN_FILE: Final[str] = "<plan file>"
+"""A tool input value the fake replaces with the plan file the request names (plan mode)."""
+_PLAN_FILE_PATH = re.compile(r"/[^\s\"'`)]*/plans/[^\s\"'`)]+\.md")
 SIDE_REPLY: Final[str] = "ok"
 SIDE_TITLE: Final[str] = "Fake session title"
 FAKE_MODEL: Final[str] = "claude-sonnet-4-5"
@@ -721,6 +727,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         if step.get("echo") and not side:
             step = {**step, "reply": echo_text(body)}
+        if not side and isinstance(step.get("tool_use"), Mapping):
+            step = {**step, "tool_use": _with_plan_file(step["tool_use"], body)}
         model = str(body.get("model") or FAKE_MODEL)
         input_tokens = max(1, len(json.dumps(body.get("messages") or [])) // 4)
         answer = _Answer(
@@ -792,6 +800,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload[: len(payload) // 2])
         raise _Stop("cut")
+
+
+def _with_plan_file(tool_use: Mapping[str, Any], body: JsonObject) -> dict[str, Any]:
+    """The tool call with each `PLAN_FILE` input value replaced by the plan file that the
+    request's plan-mode instructions name (unchanged when they name none)."""
+    tool_input = tool_use.get("input")
+    if not isinstance(tool_input, Mapping) or PLAN_FILE not in tool_input.values():
+        return dict(tool_use)
+    found = _PLAN_FILE_PATH.search(json.dumps(body).replace("\\/", "/"))
+    if found is None:
+        return dict(tool_use)
+    return {**tool_use, "input": {key: found.group(0) if value == PLAN_FILE else value
+                                  for key, value in tool_input.items()}}
 
 
 def _usage_limit_headers(step: Step) -> dict[str, str]:

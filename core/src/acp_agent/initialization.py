@@ -167,4 +167,6 @@ def air_capabilities(caps: RuntimeCapabilities, *, v2: bool = False, index: bool
         served.append("diffPatch")
     if caps.raw_input:
         served.append("rawInputRendering")
+    if caps.plan_file:
+        served.append("planFile")
     return served

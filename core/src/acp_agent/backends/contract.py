@@ -18,7 +18,7 @@ from attrs import field
 from acp_agent.wire.records import frozen
 
 if TYPE_CHECKING:  # what a runtime handles; not needed to register a provider or answer `initialize`
-    from acp_agent.backends.events import Event, TurnEnd
+    from acp_agent.backends.events import Event, PlanFileCall, TurnEnd
     from acp_agent.backends.phases import PhaseClock
     from acp_agent.backends.process import EarlyProcess
     from acp_agent.backends.questions import Answer, Question, UrlQuestion
@@ -146,6 +146,9 @@ class RuntimeCapabilities:
     raw_input: bool = False
     """Tool calls carry their input as `rawInput` and no display copy of it in `content`: the
     agent serves AIR's `rawInputRendering` (the client renders `rawInput` itself)."""
+    plan_file: bool = False
+    """The runtime reports plan reviews whose plan is a file (`events.PlanFileCall`): AIR's
+    `planFile` is advertised."""
 
 
 def _new_router() -> SessionRouter:
@@ -243,8 +246,10 @@ class SessionChannel(Protocol):
     async def emit(self, event: Event) -> None:
         """Publish a neutral event; inside a turn it belongs to that turn."""
 
-    async def request_permission(self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]) -> str | None:
-        """Ask the client; returns the chosen option id, or None when cancelled."""
+    async def request_permission(self, tool_call: ToolCallUpdate | PlanFileCall,
+                                 options: Sequence[PermissionOption]) -> str | None:
+        """Ask the client; returns the chosen option id, or None when cancelled. A plan review
+        (`PlanFileCall`) is asked about as the client sees plan reviews."""
 
 
 def additional_directories(channel: SessionChannel) -> tuple[str, ...]:

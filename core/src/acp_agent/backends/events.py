@@ -6,7 +6,7 @@ ACP session updates (`acp_agent.wire.acp`) and pass through unchanged; the rest 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from attrs import field
@@ -177,7 +177,37 @@ class CompactionSummaryChunk:
     text: str
 
 
-Presented = SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction | CompactionSummaryChunk
+@frozen
+class PlanFileCall:
+    """A tool call that asks the user to review a plan the backend keeps in a file (Claude's
+    ExitPlanMode), or its result. `update` is the call or its update as every client sees it;
+    `tool_input` the call's input, `path` the plan file the backend names (None: none).
+
+    A client of AIR's `planFile` reads the plan from the file: its `rawInput` names the file
+    (`planFilePath`) instead of holding the plan's text; `released` (the plan was approved, plan
+    mode is over) adds a call of its own whose blank `planFilePath` clears the file from the
+    client's plan, as claude-agent-acp reports it."""
+
+    update: ToolCall | ToolCallUpdate
+    tool_input: Mapping[str, Any]
+    path: str | None
+    released: bool = False
+
+
+@frozen
+class PlanDocument:
+    """A plan as markdown: the plan the user approved (Claude's ExitPlanMode). A client that
+    declares ACP's unstable `plan` gets it as `plan_update` (type `markdown`) under `plan_id`,
+    joined to the call that reviewed it (`review_call_id`) for a client of AIR; other clients
+    nothing (the review's tool call shows the plan)."""
+
+    plan_id: str
+    text: str
+    review_call_id: str | None = None
+
+
+Presented = (SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction | CompactionSummaryChunk
+             | PlanFileCall | PlanDocument)
 """Events whose wire form depends on what the client negotiated (`acp_agent.sessions.presentation`)."""
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
 if TYPE_CHECKING:

@@ -10,11 +10,15 @@ client (with `_meta.jetbrains.air.contextCompaction` for a client of the extensi
 `session_info_update`. A client that declares `session.compaction` gets ACP's
 `compaction_update` (`in_progress`, then exactly one terminal status, with the summary where the
 backend has it) and `compaction_summary_chunk` instead of the tool call; a compaction still open
-when its turn ends is `cancelled`. Knows nothing of providers or of the connection.
+when its turn ends is `cancelled`. A client that declares ACP's unstable `plan` gets a markdown
+plan (an approved plan) as `plan_update`; a client of AIR's `planFile` sees a plan review's
+`rawInput` name the plan file instead of holding the plan (claude-agent-acp's `exit-plan.js` and
+`planFile`). Knows nothing of providers or of the connection.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +29,8 @@ from attrs import define, field
 from acp_agent.backends.events import (
     Compaction,
     CompactionSummaryChunk,
+    PlanDocument,
+    PlanFileCall,
     Presented,
     SessionTitle,
     TerminalExited,
@@ -39,6 +45,10 @@ COMPACTION_TITLE = "Compact conversation"
 MAX_TITLE_LENGTH = 256
 CONTEXT_COMPACTION_META_VERSION = 1
 LOAD_REPLAY_END = "loadReplayEnd"
+PLAN_FILE = "planFile"
+PLAN_FILE_CLEAR_SUFFIX = ":plan-file-clear"
+"""The id of the call that clears a released plan file (claude-agent-acp's)."""
+PLAN_FILE_RELEASED_TITLE = "Exited Plan Mode"
 TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
 """A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
 
@@ -59,8 +69,17 @@ class ClientFeatures:
     """`session.compaction`: `compaction_update` and `compaction_summary_chunk`."""
     boolean_options: bool = False
     """`session.configOptions.boolean`: on/off options as booleans (`acp_agent.sessions.switches`)."""
+    plan: bool = False
+    """ACP's unstable `plan`: `plan_update` (and `plan_removed`)."""
+    air_client: bool = False
+    """The client declares `_meta.jetbrains.air` (JetBrains AIR), whatever it lists."""
     air: frozenset[str] = frozenset()
     """The AIR capabilities the client lists in `_meta.jetbrains.air.capabilities`."""
+
+    @property
+    def plan_file(self) -> bool:
+        """AIR's `planFile`: a plan review names the plan file (`rawInput.planFilePath`)."""
+        return PLAN_FILE in self.air
 
     @property
     def load_replay_end(self) -> bool:
@@ -88,9 +107,9 @@ class ClientFeatures:
         return self.terminal_output or self.terminal_output_delta
 
     @classmethod
-    def from_capabilities(cls, meta: Any, elicitation: Any, session: Any = None) -> ClientFeatures:
-        """From `clientCapabilities._meta` (only `true` opts in), `.elicitation` and `.session`
-        (an object opts in)."""
+    def from_capabilities(cls, meta: Any, elicitation: Any, session: Any = None, plan: Any = None) -> ClientFeatures:
+        """From `clientCapabilities._meta` (only `true` opts in), `.elicitation`, `.session` and
+        `.plan` (an object opts in)."""
         meta = meta if isinstance(meta, Mapping) else {}
         elicitation = elicitation if isinstance(elicitation, Mapping) else {}
         session = session if isinstance(session, Mapping) else {}
@@ -101,6 +120,8 @@ class ClientFeatures:
                    notices=isinstance(session.get("notices"), Mapping),
                    compaction=isinstance(session.get("compaction"), Mapping),
                    boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping),
+                   plan=isinstance(plan, Mapping),
+                   air_client=isinstance(_mapping(meta.get("jetbrains")).get("air"), Mapping),
                    air=frozenset(name for name in _air_capabilities(meta) if isinstance(name, str)))
 
 
@@ -178,6 +199,14 @@ class Presenter:
             if features.compaction:
                 return self._compaction_update(event, capable)
             return [self._compaction(event, capable)]
+        if isinstance(event, PlanFileCall):
+            return _plan_file_call(event, features)
+        if isinstance(event, PlanDocument):
+            if not features.plan or not event.text:
+                return []
+            air = features.air_client or capable
+            plan_id = f"{event.plan_id}:{event.review_call_id}" if air and event.review_call_id else event.plan_id
+            return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, event.text))]
         if not features.terminals:
             return self._legacy(event)
         if isinstance(event, TerminalStarted):
@@ -269,6 +298,33 @@ class Presenter:
                                   raw_output=raw_output, meta=meta)
 
 
+def plan_review_request(event: PlanFileCall, features: ClientFeatures) -> acp.ToolCallUpdate:
+    """The tool call of a plan review's `session/request_permission`, as the client sees plan
+    reviews (`planFile`: the file, not the plan's text)."""
+    shown = _plan_file_call(attrs.evolve(event, released=False), features)[0]
+    if isinstance(shown, acp.ToolCallUpdate):
+        return shown
+    return acp.ToolCallUpdate(**{a.name: getattr(shown, a.name) for a in attrs.fields(acp.ToolCallFields)})
+
+
+def _plan_file_call(event: PlanFileCall, features: ClientFeatures) -> list[acp.SessionUpdate]:
+    """A plan review as the client sees it: unchanged, or for a `planFile` client (when the file
+    is there to read) with `rawInput` naming the file in place of the plan's text, and once the
+    plan is released a call of its own with a blank path (AIR's signal to drop the file; the
+    review's own card keeps it)."""
+    path = event.path
+    if not features.plan_file or not path or not os.path.isabs(path) or not os.path.isfile(path):
+        return [event.update]
+    raw_input = {key: value for key, value in event.tool_input.items() if key != "plan"}
+    raw_input["planFilePath"] = path
+    updates: list[acp.SessionUpdate] = [attrs.evolve(event.update, raw_input=raw_input)]
+    if event.released:
+        updates.append(acp.ToolCall(tool_call_id=event.update.tool_call_id + PLAN_FILE_CLEAR_SUFFIX,
+                                    title=PLAN_FILE_RELEASED_TITLE, kind="switch_mode", status="completed",
+                                    raw_input={"planFilePath": ""}, content=[]))
+    return updates
+
+
 def _compaction_facts(event: Compaction, *, air: bool = True) -> dict[str, Any]:
     """A compaction's facts as claude-agent-acp names them in AIR's `contextCompaction` (`air`),
     else as the tool call's `rawOutput` always named them (the backend's trigger, no duration)."""
@@ -291,4 +347,4 @@ def _chunk(terminal_id: str, data: str, features: ClientFeatures) -> acp.ToolCal
     return acp.ToolCallUpdate(tool_call_id=terminal_id, meta={key: {"terminal_id": terminal_id, "data": data}})
 
 
-__all__ = ["COMPACTION_TITLE", "ClientFeatures", "Presenter", "now_iso", "session_title"]
+__all__ = ["COMPACTION_TITLE", "ClientFeatures", "Presenter", "now_iso", "plan_review_request", "session_title"]

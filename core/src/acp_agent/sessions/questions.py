@@ -26,6 +26,7 @@ from acp_agent.wire.convert import UNSET
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from acp_agent.backends.events import PlanFileCall
     from acp_agent.sessions.presentation import ClientFeatures
 
 
@@ -47,7 +48,7 @@ class Client(Protocol):
 
     async def send_update(self, session_id: str, update: Any, *, wait: bool = False) -> bool: ...
 
-    async def request_permission(self, session_id: str, tool_call: acp.ToolCallUpdate,
+    async def request_permission(self, session_id: str, tool_call: acp.ToolCallUpdate | PlanFileCall,
                                  options: Sequence[acp.PermissionOption], turn: AskingTurn | None) -> str | None: ...
 
 log = logging.getLogger(__name__)

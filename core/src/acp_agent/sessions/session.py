@@ -26,6 +26,7 @@ from acp_agent.backends.events import (
     Event,
     HistoryFailure,
     Notice,
+    PlanFileCall,
     Presented,
     RetryProgress,
     RuntimeReplaced,
@@ -58,7 +59,7 @@ from acp_agent.gateways import GatewayRoute
 from acp_agent.sessions import switches
 from acp_agent.sessions.choices import KeptChoices
 from acp_agent.sessions.file_changes import ChangedFiles, report_update
-from acp_agent.sessions.presentation import ClientFeatures, Presenter
+from acp_agent.sessions.presentation import ClientFeatures, Presenter, plan_review_request
 from acp_agent.sessions.questions import AskingTurn, ask
 from acp_agent.sessions.routing import SessionRouter
 from acp_agent.wire import acp
@@ -192,12 +193,14 @@ class Outbox:
             await self.connection.notify(M.AIR_AUTH_STATUS_UPDATE, pushed)
 
     async def request_permission(
-        self, session_id: str, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption],
-        turn: AskingTurn | None,
+        self, session_id: str, tool_call: acp.ToolCallUpdate | PlanFileCall,
+        options: Sequence[acp.PermissionOption], turn: AskingTurn | None,
     ) -> str | None:
         """`session/request_permission`: the option the user picked, None if there was no answer
-        (or the turn was cancelled)."""
+        (or the turn was cancelled). A plan review is asked about as the client sees it."""
         await self.flush_text(session_id)
+        if isinstance(tool_call, PlanFileCall):
+            tool_call = plan_review_request(tool_call, self.features)
         fields = acp.ToolCallFields(**{a.name: getattr(tool_call, a.name) for a in attrs.fields(acp.ToolCallFields)})
         params = self.dump(acp.RequestPermissionRequest(session_id, fields, list(options)))
         answer = await self.client_request(M.REQUEST_PERMISSION, params, turn, timeout_s=PERMISSION_TIMEOUT_S)
@@ -309,7 +312,7 @@ class Turn(_OfSession):
         await self.session.take(event, self)
 
     async def request_permission(
-        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+        self, tool_call: acp.ToolCallUpdate | PlanFileCall, options: Sequence[acp.PermissionOption]
     ) -> str | None:
         return await self.session.outbox.request_permission(self.session_id, tool_call, options, self)
 
@@ -404,7 +407,7 @@ class Session:
         await self.take(event, self.turn)
 
     async def request_permission(
-        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+        self, tool_call: acp.ToolCallUpdate | PlanFileCall, options: Sequence[acp.PermissionOption]
     ) -> str | None:
         return await self.outbox.request_permission(self.session_id, tool_call, options, self.turn)
 
@@ -523,7 +526,7 @@ class LoadingSession(_OfSession):
             await self.session.deliver(event)
 
     async def request_permission(
-        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+        self, tool_call: acp.ToolCallUpdate | PlanFileCall, options: Sequence[acp.PermissionOption]
     ) -> str | None:
         return await self.session.request_permission(tool_call, options)
 
@@ -565,7 +568,7 @@ class PendingSession:
             await self.router.emit(self.key, event)
 
     async def request_permission(
-        self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
+        self, tool_call: acp.ToolCallUpdate | PlanFileCall, options: Sequence[acp.PermissionOption]
     ) -> str | None:
         if self.target is not None:
             return await self.target.request_permission(tool_call, options)

@@ -98,6 +98,8 @@ class ClientCapabilities:
     """ACP's unstable elicitation capabilities (`{"form": {}, "url": {}}`), read as given."""
     session: dict[str, Any] | Unset | None = UNSET
     """The session extensions the client presents (`{"notices": {}, "compaction": {}, …}`), read as given."""
+    plan: dict[str, Any] | Unset | None = UNSET
+    """ACP's unstable plan capability (`{}`: the client takes `plan_update`), read as given."""
     meta: Meta | Unset | None = UNSET
 
 

@@ -232,6 +232,26 @@ class Plan:
 
 
 @frozen
+class MarkdownPlan:
+    """A plan as markdown: the `plan` of an unstable `plan_update` of type `markdown`."""
+
+    plan_id: str
+    content: str
+    meta: Meta | Unset = UNSET
+    type: Literal["markdown"] = "markdown"
+
+
+@frozen
+class PlanUpdate:
+    """ACP's unstable `plan_update` (clients that declare `clientCapabilities.plan`): the plan
+    `plan.plan_id` is now this content."""
+
+    plan: MarkdownPlan
+    meta: Meta | Unset = UNSET
+    session_update: Literal["plan_update"] = "plan_update"
+
+
+@frozen
 class AvailableCommandInput:
     hint: str
 
@@ -364,6 +384,7 @@ SessionUpdate = (
     | ToolCall
     | ToolCallUpdate
     | Plan
+    | PlanUpdate
     | AvailableCommandsUpdate
     | CurrentModeUpdate
     | ConfigOptionUpdate
@@ -705,6 +726,7 @@ __all__ = [
     "ListSessionsRequest",
     "ListSessionsResponse",
     "LoadSessionRequest",
+    "MarkdownPlan",
     "McpServer",
     "McpServerHttp",
     "McpServerSse",
@@ -716,6 +738,7 @@ __all__ = [
     "PermissionOption",
     "Plan",
     "PlanEntry",
+    "PlanUpdate",
     "PromptRequest",
     "PromptResponse",
     "ReadTextFileRequest",

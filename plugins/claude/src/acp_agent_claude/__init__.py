@@ -153,7 +153,8 @@ def provider_spec() -> ProviderSpec:
                                          steering=True, set_title=True, fork_at_message=True,
                                          file_changes=True,  # Edit/Write tool calls name their file
                                          file_patches=True,  # from Edit/Write's tool_use_result
-                                         raw_input=True),  # no display copy of a tool's input
+                                         raw_input=True,  # no display copy of a tool's input
+                                         plan_file=True),
         gateways=(GATEWAY,),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
         classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks

@@ -233,7 +233,8 @@ async def _leave_plan_mode(session: ClaudeSession, turn: TurnChannel, update: To
                            tool_input: dict[str, Any], modes: list[str]) -> dict[str, Any]:
     """ExitPlanMode: approve the plan and switch to a mode (the CLI switches; the client hears
     `current_mode_update`), or keep planning (the turn stops, as in claude-agent-acp)."""
-    choice = await turn.request_permission(update, exit_plan_options(modes))
+    review = content.plan_review(update, tool_input)
+    choice = await turn.request_permission(review, exit_plan_options(modes))
     mode = EXIT_PLAN_MODES.get(choice or "")
     if mode is None:
         cancelled = choice is None and session.cancelling()

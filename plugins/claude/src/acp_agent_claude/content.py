@@ -23,7 +23,9 @@ from acp_agent.provider import (
     McpServer,
     McpServerStdio,
     Plan,
+    PlanDocument,
     PlanEntry,
+    PlanFileCall,
     TextContent,
     TextStyle,
     ToolCall,
@@ -143,6 +145,38 @@ def tool_call(tool_use_id: str, name: str, tool_input: Mapping[str, Any], cwd: s
         locations=locations or UNSET,
         raw_input=dict(tool_input),
     )
+
+
+EXIT_PLAN_TOOL = "ExitPlanMode"
+PLAN_MODE_PLAN_ID = "plan-mode"
+"""The id of the plan a session's plan mode approved (claude-agent-acp's `PLAN_MODE_PLAN_ID`)."""
+
+
+def plan_review(call: ToolCall | ToolCallUpdate, tool_input: Mapping[str, Any]) -> PlanFileCall:
+    """ExitPlanMode's call (or the permission request that asks to approve it): the CLI
+    completes its input with the plan file's text (`plan`) and path (`planFilePath`)."""
+    path = tool_input.get("planFilePath")
+    return PlanFileCall(call, tool_input, path if isinstance(path, str) else None)
+
+
+def plan_reviewed(update: ToolCallUpdate, tool_input: Mapping[str, Any], result: Any, is_error: bool,
+                  main: bool) -> list[PlanFileCall | PlanDocument]:
+    """ExitPlanMode's result: the review (its plan file, released once approved), then for the
+    main conversation the approved plan (claude-agent-acp's `approvedPlan`: the structured
+    result's plan, which has the user's edits, else the input's; none for a subagent's plan or one
+    that waits for its team lead)."""
+    structured = result if isinstance(result, Mapping) else {}
+    path = tool_input.get("planFilePath")
+    if not isinstance(path, str) or not path:
+        path = structured.get("filePath")
+    events: list[PlanFileCall | PlanDocument] = [
+        PlanFileCall(update, tool_input, path if isinstance(path, str) else None, released=not is_error)]
+    if is_error or not main or structured.get("isAgent") is True or structured.get("awaitingLeaderApproval") is True:
+        return events
+    plan = structured.get("plan") if isinstance(structured.get("plan"), str) else tool_input.get("plan")
+    if isinstance(plan, str) and plan.strip():
+        events.append(PlanDocument(PLAN_MODE_PLAN_ID, plan.strip(), update.tool_call_id))
+    return events
 
 
 def plan_from_todos(tool_input: Mapping[str, Any]) -> Plan | None:

@@ -179,6 +179,9 @@ class TurnFold:
         if name == "Bash":
             return [TerminalExited(tool_id, update, content.exit_code(body, is_error),
                                    content.shell_output(body, is_error, result))]
+        if name == content.EXIT_PLAN_TOOL:
+            return list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result, is_error,
+                                              main=self._parent is None))
         return [update]
 
     def _progress(self, beat: Mapping[str, Any]) -> list[Event]:
@@ -231,7 +234,8 @@ class TurnFold:
         call = content.tool_call(tool_id, name, tool_input, self.cwd)
         if self._parent is not None:
             call = subagents.mark(call, self._parent)
-        shown: Event = TerminalStarted(call, self.cwd) if name == "Bash" else call
+        shown: Event = (TerminalStarted(call, self.cwd) if name == "Bash"
+                        else content.plan_review(call, tool_input) if name == content.EXIT_PLAN_TOOL else call)
         return [plan, shown] if plan is not None else [shown]
 
     def _system(self, data: Mapping[str, Any]) -> list[Event]:

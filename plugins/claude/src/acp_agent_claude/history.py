@@ -96,7 +96,7 @@ class Replayer:
         self.cwd, self.recogniser = cwd, recogniser
         self.user_message_id: str | None = None
         self.tools: dict[str, str] = {}
-        self.inputs: dict[str, Mapping[str, Any]] = {}  # only the task tools' (their plan needs them)
+        self.inputs: dict[str, Mapping[str, Any]] = {}  # the task tools' and ExitPlanMode's (their plans)
         self.tasks = TaskPlan()  # the task tools replay as the plan they built, as they showed live
         self.held: list[Event] = []  # from the latest typed failure on, until it is settled
         self.boundary: Mapping[str, Any] = {}  # the last compaction boundary's facts
@@ -159,8 +159,14 @@ class Replayer:
                                                 block.get("content"), None, bool(block.get("is_error")))
                         events.extend([plan] if plan is not None else [])
                         continue
-                    events.append(content.tool_result(tool_id, block.get("content"), bool(block.get("is_error")),
-                                                      self.tools.get(tool_id)))
+                    update = content.tool_result(tool_id, block.get("content"), bool(block.get("is_error")),
+                                                 self.tools.get(tool_id))
+                    if self.tools.get(tool_id) == content.EXIT_PLAN_TOOL:  # the review, as it showed live
+                        events.extend(content.plan_reviewed(update, self.inputs.get(tool_id, {}),
+                                                            entry.get("toolUseResult"),
+                                                            bool(block.get("is_error")), main=True))
+                        continue
+                    events.append(update)
             if text_blocks:
                 self.user_message_id = uuid or self.user_message_id
                 events.extend(user_text(str(b["text"]), uuid or None) for b in text_blocks)
@@ -192,6 +198,10 @@ class Replayer:
                 tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
                 if name in TASK_TOOLS:
                     self.inputs[tool_id] = tool_input
+                elif name == content.EXIT_PLAN_TOOL:
+                    self.inputs[tool_id] = tool_input
+                    events.append(content.plan_review(content.tool_call(tool_id, name, tool_input, self.cwd),
+                                                      tool_input))
                 else:
                     events.append(content.tool_call(tool_id, name, tool_input, self.cwd))
         return events
