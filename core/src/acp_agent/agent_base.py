@@ -166,7 +166,7 @@ class AgentBase:
         outbox.capable = self.capable
         outbox.auth_status = self.auth_status
         outbox.features = ClientFeatures.from_capabilities(capabilities.meta, capabilities.elicitation,
-                                                          capabilities.session)
+                                                          capabilities.session, capabilities.subagents)
 
     @property
     def holds(self) -> SessionHolds:

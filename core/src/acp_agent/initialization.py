@@ -131,4 +131,6 @@ def air_capabilities(caps: RuntimeCapabilities) -> list[str]:
     """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
     order claude-agent-acp lists them; advertised to a client of the extension only."""
     served: list[str] = []
+    if caps.subagents:
+        served.append("nativeSubagentSessions")
     return served

@@ -126,6 +126,10 @@ class RuntimeCapabilities:
     embedded_context: bool = False
     mcp_http: bool = False
     mcp_sse: bool = False
+    subagents: bool = False
+    """The runtime reports its subagents (`events.SubagentStarted` and the rest), which the core
+    shows as child sessions to a client that takes them (AIR's `nativeSubagentSessions`, ACP's
+    `subagents`)."""
     steering: bool = False
     """`ProviderRuntime.steer` works: the core then offers `_session/steering` (advertised in
     `initialize` as `_meta.steering.supported`)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 from attrs import define, field
@@ -39,6 +39,7 @@ COMPACTION_TITLE = "Compact conversation"
 MAX_TITLE_LENGTH = 256
 CONTEXT_COMPACTION_META_VERSION = 1
 LOAD_REPLAY_END = "loadReplayEnd"
+NATIVE_SUBAGENT_SESSIONS = "nativeSubagentSessions"
 TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
 """A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
 
@@ -61,6 +62,20 @@ class ClientFeatures:
     """`session.configOptions.boolean`: on/off options as booleans (`acp_agent.sessions.switches`)."""
     air: frozenset[str] = frozenset()
     """The AIR capabilities the client lists in `_meta.jetbrains.air.capabilities`."""
+    air_client: bool = False
+    """The client declared `_meta.jetbrains.air` (JetBrains AIR)."""
+    subagents: bool = False
+    """ACP's unstable `subagents: {}`: child sessions as `subagent_update`."""
+
+    @property
+    def subagent_form(self) -> Literal["air", "rfd"] | None:
+        """How the client takes a subagent's child session, as claude-agent-acp decides it: AIR's
+        draft (`subagent_spawned`, `subagent_state_update`) for an AIR client that declares
+        `nativeSubagentSessions` or `subagents`, ACP's `subagent_update` for another client that
+        declares `subagents`; None: the launching tool call, as before."""
+        if self.air_client and (NATIVE_SUBAGENT_SESSIONS in self.air or self.subagents):
+            return "air"
+        return "rfd" if self.subagents else None
 
     @property
     def load_replay_end(self) -> bool:
@@ -73,9 +88,10 @@ class ClientFeatures:
         return self.terminal_output or self.terminal_output_delta
 
     @classmethod
-    def from_capabilities(cls, meta: Any, elicitation: Any, session: Any = None) -> ClientFeatures:
-        """From `clientCapabilities._meta` (only `true` opts in), `.elicitation` and `.session`
-        (an object opts in)."""
+    def from_capabilities(cls, meta: Any, elicitation: Any, session: Any = None,
+                          subagents: Any = None) -> ClientFeatures:
+        """From `clientCapabilities._meta` (only `true` opts in), `.elicitation`, `.session` and
+        `.subagents` (an object opts in)."""
         meta = meta if isinstance(meta, Mapping) else {}
         elicitation = elicitation if isinstance(elicitation, Mapping) else {}
         session = session if isinstance(session, Mapping) else {}
@@ -86,7 +102,9 @@ class ClientFeatures:
                    notices=isinstance(session.get("notices"), Mapping),
                    compaction=isinstance(session.get("compaction"), Mapping),
                    boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping),
-                   air=frozenset(name for name in _air_capabilities(meta) if isinstance(name, str)))
+                   air=frozenset(name for name in _air_capabilities(meta) if isinstance(name, str)),
+                   air_client=isinstance(_mapping(meta.get("jetbrains")).get("air"), Mapping),
+                   subagents=isinstance(subagents, Mapping))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

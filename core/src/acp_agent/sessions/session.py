@@ -26,10 +26,14 @@ from acp_agent.backends.events import (
     Event,
     HistoryFailure,
     Notice,
+    OfSubagent,
     Presented,
     RetryProgress,
     RuntimeReplaced,
     SessionFailure,
+    SubagentFinished,
+    SubagentLaunch,
+    SubagentStarted,
     TurnUsage,
     is_model_answer,
 )
@@ -59,6 +63,7 @@ from acp_agent.sessions.choices import KeptChoices
 from acp_agent.sessions.presentation import ClientFeatures, Presenter
 from acp_agent.sessions.questions import AskingTurn, ask
 from acp_agent.sessions.routing import SessionRouter
+from acp_agent.sessions.subagents import SubagentTable
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import UNSET
@@ -68,6 +73,7 @@ log = logging.getLogger(__name__)
 
 PERMISSION_TIMEOUT_S = 3600.0
 
+_SUBAGENT_EVENTS = (SubagentStarted, SubagentFinished, SubagentLaunch, OfSubagent)
 _SIGNALS: dict[type, RecoverySignal] = {
     AttemptBoundary: RecoverySignal.ATTEMPT_BOUNDARY,
     RuntimeReplaced: RecoverySignal.RUNTIME_REPLACED,
@@ -321,6 +327,7 @@ class Turn(_OfSession):
         session, outbox = self.session, self.session.outbox
         for update in session.presenter.turn_ended(outbox.features):
             await session.send_update(update)
+        await session.children_ended(self, cancelled=stop_reason == "cancelled")
         failure = self.failure
         if failure is None:
             if stop_reason != "cancelled":
@@ -362,6 +369,8 @@ class Session:
     """What the session advertised: the core checks modes and option values against it (`choices`)."""
     config_options: Sequence[acp.ConfigOption] = ()
     presenter: Presenter = field(factory=Presenter)
+    subagents: SubagentTable = field(factory=SubagentTable)
+    """The session's child sessions (`acp_agent.sessions.subagents`)."""
 
     def advertise(self, start: SessionStart) -> None:
         self.modes = start.modes
@@ -448,6 +457,13 @@ class Session:
             for update in self.presenter.render(event, outbox.features, outbox.capable):
                 await self.take(update, turn)
             return
+        if isinstance(event, _SUBAGENT_EVENTS):  # the parent's own, or a child session's
+            for target, shown in self.subagents.route(event, outbox.features.subagent_form):
+                if target is None:
+                    await self.take(shown, turn)
+                else:
+                    await self._take_child(target, shown, turn)
+            return
         incidents.interrupt_notice_run()
         if turn is not None and is_model_answer(event):
             # A live model answer is the attempt boundary after a retry (and ends quota and auth
@@ -464,6 +480,30 @@ class Session:
             await outbox.stream_text(self.session_id, event)  # a secret split across chunks: masked
             return
         await self.send_update(event)
+
+    async def _take_child(self, child_id: str, event: Any, turn: Turn | None) -> None:
+        """An update of the child session `child_id` (a `Presented` event rendered for it first)."""
+        outbox = self.outbox
+        if isinstance(event, Presented):
+            for update in self.subagents.presenter(child_id).render(event, outbox.features, outbox.capable):
+                await self._take_child(child_id, update, turn)
+            return
+        if turn is not None and _text_chunk(event):
+            await outbox.stream_text(child_id, event)  # a secret split across chunks: masked
+            return
+        await outbox.send_update(child_id, event)
+
+    async def children_ended(self, turn: Turn | None, *, cancelled: bool) -> None:
+        """The turn is over: what its children's text streams hold goes out, and a cancelled
+        turn ends its children as the client's form says (`SubagentTable.cancelled`)."""
+        for child_id in self.subagents.child_ids():
+            await self.outbox.flush_text(child_id)
+        if cancelled:
+            for target, shown in self.subagents.cancelled(self.outbox.features.subagent_form):
+                if target is None:
+                    await self.take(shown, turn)
+                else:
+                    await self._take_child(target, shown, turn)
 
     async def _replay_failure(self, event: HistoryFailure) -> None:
         if not self.outbox.capable:

@@ -98,6 +98,8 @@ class ClientCapabilities:
     """ACP's unstable elicitation capabilities (`{"form": {}, "url": {}}`), read as given."""
     session: dict[str, Any] | Unset | None = UNSET
     """The session extensions the client presents (`{"notices": {}, "compaction": {}, …}`), read as given."""
+    subagents: dict[str, Any] | Unset | None = UNSET
+    """ACP's unstable `subagents: {}`: the client takes child sessions (`subagent_update`)."""
     meta: Meta | Unset | None = UNSET
 
 
