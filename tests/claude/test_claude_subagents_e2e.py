@@ -6,7 +6,6 @@ scripted answers (`for_prompt`), and the client sees AIR's draft (`nativeSubagen
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +77,7 @@ async def test_an_air_client_gets_the_subagent_as_a_child_session(tmp_path: Path
     assert call["title"] == "`echo sub-marker`"
     assert [u.get("status") for _, u in of_child if u.get("toolCallId") == call["toolCallId"]][-1] == "completed"
     said = "".join(u["content"]["text"] for _, u in of_child if u["sessionUpdate"] == "agent_message_chunk")
-    assert said == "subagent report", [json.dumps(u)[:300] for _, sid, u in updates]
+    assert said == "subagent report"
     # the parent: no Agent call (the child stands for it), none of the child's work, its own answer
     of_parent = [u for _, sid, u in updates if sid == parent]
     assert not [u for u in of_parent if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
@@ -133,3 +132,49 @@ async def test_a_subagents_client_gets_subagent_update(tmp_path: Path) -> None:
         "subagent report"
     parent_calls = [u["title"] for _, sid, u in updates if sid == parent and u["sessionUpdate"] == "tool_call"]
     assert parent_calls == ["Look around"]
+
+
+async def _load(tmp_path: Path, **client: Any) -> tuple[AgentProcess, str, str]:
+    """A session with a subagent, then `session/load` of it by a fresh agent for `client`."""
+    with FakeAnthropicAPI(SCRIPT) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate"))
+        async with claude_agent(api, tmp_path, **client) as reloaded:
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=session.session_id)
+    assert reloaded.frames.problems == []
+    [child] = _agent_ids(tmp_path)
+    return reloaded, session.session_id, child
+
+
+async def test_a_load_replays_the_subagent_as_its_child_session(tmp_path: Path) -> None:
+    """AIR's draft on `session/load`: the child announced where its launch was, its own
+    transcript under its id (its prompt, its call, its answer), its end, before the answer."""
+    agent, parent, child = await _load(tmp_path, capable=False, meta=AIR_SUBAGENTS)
+    updates = _indexed(agent)
+    [(spawned_at, on, spawned)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_spawned"]
+    assert on == parent
+    assert spawned == {"sessionUpdate": "subagent_spawned", "subagentSessionId": child, "name": "Look around",
+                       "task": "Look around", "capabilities": {}}
+    [(ended_at, _, ended)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_state_update"]
+    assert ended["state"] == "completed"
+    of_child = [(i, u) for i, sid, u in updates if sid == child]
+    assert of_child and all(spawned_at < i < ended_at for i, _ in of_child)
+    kinds = [u["sessionUpdate"] for _, u in of_child]
+    assert kinds[0] == "user_message_chunk" and of_child[0][1]["content"]["text"] == "find files"
+    assert [u["title"] for _, u in of_child if u["sessionUpdate"] == "tool_call"] == ["`echo sub-marker`"]
+    assert "".join(u["content"]["text"] for _, u in of_child if u["sessionUpdate"] == "agent_message_chunk") == \
+        "subagent report"
+    of_parent = [u for _, sid, u in updates if sid == parent]
+    assert not [u for u in of_parent if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+    [load_id] = [frame["id"] for frame in agent.frames.outgoing if frame.get("method") == "session/load"]
+    [answer_at] = [i for i, frame in enumerate(agent.frames.incoming) if frame.get("id") == load_id
+                   and "method" not in frame]
+    assert ended_at < answer_at
+
+
+async def test_a_load_for_a_client_without_child_sessions_is_as_before(tmp_path: Path) -> None:
+    agent, parent, _ = await _load(tmp_path, capable=True)
+    updates = _indexed(agent)
+    assert {sid for _, sid, _ in updates} == {parent}
+    assert [u["title"] for _, _, u in updates if u["sessionUpdate"] == "tool_call"] == ["Look around"]
