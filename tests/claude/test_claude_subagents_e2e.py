@@ -178,3 +178,29 @@ async def test_a_load_for_a_client_without_child_sessions_is_as_before(tmp_path:
     updates = _indexed(agent)
     assert {sid for _, sid, _ in updates} == {parent}
     assert [u["title"] for _, _, u in updates if u["sessionUpdate"] == "tool_call"] == ["Look around"]
+
+
+async def test_a_cancelled_turn_ends_its_running_subagent(tmp_path: Path) -> None:
+    """The subagent's own request hangs; `session/cancel` ends the turn, and the AIR client learns
+    the child ended `cancelled`, once, before the prompt's answer."""
+    from tests.claude.e2e_support import wait_for_requests
+    from tests.e2e.cancel_support import cancel_prompt
+
+    script = [SCRIPT[0], {"for_prompt": "find files", "hang_after_events": 1, "reply": "never"}]
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=False, meta=AIR_SUBAGENTS) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            outcome = await cancel_prompt(agent, session.session_id, "Delegate", "session/cancel",
+                                          lambda: wait_for_requests(api, 2))
+            api.release()
+    assert outcome.stop_reason == "cancelled"
+    assert agent.frames.problems == []
+    updates = _indexed(agent)
+    [spawned] = [u for _, _, u in updates if u["sessionUpdate"] == "subagent_spawned"]
+    [(ended_at, on, ended)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_state_update"]
+    assert (on, ended["subagentSessionId"], ended["state"]) == (session.session_id, spawned["subagentSessionId"],
+                                                               "cancelled")
+    [prompt_id] = [frame["id"] for frame in agent.frames.outgoing if frame.get("method") == "session/prompt"]
+    [answer_at] = [i for i, frame in enumerate(agent.frames.incoming) if frame.get("id") == prompt_id
+                   and "method" not in frame]
+    assert ended_at < answer_at
