@@ -18,11 +18,12 @@ from tests.fakes.anthropic_api import FakeAnthropicAPI
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(120)]
 
 AIR_SUBAGENTS = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "nativeSubagentSessions"]}}}
+SUB_CALL = "`echo sub-marker > marker.txt`"
 SCRIPT: list[dict[str, Any]] = [
     {"tool_use": {"name": "Agent", "input": {"description": "Look around", "prompt": "find files",
                                              "subagent_type": "general-purpose", "run_in_background": False}}},
     # (the main loop waits for a foreground subagent, so the order is fixed)
-    {"for_prompt": "find files", "tool_use": {"name": "Bash", "input": {"command": "echo sub-marker"}}},
+    {"for_prompt": "find files", "tool_use": {"name": "Bash", "input": {"command": "echo sub-marker > marker.txt"}}},
     {"reply": "subagent report"},
     {"reply": "main answer"},
 ]
@@ -74,7 +75,7 @@ async def test_an_air_client_gets_the_subagent_as_a_child_session(tmp_path: Path
     of_child = [(i, u) for i, sid, u in updates if sid == child]
     assert of_child and all(spawned_at < i < ended_at for i, _ in of_child)
     [call] = [u for _, u in of_child if u["sessionUpdate"] == "tool_call"]
-    assert call["title"] == "`echo sub-marker`"
+    assert call["title"] == SUB_CALL
     assert [u.get("status") for _, u in of_child if u.get("toolCallId") == call["toolCallId"]][-1] == "completed"
     said = "".join(u["content"]["text"] for _, u in of_child if u["sessionUpdate"] == "agent_message_chunk")
     assert said == "subagent report"
@@ -84,6 +85,9 @@ async def test_an_air_client_gets_the_subagent_as_a_child_session(tmp_path: Path
     assert "".join(u["content"]["text"] for u in of_parent if u["sessionUpdate"] == "agent_message_chunk") == \
         "main answer"
     assert {sid for _, sid, _ in updates} == {parent, child}
+    # the subagent's permission request is the child's, naming the child's own call
+    [asked] = [frame["params"] for frame in agent.frames.incoming if frame.get("method") == "session/request_permission"]
+    assert (asked["sessionId"], asked["toolCall"]["toolCallId"]) == (child, call["toolCallId"])
 
 
 async def test_an_air_client_without_the_capability_gets_the_agent_call(tmp_path: Path) -> None:
@@ -96,12 +100,14 @@ async def test_an_air_client_without_the_capability_gets_the_agent_call(tmp_path
     kinds = {u["sessionUpdate"] for _, _, u in updates}
     assert not kinds & {"subagent_spawned", "subagent_state_update", "subagent_update"}
     [launch] = [u for _, _, u in updates if u["sessionUpdate"] == "tool_call" and u["title"] == "Look around"]
-    [sub_call] = [u for _, _, u in updates if u["sessionUpdate"] == "tool_call" and u["title"] == "`echo sub-marker`"]
+    [sub_call] = [u for _, _, u in updates if u["sessionUpdate"] == "tool_call" and u["title"] == SUB_CALL]
     assert sub_call["_meta"]["claudeCode"]["parentToolUseId"] == launch["toolCallId"]
     on_launch = [u for _, _, u in updates if u["sessionUpdate"] == "tool_call_update"
                  and u["toolCallId"] == launch["toolCallId"]]
     assert any("subagent report" in str(u.get("content")) for u in on_launch)
     assert on_launch[-1]["status"] == "completed"
+    [asked] = [frame["params"] for frame in agent.frames.incoming if frame.get("method") == "session/request_permission"]
+    assert (asked["sessionId"], asked["toolCall"]["toolCallId"]) == (parent, sub_call["toolCallId"])
 
 
 async def test_a_client_of_neither_gets_no_air_capability(tmp_path: Path) -> None:
@@ -110,7 +116,7 @@ async def test_a_client_of_neither_gets_no_air_capability(tmp_path: Path) -> Non
     updates = _indexed(agent)
     assert {sid for _, sid, _ in updates} == {parent}
     assert [u["title"] for _, _, u in updates if u["sessionUpdate"] == "tool_call"] == ["Look around",
-                                                                                      "`echo sub-marker`"]
+                                                                                      SUB_CALL]
 
 
 async def test_a_subagents_client_gets_subagent_update(tmp_path: Path) -> None:
@@ -162,7 +168,7 @@ async def test_a_load_replays_the_subagent_as_its_child_session(tmp_path: Path) 
     assert of_child and all(spawned_at < i < ended_at for i, _ in of_child)
     kinds = [u["sessionUpdate"] for _, u in of_child]
     assert kinds[0] == "user_message_chunk" and of_child[0][1]["content"]["text"] == "find files"
-    assert [u["title"] for _, u in of_child if u["sessionUpdate"] == "tool_call"] == ["`echo sub-marker`"]
+    assert [u["title"] for _, u in of_child if u["sessionUpdate"] == "tool_call"] == [SUB_CALL]
     assert "".join(u["content"]["text"] for _, u in of_child if u["sessionUpdate"] == "agent_message_chunk") == \
         "subagent report"
     of_parent = [u for _, sid, u in updates if sid == parent]

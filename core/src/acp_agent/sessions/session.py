@@ -309,7 +309,8 @@ class Turn(_OfSession):
     async def request_permission(
         self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
     ) -> str | None:
-        return await self.session.outbox.request_permission(self.session_id, tool_call, options, self)
+        return await self.session.outbox.request_permission(self.session.asked_in(tool_call), tool_call, options,
+                                                            self)
 
     async def ask(self, question: Question | UrlQuestion) -> Answer:
         await self.session.outbox.flush_text(self.session_id)  # the text before the question first
@@ -397,7 +398,12 @@ class Session:
     async def request_permission(
         self, tool_call: acp.ToolCallUpdate, options: Sequence[acp.PermissionOption]
     ) -> str | None:
-        return await self.outbox.request_permission(self.session_id, tool_call, options, self.turn)
+        return await self.outbox.request_permission(self.asked_in(tool_call), tool_call, options, self.turn)
+
+    def asked_in(self, tool_call: acp.ToolCallUpdate) -> str:
+        """The session a permission request for `tool_call` goes to: a running child's, for a
+        call it showed (`SubagentTable.running_owner`), else this one."""
+        return self.subagents.running_owner(tool_call.tool_call_id, self.outbox.features.subagent_form) or self.session_id
 
     async def send_update(self, update: Any) -> None:
         await self.outbox.send_update(self.session_id, update)
@@ -463,6 +469,10 @@ class Session:
                     await self.take(shown, turn)
                 else:
                     await self._take_child(target, shown, turn)
+            return
+        if isinstance(event, acp.ToolCallUpdate) and (child := self.subagents.running_owner(
+                event.tool_call_id, outbox.features.subagent_form)) is not None:
+            await self._take_child(child, event, turn)  # (the allowed call of a child's permission request)
             return
         incidents.interrupt_notice_run()
         if turn is not None and is_model_answer(event):

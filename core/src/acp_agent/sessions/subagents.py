@@ -70,6 +70,8 @@ class SubagentTable:
     """AIR's draft: the first report of each launching tool call not shown."""
     launched: set[str] = field(factory=set)
     """The launching tool calls a child started for."""
+    owners: dict[str, str] = field(factory=dict)
+    """The child each tool call shown in a child session belongs to."""
 
     def child_ids(self) -> list[str]:
         return list(self.children)
@@ -103,7 +105,18 @@ class SubagentTable:
             return [(None, shown) for shown in event.legacy]
         if child.ended and form == "air":
             return []  # AIR's draft ends a child for good
+        for shown in event.child:
+            call = getattr(shown, "call", shown)  # (a terminal's start carries its call)
+            call_id = getattr(call, "tool_call_id", None)
+            if isinstance(call_id, str):
+                self.owners[call_id] = child.subagent_id
         return [(child.subagent_id, shown) for shown in event.child]
+
+    def running_owner(self, tool_call_id: str, form: Form) -> str | None:
+        """The running child session that showed the call `tool_call_id` (None: none): its
+        permission requests and later updates go there, as claude-agent-acp routes them."""
+        child = self.children.get(self.owners.get(tool_call_id, "")) if form is not None else None
+        return child.subagent_id if child is not None and not child.ended else None
 
     def cancelled(self, form: Form) -> list[Routed]:
         """The parent's turn was cancelled: AIR's draft ends every child still running as
