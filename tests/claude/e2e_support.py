@@ -54,12 +54,13 @@ def claude_env(api: FakeAnthropicAPI, tmp_path: Path, *, retries: int = 2, key: 
 @asynccontextmanager
 async def claude_agent(api: FakeAnthropicAPI, tmp_path: Path, *, capable: bool, meta: dict[str, Any] | None = None,
                        elicitation: schema.ElicitationCapabilities | None = None,
-                       session: dict[str, Any] | None = None, plan: bool = False,
+                       session: dict[str, Any] | None = None, plan: bool = False, subagents: bool = False,
                        **env_options: Any) -> AsyncIterator[AgentProcess]:
     env = claude_env(api, tmp_path, **env_options)
     # "" unsets an inherited variable; unstable: the client answers elicitation/create
     async with spawn_agent("claude", tmp_path, env, unstable=elicitation is not None) as agent:
-        await agent.initialize(capable=capable, meta=meta, elicitation=elicitation, session=session, plan=plan)
+        await agent.initialize(capable=capable, meta=meta, elicitation=elicitation, session=session, plan=plan,
+                               subagents=subagents)
         yield agent
 
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_agent.backends.events import Compaction, TerminalExited, TerminalOutput, TerminalStarted
+from acp_agent.backends.events import (
+    Compaction,
+    OfSubagent,
+    SubagentFinished,
+    SubagentLaunch,
+    SubagentStarted,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+)
 from acp_agent.wire.acp import Plan, PlanEntry, TextContent, ToolCall, ToolCallUpdate, ToolContent, UsageUpdate
 from acp_agent_claude.content import ContextWindow
 from acp_agent_claude.tasks import TaskPlan
@@ -13,7 +22,20 @@ from tests.claude.replay import fold_turns, messages, new_fold
 
 
 def _of(events: list[Any], kind: type) -> list[Any]:
-    return [event for event in events if isinstance(event, kind)]
+    """The events of `kind` a client without child sessions sees (a subagent's as before)."""
+    return [event for event in _legacy(events) if isinstance(event, kind)]
+
+
+def _legacy(events: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for event in events:
+        if isinstance(event, SubagentLaunch):
+            out.append(event.event)
+        elif isinstance(event, OfSubagent):
+            out.extend(event.legacy)
+        elif not isinstance(event, SubagentStarted | SubagentFinished):
+            out.append(event)
+    return out
 
 
 def test_task_tools_become_the_plan_and_are_not_tool_calls() -> None:

@@ -66,8 +66,13 @@ for _method, _model in (("providers/list", "ListProvidersResponse"), ("providers
 SCHEMA_ONLY_METHODS = {"auth/status", "auth/status_update", "session/set_title"}
 """Unstable methods the `agent-client-protocol` models do not know yet: their frames are checked
 against the JSON schema of `@agentclientprotocol/sdk` (tests/acp_schema.py) alone."""
-SCHEMA_ONLY_UPDATES = {"notice", "compaction_update", "compaction_summary_chunk"}
+SCHEMA_ONLY_UPDATES = {"notice", "compaction_update", "compaction_summary_chunk", "subagent_update"}
 """Session updates the models do not know yet: checked against the JSON schema alone."""
+UNSTABLE_UPDATES = frozenset({"subagent_update", "plan_update"})
+"""Session updates only the unstable schema has: sent only to a client that declared the unstable
+capability (`clientCapabilities.plan`, `.subagents`), checked against that schema alone."""
+AIR_UPDATES = {"subagent_spawned", "subagent_state_update"}
+"""AIR's own session updates (its draft of child sessions): no published schema, checked here."""
 SCHEMA_ONLY_FIELDS: dict[str, tuple[str, ...]] = {
     "initialize": ("agentCapabilities.auth.status", "agentCapabilities.sessionCapabilities.title")}
 """Unstable fields the models do not know yet; a frame that has them is checked against the JSON
@@ -90,12 +95,30 @@ def air_auth_status_problems(params: Any) -> list[str]:
     return []
 
 
-UNSTABLE_UPDATES = frozenset({"plan_update"})
-"""Session updates only the unstable schema has: sent only to a client that declared the unstable
-capability (`clientCapabilities.plan`), checked against that schema alone."""
+AIR_SUBAGENT_STATES = {"completed", "failed", "cancelled", "disconnected"}
 
 
-def schema_problems(method: str, request: bool, part: str, payload: Any, *, side: str = "") -> list[str]:
+def air_update_problems(params: Any) -> list[str]:
+    """AIR's `subagent_spawned {subagentSessionId, name, task, prompt?, capabilities}` and
+    `subagent_state_update {subagentSessionId, state}` as claude-agent-acp sends them
+    (dist/native-subagents.js `announceNativeSubagent`, `finishNativeSubagent`)."""
+    update = params.get("update") if isinstance(params, dict) else None
+    if not isinstance(update, dict) or not isinstance(params.get("sessionId"), str) or set(params) != {
+            "sessionId", "update"}:
+        return [f"AIR session/update params: {params!r}"]
+    if not isinstance(update.get("subagentSessionId"), str):
+        return [f"AIR {update.get('sessionUpdate')}: {update!r}"]
+    if update["sessionUpdate"] == "subagent_spawned":
+        fields = {"sessionUpdate", "subagentSessionId", "name", "task", "prompt", "capabilities"}
+        good = (set(update) <= fields and isinstance(update.get("name"), str) and isinstance(update.get("task"), str)
+                and isinstance(update.get("prompt", ""), str) and update.get("capabilities") == {})
+    else:
+        good = set(update) == {"sessionUpdate", "subagentSessionId", "state"} and update["state"] in AIR_SUBAGENT_STATES
+    return [] if good else [f"AIR {update['sessionUpdate']}: {update!r}"]
+
+
+def schema_problems(method: str, request: bool, part: str, payload: Any, *, side: str = "",
+                    stable: bool = True) -> list[str]:
     """What the JSON schema finds wrong in an agent's frame (a result, a notification's params, or
     with `side="client"` a request the agent sent the client): the unstable schema, and the stable
     one where it defines the method (a frame of a stable method must be stable)."""
@@ -105,7 +128,7 @@ def schema_problems(method: str, request: bool, part: str, payload: Any, *, side
 
     problems: list[str] = []
     update = payload.get("update") if isinstance(payload, dict) and method == "session/update" else None
-    unstable_only = isinstance(update, dict) and update.get("sessionUpdate") in UNSTABLE_UPDATES
+    unstable_only = not stable or (isinstance(update, dict) and update.get("sessionUpdate") in UNSTABLE_UPDATES)
     for variant in ("unstable",) if unstable_only else ("unstable", "stable"):
         try:
             if part == "result":
@@ -201,7 +224,7 @@ class FrameLog:
             if method.startswith("_") or method in SCHEMA_ONLY_METHODS:
                 return []  # checked above
             update = (message.get("params") or {}).get("update") if method == "session/update" else None
-            if isinstance(update, dict) and update.get("sessionUpdate") in SCHEMA_ONLY_UPDATES:
+            if isinstance(update, dict) and update.get("sessionUpdate") in SCHEMA_ONLY_UPDATES | AIR_UPDATES:
                 return []  # checked above
             return schema_problems(method, "id" in message, "params", message.get("params"), side="client")
         if "error" in message:
@@ -216,8 +239,11 @@ class FrameLog:
             return [f"frame without jsonrpc 2.0: {message}"]
         if "method" in message:
             update = (message.get("params") or {}).get("update") if message["method"] == "session/update" else None
+            if isinstance(update, dict) and update.get("sessionUpdate") in AIR_UPDATES:
+                return air_update_problems(message.get("params"))
             if isinstance(update, dict) and update.get("sessionUpdate") in SCHEMA_ONLY_UPDATES:
-                return schema_problems(message["method"], False, "params", message.get("params"))
+                return schema_problems(message["method"], False, "params", message.get("params"),
+                                       stable=update["sessionUpdate"] not in UNSTABLE_UPDATES)
             if message["method"] == "_auth/status_update":
                 return air_auth_status_problems(message.get("params"))
             if message["method"] in SCHEMA_ONLY_METHODS:
@@ -426,22 +452,27 @@ class AgentProcess:
 
     async def initialize(self, *, capable: bool, meta: Mapping[str, Any] | None = None,
                          elicitation: schema.ElicitationCapabilities | None = None,
-                         session: Mapping[str, Any] | None = None, plan: bool = False) -> Any:
+                         session: Mapping[str, Any] | None = None, plan: bool = False,
+                         subagents: bool = False) -> Any:
         """`initialize` as a client of the failure extension (`capable`) or not; `session`: the
         `clientCapabilities.session` extensions (`{"notices": {}}`, …), sent as given (the
-        models do not know them all yet); `plan`: ACP's unstable `plan` capability (`{}`)."""
+        models do not know them all yet); `plan`: ACP's unstable `plan` capability (`{}`);
+        `subagents`: ACP's unstable `subagents: {}`."""
         client_meta = dict(meta or {})
         if capable:
             client_meta.update(CAPABLE_META)
         capabilities = schema.ClientCapabilities(field_meta=client_meta or None, elicitation=elicitation,
                                                  plan=schema.PlanCapabilities() if plan else None)
         info = schema.Implementation(name="e2e", version="1")
-        if session is None:
+        if session is None and not subagents:
             return await self.conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
                                               client_capabilities=capabilities, client_info=info)
         params = schema.InitializeRequest(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities,
                                           client_info=info).model_dump(by_alias=True, exclude_none=True)
-        params["clientCapabilities"]["session"] = dict(session)
+        if session is not None:
+            params["clientCapabilities"]["session"] = dict(session)
+        if subagents:
+            params["clientCapabilities"]["subagents"] = {}
         result = await self.conn._conn.send_request("initialize", params)
         return schema.InitializeResponse.model_validate(result)
 

@@ -204,7 +204,8 @@ class AgentBase:
         outbox.capable = self.capable
         outbox.auth_status = self.auth_status
         features = ClientFeatures.from_capabilities(capabilities.meta, capabilities.elicitation,
-                                                    capabilities.session, capabilities.plan)
+                                                    capabilities.session, plan=capabilities.plan,
+                                                    subagents=capabilities.subagents)
         if v2 is None:
             v2 = self.surface is not None
         if v2:  # a v2 diff carries its own git patch (`acp_agent.wire.v2`)

@@ -169,4 +169,6 @@ def air_capabilities(caps: RuntimeCapabilities, *, v2: bool = False, index: bool
         served.append("rawInputRendering")
     if caps.plan_file:
         served.append("planFile")
+    if caps.subagents:
+        served.append("nativeSubagentSessions")
     return served

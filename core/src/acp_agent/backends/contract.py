@@ -131,6 +131,10 @@ class RuntimeCapabilities:
     """The backend keeps an archive state of its own: `ProviderRuntime.archive_session` and
     `list_archived_sessions` work, and `list_sessions` lists the unarchived sessions only. Off,
     the core keeps AIR's archive marks itself (`acp_agent.sessions.index.ArchiveStore`)."""
+    subagents: bool = False
+    """The runtime reports its subagents (`events.SubagentStarted` and the rest), which the core
+    shows as child sessions to a client that takes them (AIR's `nativeSubagentSessions`, ACP's
+    `subagents`)."""
     steering: bool = False
     """`ProviderRuntime.steer` works: the core then offers `_session/steering` (advertised in
     `initialize` as `_meta.steering.supported`)."""

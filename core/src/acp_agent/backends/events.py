@@ -209,10 +209,67 @@ class PlanDocument:
 Presented = (SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction | CompactionSummaryChunk
              | PlanFileCall | PlanDocument)
 """Events whose wire form depends on what the client negotiated (`acp_agent.sessions.presentation`)."""
+
+SubagentState = Literal["completed", "failed", "cancelled", "disconnected"]
+
+
+@frozen
+class SubagentStarted:
+    """A subagent the model delegated to started (Claude's Agent/Task call): a child session
+    `subagent_id` for a client that takes child sessions (AIR's `subagent_spawned`, ACP's
+    `subagent_update`), nothing for others (they see the launching tool call). `within`: the
+    subagent whose session made the launch (None: the session itself)."""
+
+    subagent_id: str
+    name: str
+    """What the client shows it as (the call's name, else its short description, else its role)."""
+    task: str
+    """What it was asked (the prompt, else the short description)."""
+    prompt: str | None = None
+    role: str | None = None
+    """Its kind of agent (Claude's `subagent_type`)."""
+    tool_call_id: str | None = None
+    """The tool call that launched it."""
+    within: str | None = None
+
+
+@frozen
+class SubagentFinished:
+    """The subagent `subagent_id` ended (once; later updates of it are dropped)."""
+
+    subagent_id: str
+    state: SubagentState
+
+
+@frozen
+class SubagentLaunch:
+    """An update of the tool call that launches a subagent (`event`, today's rendering): a client
+    that takes child sessions is not shown it (the child session stands for it), unless the launch
+    failed before any child started."""
+
+    tool_call_id: str
+    event: Event
+    within: str | None = None
+    """The subagent that made the call (None: the session itself)."""
+
+
+@frozen
+class OfSubagent:
+    """What the subagent `subagent_id` showed: `child`, the events as its own session shows them
+    (a client that takes child sessions gets them under the child's id), `legacy`, what every
+    other client sees in the parent session (today's rendering)."""
+
+    subagent_id: str
+    child: Sequence[Event]
+    legacy: Sequence[Event]
+
+
+Subagent = SubagentStarted | SubagentFinished | SubagentLaunch | OfSubagent
+"""Events of subagents, rendered for the client's form of child sessions (`acp_agent.sessions.subagents`)."""
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
 if TYPE_CHECKING:
     Event: TypeAlias = (SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
-                        | TurnUsage)
+                        | TurnUsage | Subagent)
     """Everything a provider emits: ACP session updates pass through, the rest is folded by the core."""
 
 
@@ -222,7 +279,7 @@ def __getattr__(name: str) -> Any:
         from acp_agent.wire.acp import SessionUpdate
 
         event = (SessionUpdate | RetryProgress | Notice | SessionFailure | Signal | HistoryFailure | Presented
-                 | TurnUsage)
+                 | TurnUsage | Subagent)
         globals()["Event"] = event
         return event
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 from attrs import define, field
@@ -49,6 +49,7 @@ PLAN_FILE = "planFile"
 PLAN_FILE_CLEAR_SUFFIX = ":plan-file-clear"
 """The id of the call that clears a released plan file (claude-agent-acp's)."""
 PLAN_FILE_RELEASED_TITLE = "Exited Plan Mode"
+NATIVE_SUBAGENT_SESSIONS = "nativeSubagentSessions"
 TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
 """A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
 
@@ -75,6 +76,18 @@ class ClientFeatures:
     """The client declares `_meta.jetbrains.air` (JetBrains AIR), whatever it lists."""
     air: frozenset[str] = frozenset()
     """The AIR capabilities the client lists in `_meta.jetbrains.air.capabilities`."""
+    subagents: bool = False
+    """ACP's unstable `subagents: {}`: child sessions as `subagent_update`."""
+
+    @property
+    def subagent_form(self) -> Literal["air", "rfd"] | None:
+        """How the client takes a subagent's child session, as claude-agent-acp decides it: AIR's
+        draft (`subagent_spawned`, `subagent_state_update`) for an AIR client that declares
+        `nativeSubagentSessions` or `subagents`, ACP's `subagent_update` for another client that
+        declares `subagents`; None: the launching tool call, as before."""
+        if self.air_client and (NATIVE_SUBAGENT_SESSIONS in self.air or self.subagents):
+            return "air"
+        return "rfd" if self.subagents else None
 
     @property
     def plan_file(self) -> bool:
@@ -107,9 +120,10 @@ class ClientFeatures:
         return self.terminal_output or self.terminal_output_delta
 
     @classmethod
-    def from_capabilities(cls, meta: Any, elicitation: Any, session: Any = None, plan: Any = None) -> ClientFeatures:
-        """From `clientCapabilities._meta` (only `true` opts in), `.elicitation`, `.session` and
-        `.plan` (an object opts in)."""
+    def from_capabilities(cls, meta: Any, elicitation: Any, session: Any = None, plan: Any = None,
+                          subagents: Any = None) -> ClientFeatures:
+        """From `clientCapabilities._meta` (only `true` opts in), `.elicitation`, `.session`,
+        `.plan` and `.subagents` (an object opts in)."""
         meta = meta if isinstance(meta, Mapping) else {}
         elicitation = elicitation if isinstance(elicitation, Mapping) else {}
         session = session if isinstance(session, Mapping) else {}
@@ -122,7 +136,8 @@ class ClientFeatures:
                    boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping),
                    plan=isinstance(plan, Mapping),
                    air_client=isinstance(_mapping(meta.get("jetbrains")).get("air"), Mapping),
-                   air=frozenset(name for name in _air_capabilities(meta) if isinstance(name, str)))
+                   air=frozenset(name for name in _air_capabilities(meta) if isinstance(name, str)),
+                   subagents=isinstance(subagents, Mapping))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -26,11 +26,15 @@ from acp_agent.backends.events import (
     Event,
     HistoryFailure,
     Notice,
+    OfSubagent,
     PlanFileCall,
     Presented,
     RetryProgress,
     RuntimeReplaced,
     SessionFailure,
+    SubagentFinished,
+    SubagentLaunch,
+    SubagentStarted,
     TurnUsage,
     is_model_answer,
 )
@@ -62,6 +66,7 @@ from acp_agent.sessions.file_changes import ChangedFiles, report_update
 from acp_agent.sessions.presentation import ClientFeatures, Presenter, plan_review_request
 from acp_agent.sessions.questions import AskingTurn, ask
 from acp_agent.sessions.routing import SessionRouter
+from acp_agent.sessions.subagents import SubagentTable
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import UNSET
@@ -71,6 +76,7 @@ log = logging.getLogger(__name__)
 
 PERMISSION_TIMEOUT_S = 3600.0
 
+_SUBAGENT_EVENTS = (SubagentStarted, SubagentFinished, SubagentLaunch, OfSubagent)
 _SIGNALS: dict[type, RecoverySignal] = {
     AttemptBoundary: RecoverySignal.ATTEMPT_BOUNDARY,
     RuntimeReplaced: RecoverySignal.RUNTIME_REPLACED,
@@ -314,7 +320,8 @@ class Turn(_OfSession):
     async def request_permission(
         self, tool_call: acp.ToolCallUpdate | PlanFileCall, options: Sequence[acp.PermissionOption]
     ) -> str | None:
-        return await self.session.outbox.request_permission(self.session_id, tool_call, options, self)
+        return await self.session.outbox.request_permission(self.session.asked_in(tool_call), tool_call, options,
+                                                            self)
 
     async def ask(self, question: Question | UrlQuestion) -> Answer:
         await self.session.outbox.flush_text(self.session_id)  # the text before the question first
@@ -332,6 +339,7 @@ class Turn(_OfSession):
         session, outbox = self.session, self.session.outbox
         for update in session.presenter.turn_ended(outbox.features):
             await session.send_update(update)
+        await session.children_ended(self, cancelled=stop_reason == "cancelled")
         failure = self.failure
         if self.file_changes is not None:
             changes = self.file_changes
@@ -383,6 +391,8 @@ class Session:
     presenter: Presenter = field(factory=Presenter)
     file_change_requests: set[str] = field(factory=set)
     """The `agentFileChangeReportRequest` ids its prompts sent: each is answered once."""
+    subagents: SubagentTable = field(factory=SubagentTable)
+    """The session's child sessions (`acp_agent.sessions.subagents`)."""
 
     def advertise(self, start: SessionStart) -> None:
         self.modes = start.modes
@@ -409,7 +419,12 @@ class Session:
     async def request_permission(
         self, tool_call: acp.ToolCallUpdate | PlanFileCall, options: Sequence[acp.PermissionOption]
     ) -> str | None:
-        return await self.outbox.request_permission(self.session_id, tool_call, options, self.turn)
+        return await self.outbox.request_permission(self.asked_in(tool_call), tool_call, options, self.turn)
+
+    def asked_in(self, tool_call: acp.ToolCallUpdate) -> str:
+        """The session a permission request for `tool_call` goes to: a running child's, for a
+        call it showed (`SubagentTable.running_owner`), else this one."""
+        return self.subagents.running_owner(tool_call.tool_call_id, self.outbox.features.subagent_form) or self.session_id
 
     async def send_update(self, update: Any) -> None:
         await self.outbox.send_update(self.session_id, update)
@@ -469,6 +484,17 @@ class Session:
             for update in self.presenter.render(event, outbox.features, outbox.capable):
                 await self.take(update, turn)
             return
+        if isinstance(event, _SUBAGENT_EVENTS):  # the parent's own, or a child session's
+            for target, shown in self.subagents.route(event, outbox.features.subagent_form):
+                if target is None:
+                    await self.take(shown, turn)
+                else:
+                    await self._take_child(target, shown, turn)
+            return
+        if isinstance(event, acp.ToolCallUpdate) and (child := self.subagents.running_owner(
+                event.tool_call_id, outbox.features.subagent_form)) is not None:
+            await self._take_child(child, event, turn)  # (the allowed call of a child's permission request)
+            return
         incidents.interrupt_notice_run()
         if turn is not None and is_model_answer(event):
             # A live model answer is the attempt boundary after a retry (and ends quota and auth
@@ -494,6 +520,30 @@ class Session:
 
                 event = with_patches(event)
         await self.send_update(event)
+
+    async def _take_child(self, child_id: str, event: Any, turn: Turn | None) -> None:
+        """An update of the child session `child_id` (a `Presented` event rendered for it first)."""
+        outbox = self.outbox
+        if isinstance(event, Presented):
+            for update in self.subagents.presenter(child_id).render(event, outbox.features, outbox.capable):
+                await self._take_child(child_id, update, turn)
+            return
+        if turn is not None and _text_chunk(event):
+            await outbox.stream_text(child_id, event)  # a secret split across chunks: masked
+            return
+        await outbox.send_update(child_id, event)
+
+    async def children_ended(self, turn: Turn | None, *, cancelled: bool) -> None:
+        """The turn is over: what its children's text streams hold goes out, and a cancelled
+        turn ends its children as the client's form says (`SubagentTable.cancelled`)."""
+        for child_id in self.subagents.child_ids():
+            await self.outbox.flush_text(child_id)
+        if cancelled:
+            for target, shown in self.subagents.cancelled(self.outbox.features.subagent_form):
+                if target is None:
+                    await self.take(shown, turn)
+                else:
+                    await self._take_child(target, shown, turn)
 
     async def _replay_failure(self, event: HistoryFailure) -> None:
         if not self.outbox.capable:

@@ -100,6 +100,8 @@ class ClientCapabilities:
     """The session extensions the client presents (`{"notices": {}, "compaction": {}, …}`), read as given."""
     plan: dict[str, Any] | Unset | None = UNSET
     """ACP's unstable plan capability (`{}`: the client takes `plan_update`), read as given."""
+    subagents: dict[str, Any] | Unset | None = UNSET
+    """ACP's unstable `subagents: {}`: the client takes child sessions (`subagent_update`)."""
     meta: Meta | Unset | None = UNSET
 
 

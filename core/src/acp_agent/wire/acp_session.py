@@ -377,6 +377,44 @@ class CompactionSummaryChunk:
     session_update: Literal["compaction_summary_chunk"] = "compaction_summary_chunk"
 
 
+@frozen
+class SubagentSpawned:
+    """AIR's `nativeSubagentSessions`: a child session started (`subagentSessionId`), on its
+    parent, before any update of the child."""
+
+    subagent_session_id: str
+    name: str
+    task: str
+    prompt: str | Unset = UNSET
+    capabilities: dict[str, Any] = field(factory=dict)
+    meta: Meta | Unset = UNSET
+    session_update: Literal["subagent_spawned"] = "subagent_spawned"
+
+
+@frozen
+class SubagentStateUpdate:
+    """AIR's `nativeSubagentSessions`: a child session ended, on its parent (once)."""
+
+    subagent_session_id: str
+    state: Literal["completed", "failed", "cancelled", "disconnected"]
+    meta: Meta | Unset = UNSET
+    session_update: Literal["subagent_state_update"] = "subagent_state_update"
+
+
+@frozen
+class SubagentUpdate:
+    """ACP's unstable `subagent_update` (client `subagents`): announces a child session on its
+    parent (the first one) and patches its labels and work state (`state`: `{"state": "running"}`,
+    `{"state": "idle", "stopReason": ...}`, `{"state": "unknown"}`)."""
+
+    session_id: str
+    title: str | Unset = UNSET
+    description: str | Unset = UNSET
+    state: dict[str, Any] | Unset = UNSET
+    meta: Meta | Unset = UNSET
+    session_update: Literal["subagent_update"] = "subagent_update"
+
+
 SessionUpdate = (
     UserMessageChunk
     | AgentMessageChunk
@@ -393,6 +431,9 @@ SessionUpdate = (
     | NoticeUpdate
     | CompactionUpdate
     | CompactionSummaryChunk
+    | SubagentSpawned
+    | SubagentStateUpdate
+    | SubagentUpdate
 )
 
 
@@ -758,6 +799,9 @@ __all__ = [
     "SetModeRequest",
     "SetTitleRequest",
     "StopReason",
+    "SubagentSpawned",
+    "SubagentStateUpdate",
+    "SubagentUpdate",
     "TextContent",
     "TextResourceContents",
     "ToolCall",

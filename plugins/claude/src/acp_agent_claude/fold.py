@@ -18,6 +18,8 @@ from acp_agent.provider import (
     Event,
     FailureKind,
     FailureObservation,
+    OfSubagent,
+    SubagentLaunch,
     TerminalExited,
     TerminalOutput,
     TerminalStarted,
@@ -30,6 +32,7 @@ from acp_agent.provider import (
 )
 from acp_agent_claude import classify, content, subagents
 from acp_agent_claude.compacting import CompactionFold
+from acp_agent_claude.subagents import LAUNCH_TOOLS, Children, Launch
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 
 log = logging.getLogger(__name__)
@@ -66,6 +69,8 @@ class TurnFold:
     """The tokens a compaction kept, while no model answer since says more."""
     subagent_texts: dict[str, list[str]] = field(factory=dict)
     subagent_tools: set[str] = field(factory=set)
+    children: Children = field(factory=Children)
+    """The session's subagents (the runtime passes the session's own)."""
     mcp_names: Collection[str] = ()
     """The client's MCP servers (the CLI's own servers are its user's to check)."""
     mcp_reported: set[str] = field(factory=set)
@@ -129,7 +134,7 @@ class TurnFold:
         if failing:
             self.pending_error = dict(line)
         if self._parent is not None:
-            return self._subagent(self._parent, blocks)
+            return self._subagent(self._parent, blocks, _string(message.get("id")))
         self.compacted_used = None  # this answer's usage is the context now
         events: list[Event] = []
         message_id = _string(message.get("id"))
@@ -176,13 +181,14 @@ class TurnFold:
         update = content.tool_result(tool_id, body, is_error, name, result)
         if self._parent is not None:
             update = subagents.mark(update, self._parent)
+        shown: Event = update
         if name == "Bash":
-            return [TerminalExited(tool_id, update, content.exit_code(body, is_error),
-                                   content.shell_output(body, is_error, result))]
+            shown = TerminalExited(tool_id, update, content.exit_code(body, is_error),
+                                   content.shell_output(body, is_error, result))
         if name == content.EXIT_PLAN_TOOL:
-            return list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result, is_error,
-                                              main=self._parent is None))
-        return [update]
+            return self._subagents_own(list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result,
+                                                                  is_error, main=self._parent is None)), tool_id)
+        return self._subagents_own([shown], tool_id)
 
     def _progress(self, beat: Mapping[str, Any]) -> list[Event]:
         """A running tool's heartbeat (elapsed time only: stream-json carries no Bash output), as
@@ -200,11 +206,24 @@ class TurnFold:
         response = {"elapsedTimeSeconds": elapsed} if isinstance(elapsed, int | float) else {}
         update = ToolCallUpdate(tool_call_id=tool_id, status="in_progress",
                                 meta={"claudeCode": {"toolName": name, "toolResponse": response}})
-        return [TerminalOutput(tool_id, "", update) if name == "Bash" else update]
+        return self._subagents_own([TerminalOutput(tool_id, "", update) if name == "Bash" else update], tool_id)
 
-    def _subagent(self, parent: str, blocks: Any) -> list[Event]:
-        """A subagent's message: its tool calls under its Agent call, its text on that call."""
+    def _subagents_own(self, events: list[Event], tool_id: str) -> list[Event]:
+        """A tool call's events, said to be a launch's (Agent/Task) or a subagent's own (its
+        child session shows them as they are), where they are one."""
+        launch = self.children.launches.get(tool_id)
+        if launch is not None:
+            return [SubagentLaunch(tool_id, event, launch.within) for event in events]
+        owner = self.children.owners.get(tool_id)
+        if owner is not None:
+            return [OfSubagent(owner, tuple(events), tuple(events))]
+        return events
+
+    def _subagent(self, parent: str, blocks: Any, message_id: str | None) -> list[Event]:
+        """A subagent's message: its tool calls under its Agent call, its text on that call (its
+        child session, where the client takes one, shows the text and thoughts as its own)."""
         events: list[Event] = []
+        child = self.children.child_of(parent)
         for block in blocks if isinstance(blocks, list) else ():
             if not isinstance(block, Mapping):
                 continue
@@ -212,7 +231,12 @@ class TurnFold:
             if said:
                 texts = self.subagent_texts.setdefault(parent, [])
                 texts.append(said)
-                events.append(subagents.progress(parent, texts))
+                shown = subagents.progress(parent, texts)
+                events.append(OfSubagent(child, (agent_text(said, message_id),), (shown,)) if child else shown)
+                if child:
+                    self.children.said[child] = said
+            elif block.get("type") == "thinking" and child and (thought := _text(block, "thinking")):
+                events.append(OfSubagent(child, (thought_text(thought, message_id),), ()))
             elif block.get("type") == "tool_use":
                 events.extend(self._tool_use(block))
         return events
@@ -226,8 +250,13 @@ class TurnFold:
         tool_id, name, tool_input = use
         self.tools[tool_id] = name
         self.inputs[tool_id] = tool_input
+        within = self.children.child_of(self._parent)
         if self._parent is not None:
             self.subagent_tools.add(tool_id)  # its own loop answers it, maybe after this turn
+        if name in LAUNCH_TOOLS:
+            self.children.launches[tool_id] = Launch(tool_input, within)
+        elif within is not None:
+            self.children.owners[tool_id] = within
         plan = content.plan_from_todos(tool_input) if name == "TodoWrite" and self._parent is None else None
         if name in TASK_TOOLS:
             return [plan] if plan is not None else []
@@ -236,7 +265,8 @@ class TurnFold:
             call = subagents.mark(call, self._parent)
         shown: Event = (TerminalStarted(call, self.cwd) if name == "Bash"
                         else content.plan_review(call, tool_input) if name == content.EXIT_PLAN_TOOL else call)
-        return [plan, shown] if plan is not None else [shown]
+        owned = self._subagents_own([shown], tool_id)
+        return [plan, *owned] if plan is not None else owned
 
     def _system(self, data: Mapping[str, Any]) -> list[Event]:
         subtype = data.get("subtype")
@@ -257,7 +287,25 @@ class TurnFold:
             return self.compaction.status(data)
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
+        if subtype == "task_started":
+            started = self.children.started(data)
+            return [started] if started is not None else []
+        if subtype == "task_notification":
+            return self._subagent_finished(data)
         return []
+
+    def _subagent_finished(self, data: Mapping[str, Any]) -> list[Event]:
+        """A subagent's end. The CLI streams no message for a foreground subagent's last answer
+        (its launch's result carries it): its child session gets it from the notification's
+        `summary`, unless the subagent's last text said it already."""
+        finished = self.children.finished(data)
+        if finished is None:
+            return []
+        report = data.get("summary")
+        said = self.children.said.get(finished.subagent_id)
+        if isinstance(report, str) and report.strip() and report != said:
+            return [OfSubagent(finished.subagent_id, (agent_text(report),), ()), finished]
+        return [finished]
 
     def _mcp_notices(self, servers: Any) -> list[Event]:
         """The client's MCP servers that failed or need authentication, each told once a session."""

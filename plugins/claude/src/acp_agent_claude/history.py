@@ -20,12 +20,14 @@ from acp_agent.provider import (
     Event,
     FailureKind,
     HistoryFailure,
+    SubagentLaunch,
     agent_text,
     is_count,
     thought_text,
     user_text,
 )
 from acp_agent_claude import classify, content
+from acp_agent_claude.subagents import LAUNCH_TOOLS
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
 
 
@@ -159,14 +161,15 @@ class Replayer:
                                                 block.get("content"), None, bool(block.get("is_error")))
                         events.extend([plan] if plan is not None else [])
                         continue
-                    update = content.tool_result(tool_id, block.get("content"), bool(block.get("is_error")),
+                    result = content.tool_result(tool_id, block.get("content"), bool(block.get("is_error")),
                                                  self.tools.get(tool_id))
                     if self.tools.get(tool_id) == content.EXIT_PLAN_TOOL:  # the review, as it showed live
-                        events.extend(content.plan_reviewed(update, self.inputs.get(tool_id, {}),
+                        events.extend(content.plan_reviewed(result, self.inputs.get(tool_id, {}),
                                                             entry.get("toolUseResult"),
                                                             bool(block.get("is_error")), main=True))
                         continue
-                    events.append(update)
+                    events.append(SubagentLaunch(tool_id, result) if self.tools.get(tool_id) in LAUNCH_TOOLS
+                                  else result)
             if text_blocks:
                 self.user_message_id = uuid or self.user_message_id
                 events.extend(user_text(str(b["text"]), uuid or None) for b in text_blocks)
@@ -202,6 +205,9 @@ class Replayer:
                     self.inputs[tool_id] = tool_input
                     events.append(content.plan_review(content.tool_call(tool_id, name, tool_input, self.cwd),
                                                       tool_input))
+                elif name in LAUNCH_TOOLS:  # its subagent's own history replays after its result
+                    self.inputs[tool_id] = tool_input
+                    events.append(SubagentLaunch(tool_id, content.tool_call(tool_id, name, tool_input, self.cwd)))
                 else:
                     events.append(content.tool_call(tool_id, name, tool_input, self.cwd))
         return events
@@ -213,8 +219,9 @@ class TranscriptReader:
     stored permission mode (the last user record's). It keeps nothing it has handed on, so
     memory stays flat, and every branch the file holds is replayed (a rewound one too)."""
 
-    def __init__(self, chunk: int = 1 << 18, *, entries: bool = True) -> None:
+    def __init__(self, chunk: int = 1 << 18, *, entries: bool = True, sidechain: bool = False) -> None:
         self.chunk, self.entries = chunk, entries  # entries=False: only the mode (a resume)
+        self.sidechain = sidechain  # a subagent's own transcript: all its records are the sidechain
         self.mode: str | None = None
 
     def read(self, handle: BinaryIO, deliver: Callable[[list[dict[str, Any]]], None]) -> None:
@@ -238,7 +245,7 @@ class TranscriptReader:
         except ValueError:
             return None
         if isinstance(record, dict) and record.get("subtype") == "compact_boundary" and record.get("type") == "system":
-            if record.get("isSidechain") or not isinstance(record.get("compactMetadata"), dict):
+            if (record.get("isSidechain") and not self.sidechain) or not isinstance(record.get("compactMetadata"), dict):
                 return None
             return {"type": "compact_boundary", "uuid": str(record.get("uuid") or ""),
                     "compactMetadata": record["compactMetadata"]}
@@ -248,7 +255,7 @@ class TranscriptReader:
             self.mode = record["permissionMode"]
         if not isinstance(record.get("uuid"), str) or not isinstance(record.get("message"), Mapping):
             return None
-        if record.get("isMeta") or record.get("isSidechain") or record.get("teamName"):
+        if record.get("isMeta") or (record.get("isSidechain") and not self.sidechain) or record.get("teamName"):
             return None
         entry = {"type": record["type"], "uuid": record["uuid"], "sessionId": record.get("sessionId", ""),
                  "message": record["message"]}

@@ -1,19 +1,30 @@
 """A subagent's progress (an Agent/Task call's own messages, `parent_tool_use_id` set).
 
-As claude-agent-acp renders them: the subagent's tool calls are tool calls of their own that
-name the Agent call in `_meta.claudeCode.parentToolUseId`, and its text shows on the Agent call.
+As claude-agent-acp renders them for a client without child sessions: the subagent's tool calls
+are tool calls of their own that name the Agent call in `_meta.claudeCode.parentToolUseId`, and
+its text shows on the Agent call. For a client with child sessions the fold also says which
+subagent each message is of (`Children`): the CLI's `task_started` names the subagent (its
+`task_id`, the agent id, is the child session's id) and the Agent call that launched it
+(`tool_use_id`); `task_notification` ends it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 import attrs
+from attrs import define, field
 
-from acp_agent.provider import TextContent, ToolCall, ToolCallUpdate, ToolContent
+from acp_agent.provider import SubagentFinished, SubagentStarted, TextContent, ToolCall, ToolCallUpdate, ToolContent
 
 Call = TypeVar("Call", ToolCall, ToolCallUpdate)
+LAUNCH_TOOLS = frozenset({"Agent", "Task"})
+"""The tools that launch a subagent."""
+_STATES: dict[Any, Literal["completed", "failed", "cancelled", "disconnected"]] = {
+    "completed": "completed", "failed": "failed", "disconnected": "disconnected",
+    "killed": "cancelled", "cancelled": "cancelled", "stopped": "cancelled"}
+"""A task's end status as a child session's end (claude-agent-acp `nativeSubagentState`)."""
 
 
 def mark(call: Call, parent: str) -> Call:
@@ -26,3 +37,61 @@ def mark(call: Call, parent: str) -> Call:
 def progress(parent: str, texts: Sequence[str]) -> ToolCallUpdate:
     """The Agent call with what its subagent said so far (content replaces, so all of it)."""
     return ToolCallUpdate(tool_call_id=parent, content=[ToolContent(TextContent("\n\n".join(texts)))])
+
+
+@define
+class Launch:
+    """An Agent/Task call: its input and the subagent whose session made it (None: the session)."""
+
+    tool_input: Mapping[str, Any]
+    within: str | None
+
+
+@define
+class Children:
+    """A session's subagents across its turns (a background subagent outlives its turn)."""
+
+    launches: dict[str, Launch] = field(factory=dict)
+    by_launch: dict[str, str] = field(factory=dict)
+    """The subagent (its agent id) each Agent/Task call started."""
+    owners: dict[str, str] = field(factory=dict)
+    """The subagent each of its own tool calls belongs to."""
+    said: dict[str, str] = field(factory=dict)
+    """The last text each subagent's messages said."""
+
+    def child_of(self, launch_id: str | None) -> str | None:
+        return self.by_launch.get(launch_id) if launch_id is not None else None
+
+    def started(self, data: Mapping[str, Any]) -> SubagentStarted | None:
+        """A `task_started` line: a subagent's, when it names its kind of agent."""
+        task_id, role = _text(data.get("task_id")), _text(data.get("subagent_type"))
+        if task_id is None or role is None:
+            return None  # a background command's task, not a subagent
+        launch_id = _text(data.get("tool_use_id"))
+        launch = self.launches.get(launch_id) if launch_id is not None else None
+        asked: Mapping[str, Any] = launch.tool_input if launch is not None else {}
+        if launch_id is not None:
+            self.by_launch[launch_id] = task_id
+        description = _text(asked.get("description")) or _text(data.get("description"))
+        role = _text(asked.get("subagent_type")) or role
+        prompt = _prompt(data.get("prompt")) or _prompt(asked.get("prompt"))
+        name = _text(asked.get("name")) or description or role or f"Agent {task_id[-8:]}"
+        return SubagentStarted(task_id, name, (prompt or description or "Delegated task").strip(), prompt=prompt,
+                               role=role, tool_call_id=launch_id, within=launch.within if launch else None)
+
+    def finished(self, data: Mapping[str, Any]) -> SubagentFinished | None:
+        """A `task_notification` line: a subagent's end, when it is one this session started."""
+        task_id, state = _text(data.get("task_id")), _STATES.get(data.get("status"))
+        if task_id is None or state is None or task_id not in self.by_launch.values():
+            return None
+        return SubagentFinished(task_id, state)
+
+
+def _text(value: Any) -> str | None:
+    """A non-blank string, trimmed."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _prompt(value: Any) -> str | None:
+    """A non-blank prompt as written."""
+    return value if isinstance(value, str) and value.strip() else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Mapping
 from contextlib import aclosing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ import anyio.to_thread
 
 from acp_agent.provider import (
     UNSET,
+    Event,
     MessageNotFound,
     Phase,
     PhaseClock,
@@ -26,16 +28,38 @@ from acp_agent.provider import (
     SessionInfo,
     SessionListing,
     SessionNotFound,
+    SubagentLaunch,
+    ToolCallUpdate,
     UnsafeFile,
     regular_file_stat,
 )
-from acp_agent_claude import history, store
+from acp_agent_claude import history, store, subagent_history
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.session import PROVIDER, ClaudeSession
 
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50
+
+
+class Children:
+    """The subagents of a transcript being replayed (`acp_agent_claude.subagent_history`), read the
+    first time a launch's result comes (a session without subagents reads nothing more)."""
+
+    def __init__(self, transcript: Path, session: ClaudeSession, recogniser: Any) -> None:
+        self.directory = transcript.parent / session.session_id / "subagents"
+        self.cwd, self.recogniser = session.cwd, recogniser
+        self.found: dict[str, tuple[str, Any]] | None = None
+
+    async def replay(self, launch_id: str, inputs: Mapping[str, Mapping[str, Any]]) -> list[Event]:
+        if self.found is None:
+            self.found = await anyio.to_thread.run_sync(subagent_history.launches, self.directory)
+        known = self.found.pop(launch_id, None) if self.found is not None else None
+        if known is None:
+            return []
+        agent_id, meta = known
+        return await anyio.to_thread.run_sync(subagent_history.replay, self.directory, agent_id, meta,
+                                              inputs.get(launch_id, {}), launch_id, self.cwd, self.recogniser)
 
 
 class Transcripts:
@@ -131,7 +155,7 @@ class Transcripts:
         async with anyio.create_task_group() as tg, receive:
             tg.start_soon(produce)
             try:
-                await self._replay_batches(receive, channel, replayer)
+                await self._replay_batches(receive, channel, replayer, Children(path, session, self._recogniser()))
             except Exception as exc:  # raised below, not as a task group's exception group
                 failures.append(exc)
                 tg.cancel_scope.cancel()
@@ -140,7 +164,8 @@ class Transcripts:
         return reader.mode
 
     async def _replay_batches(self, receive: anyio.abc.ObjectReceiveStream[list[dict[str, Any]]],
-                              channel: SessionChannel | None, replayer: history.Replayer) -> None:
+                              channel: SessionChannel | None, replayer: history.Replayer,
+                              children: Children | None = None) -> None:
         batches = self._clock.paced(Phase.READING, receive, label="claude transcript")
         async with aclosing(batches):
             async for batch in batches:
@@ -149,6 +174,10 @@ class Transcripts:
                 for entry in batch:
                     for event in replayer.feed(entry):
                         await channel.emit(event)
+                        if children is not None and isinstance(event, SubagentLaunch) and isinstance(
+                                event.event, ToolCallUpdate):  # the launch's result: its subagent's history
+                            for child in await children.replay(event.tool_call_id, replayer.inputs):
+                                await channel.emit(child)
         if channel is not None:
             for event in replayer.finish():
                 await channel.emit(event)

@@ -53,7 +53,7 @@ class Turns:
 
     def _fold(self, session: ClaudeSession) -> TurnFold:
         return TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
-                        window=session.window, mcp_names=tuple(session.mcp_servers),
+                        children=session.children, window=session.window, mcp_names=tuple(session.mcp_servers),
                         mcp_reported=session.mcp_reported)
 
     def _user_message(self, session: ClaudeSession, prompt: Sequence[ContentBlock], message_id: str) -> dict[str, Any]:
