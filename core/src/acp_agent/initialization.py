@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp_agent.agent_base import AgentBase
 from acp_agent.failures.auth_status import auth_status_negotiated
-from acp_agent.failures.protocol import advertised_meta, negotiated
+from acp_agent.failures.protocol import advertised_meta, declared_air, negotiated
 from acp_agent.wire import acp
 from acp_agent.wire import v2 as wire_v2
 from acp_agent.wire.convert import UNSET, Unset
@@ -65,7 +65,7 @@ class Initialization(AgentBase):
             # `_meta` of the initialize response, beside `agentCapabilities`.
             meta["steering"] = {"supported": True}
         if self.capable:
-            meta.update(advertised_meta(*air_capabilities(caps)))
+            meta.update(advertised_meta(*air_capabilities(caps, declared_air(client_meta))))
         if isinstance(auth_meta, dict):
             meta.update(auth_meta)
         response = acp.InitializeResponse(
@@ -127,8 +127,11 @@ class Initialization(AgentBase):
         return self.auth_feed.answer(await self.signin.credentials())
 
 
-def air_capabilities(caps: RuntimeCapabilities) -> list[str]:
+def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = frozenset()) -> list[str]:
     """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
-    order claude-agent-acp lists them; advertised to a client of the extension only."""
+    order claude-agent-acp lists them; advertised to a client of the extension only, and
+    `customInstructions` only to one that `declared` it (as its only user)."""
     served: list[str] = []
+    if caps.custom_instructions and "customInstructions" in declared:
+        served.append("customInstructions")
     return served

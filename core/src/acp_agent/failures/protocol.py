@@ -136,6 +136,14 @@ def negotiated(client_meta: Any) -> bool:
     return isinstance(capabilities, list) and EXTENSION in capabilities
 
 
+def declared_air(client_meta: Any) -> frozenset[str]:
+    """The AIR capabilities `clientCapabilities._meta` lists in `jetbrains.air.capabilities`."""
+    jetbrains = client_meta.get("jetbrains") if isinstance(client_meta, Mapping) else None
+    air = jetbrains.get("air") if isinstance(jetbrains, Mapping) else None
+    listed = air.get("capabilities") if isinstance(air, Mapping) else None
+    return frozenset(name for name in listed if isinstance(name, str)) if isinstance(listed, list) else frozenset()
+
+
 def advertised_meta(*more: str) -> dict[str, Any]:
     """The initialize response's `_meta` for a capable client: this extension and the other AIR
     capabilities (`more`) this agent serves for its provider."""

@@ -31,6 +31,7 @@ from acp_agent.backends.events import (
     TerminalOutput,
     TerminalStarted,
 )
+from acp_agent.failures.protocol import declared_air
 from acp_agent.wire import acp
 from acp_agent.wire.convert import UNSET
 from acp_agent.wire.records import frozen
@@ -86,17 +87,13 @@ class ClientFeatures:
                    notices=isinstance(session.get("notices"), Mapping),
                    compaction=isinstance(session.get("compaction"), Mapping),
                    boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping),
-                   air=frozenset(name for name in _air_capabilities(meta) if isinstance(name, str)))
+                   air=declared_air(meta))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _air_capabilities(meta: Mapping[str, Any]) -> list[Any]:
-    """The capabilities an AIR client lists in `_meta.jetbrains.air.capabilities`."""
-    listed = _mapping(_mapping(meta.get("jetbrains")).get("air")).get("capabilities")
-    return listed if isinstance(listed, list) else []
 
 
 def replay_end() -> acp.SessionInfoUpdate:

@@ -266,6 +266,10 @@ class _OfSession:
     def additional_directories(self) -> tuple[str, ...]:
         return self.session.additional_directories
 
+    @property
+    def custom_instructions(self) -> str | None:
+        return self.session.custom_instructions
+
 
 @define(eq=False)
 class Turn(_OfSession):
@@ -358,6 +362,8 @@ class Session:
     turn: Turn | None = None
     credentials: dict[str, str] = field(factory=dict)
     additional_directories: tuple[str, ...] = ()
+    custom_instructions: str | None = None
+    """AIR's `customInstructions` (`acp_agent.sessions.instructions`): the backend runs with them."""
     modes: acp.SessionModeState | None = None
     """What the session advertised: the core checks modes and option values against it (`choices`)."""
     config_options: Sequence[acp.ConfigOption] = ()
@@ -514,6 +520,8 @@ class PendingSession:
     additional_directories: tuple[str, ...] = ()
     fork_at: str | None = None
     """The message a fork branches at (`backends.contract.fork_at`)."""
+    custom_instructions: str | None = None
+    """AIR's `customInstructions` the new session runs with (`backends.contract.custom_instructions`)."""
     session_id: str = ""
     target: Session | None = None
     key: str = field(init=False)

@@ -113,7 +113,8 @@ def provider_spec() -> ProviderSpec:
                                          close_session=True, fork_session=True,
                                          delete_session=True, image=True, embedded_context=True,
                                          mcp_http=True, mcp_sse=True, additional_directories=True,
-                                         steering=True, set_title=True, fork_at_message=True),
+                                         steering=True, set_title=True, fork_at_message=True,
+                                         custom_instructions=True),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
         classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks
         failure_title="acp_agent_claude.classify:failure_title",

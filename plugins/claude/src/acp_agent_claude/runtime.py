@@ -32,6 +32,7 @@ from acp_agent.provider import (
     TurnEnd,
     TurnFailed,
     additional_directories,
+    custom_instructions,
     fork_at,
 )
 from acp_agent_claude import content, settings
@@ -62,7 +63,8 @@ class ClaudeRuntime(ProviderRuntime):
                  **settings: Any) -> ClaudeSession:
         return ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                              mcp_servers=content.mcp_servers(mcp_servers),
-                             add_dirs=additional_directories(channel), **settings)
+                             add_dirs=additional_directories(channel),
+                             instructions=custom_instructions(channel), **settings)
 
     async def _open(self, session: ClaudeSession, channel: SessionChannel, started: Awaitable[None]) -> SessionStart:
         """The session joins the table once `started` (its CLI's start) succeeds; its files go if not."""
@@ -117,11 +119,11 @@ class ClaudeRuntime(ProviderRuntime):
         """
         servers = content.mcp_servers(mcp_servers)
         credentials = dict(channel.credentials)
-        dirs = additional_directories(channel)
-        if (cwd, servers, credentials, dirs) != (session.cwd, session.mcp_servers, session.credentials,
-                                                 session.add_dirs):
+        dirs, instructions = additional_directories(channel), custom_instructions(channel)
+        if (cwd, servers, credentials, dirs, instructions) != (
+                session.cwd, session.mcp_servers, session.credentials, session.add_dirs, session.instructions):
             session.cwd, session.mcp_servers, session.credentials = cwd, servers, credentials
-            session.add_dirs = dirs
+            session.add_dirs, session.instructions = dirs, instructions
             if session.cli is not None:
                 cli, session.cli = session.cli, None
                 await self.clis.stop(cli)
