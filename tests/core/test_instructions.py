@@ -17,7 +17,7 @@ def meta(value: Any) -> dict[str, Any]:
     return {"jetbrains": {"air": {"version": 1, "customInstructions": value}}}
 
 
-@pytest.mark.parametrize("given, expected", [
+@pytest.mark.parametrize(("given", "expected"), [
     (None, None), ({}, None), ({"jetbrains": "x"}, None), (meta(None), None), (meta(""), ""),
     (meta("Be terse."), "Be terse."), (meta("é" * (MAX_BYTES // 2)), "é" * (MAX_BYTES // 2)),
 ])
