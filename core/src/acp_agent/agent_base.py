@@ -47,6 +47,7 @@ from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, ClientLink, Con
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
     from acp_agent.sessions.holds import SessionHolds
     from acp_agent.sessions.index import SessionIndex
+    from acp_agent.sessions.instructions import InstructionStore
     from acp_agent.sessions.routing import SessionRouter
     from acp_agent.sessions.session import Outbox, Session
     from acp_agent.v2 import V2Surface
@@ -91,6 +92,7 @@ class AgentBase:
         self._opens = _Opens()
         """Loads and resumes of one session id take turns; its other requests wait for them."""
         self._holds: SessionHolds | None = None
+        self._instructions: InstructionStore | None = None
         self._router: SessionRouter | None = None
         self._outbox: Outbox | None = None
         self.capable = False

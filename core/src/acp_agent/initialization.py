@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from acp_agent.agent_base import AgentBase
 from acp_agent.failures.auth_status import auth_status_negotiated
 from acp_agent.failures.protocol import INDEX_ADVERTISED as INDEX_CAPABILITIES
-from acp_agent.failures.protocol import advertised_meta, negotiated
+from acp_agent.failures.protocol import advertised_meta, declared_air, negotiated
 from acp_agent.failures.protocol import index_declared as index_declared_by
 from acp_agent.wire import acp
 from acp_agent.wire import v2 as wire_v2
@@ -72,7 +72,8 @@ class Initialization(AgentBase):
             # `_meta` of the initialize response, beside `agentCapabilities`.
             meta["steering"] = {"supported": True}
         if self.capable:
-            meta.update(advertised_meta(*air_capabilities(caps, v2=v2, index=index_declared)))
+            meta.update(advertised_meta(*air_capabilities(caps, declared_air(client_meta), v2=v2,
+                                                                  index=index_declared)))
         elif index_declared:  # AIR without sessionFailure: the index alone
             meta["jetbrains"] = {"air": {"version": 1, "capabilities": list(INDEX_CAPABILITIES)}}
         if isinstance(auth_meta, dict):
@@ -151,16 +152,20 @@ class Initialization(AgentBase):
         return self.auth_feed.answer(await self.signin.credentials())
 
 
-def air_capabilities(caps: RuntimeCapabilities, *, v2: bool = False, index: bool = False) -> list[str]:
+def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = frozenset(), *, v2: bool = False,
+                     index: bool = False) -> list[str]:
     """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
     order claude-agent-acp lists them; advertised to a client of the extension only (the session
-    index's to a client that declared `sessionIndex`, `index`). Not `diffPatch` on ACP v2, whose
-    diffs carry their own git patch (as codex-acp)."""
+    index's to a client that declared `sessionIndex`, `index`; `customInstructions` only to one
+    that `declared` it, its only user). Not `diffPatch` on ACP v2, whose diffs carry their own git
+    patch (as codex-acp)."""
     served: list[str] = []
     if index and caps.list_sessions and caps.set_title:
         served.extend(INDEX_CAPABILITIES)
     if caps.file_changes:
         served.append("agentFileChangeReport")
+    if caps.custom_instructions and "customInstructions" in declared:
+        served.append("customInstructions")
     if caps.recommended_values:
         served.append("recommendedValue")
     if caps.file_patches and not v2:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         TurnChannel,
         TurnFailed,
         additional_directories,
+        custom_instructions,
         fork_at,
     )
     from acp_agent.backends.events import (
@@ -156,7 +157,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "BackendStatus", "CredentialSpec", "MessageNotFound", "NotSupported", "PrestartedBackends", "ProviderRuntime",
         "ProviderSpec", "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing",
         "SessionNotFound", "SessionStart", "SessionTable", "TerminalLogin", "TurnChannel", "TurnFailed",
-        "additional_directories", "fork_at",
+        "additional_directories", "custom_instructions", "fork_at",
     ),
     "acp_agent.backends.events": (
         "AttemptBoundary", "AuthConfirmed", "Compaction", "CompactionSummaryChunk", "Event",
@@ -327,6 +328,7 @@ __all__ = [
     "agent_text",
     "bound",
     "count_setting",
+    "custom_instructions",
     "drain_stderr",
     "executable_problem",
     "first_line",

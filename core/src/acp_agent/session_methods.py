@@ -24,6 +24,7 @@ from acp_agent.wire.rpc import INVALID_PARAMS, Reply, RpcError
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
     from acp_agent.sessions.index import SessionIndex
+    from acp_agent.sessions.instructions import InstructionStore
     from acp_agent.sessions.session import PendingSession, Session
 
 
@@ -37,6 +38,36 @@ class SessionMethods(AgentBase):
     def choices(self) -> KeptChoices:
         """What the user chose for each session, for its resume, load or fork (`sessions.choices`)."""
         return self.outbox.choices
+
+    @property
+    def instructions(self) -> InstructionStore:
+        """AIR's `customInstructions` of each session, kept across agent processes
+        (`acp_agent.sessions.instructions`)."""
+        if self._instructions is None:
+            from acp_agent.sessions.holds import state_directory
+            from acp_agent.sessions.instructions import InstructionStore
+
+            self._instructions = InstructionStore(self.provider.name, state_directory(self.settings.environ))
+        return self._instructions
+
+    def _asked_instructions(self, meta: Any) -> str | None:
+        """The request's AIR `customInstructions` (None: none asked, or not negotiated: the client
+        is not one of the extension, did not declare them, or the provider cannot carry them, so
+        `initialize` did not advertise them; the meta is then ignored)."""
+        from acp_agent.sessions.instructions import CAPABILITY, requested
+
+        if not (self.provider.capabilities.custom_instructions and self.capable
+                and CAPABILITY in self.outbox.features.air):
+            return None
+        return requested(meta)
+
+    def _kept_instructions(self, session_id: str) -> str | None:
+        """The instructions the session was created with (a resume, load or fork runs with them:
+        both backends keep a session's first instructions in its history, so the core does not
+        take others for it)."""
+        if not self.provider.capabilities.custom_instructions:
+            return None
+        return self.instructions.get(session_id)
 
     def _setup_fields(self, start: SessionStart) -> dict[str, Any]:
         return setup_fields(start, self.outbox.features.boolean_options, self.outbox.features.recommended_value)
@@ -56,7 +87,8 @@ class SessionMethods(AgentBase):
         request = self._parse(params, acp.NewSessionRequest)
         return await self._create_session("session/new", request.cwd, request.meta, request.additional_directories,
                                           lambda runtime, channel: runtime.new_session(request.cwd, request.mcp_servers,
-                                                                                       channel))
+                                                                                       channel),
+                                          instructions=self._asked_instructions(request.meta))
 
     async def fork_session(self, params: Any) -> Any:
         self._hold_mcp_secrets(params)
@@ -68,11 +100,13 @@ class SessionMethods(AgentBase):
         return await self._create_session("session/fork", request.cwd, request.meta, request.additional_directories,
                                           lambda runtime, channel: runtime.fork_session(
                                               request.session_id, request.cwd, request.mcp_servers, channel),
-                                          source=request.session_id, fork_at=at)
+                                          source=request.session_id, fork_at=at,
+                                          instructions=self._kept_instructions(request.session_id))
 
     async def _create_session(self, what: str, cwd: str, meta: Any, directories: Any,
                               start: Callable[[ProviderRuntime, PendingSession], Awaitable[SessionStart]],
-                              source: str = "", fork_at: str | None = None) -> Reply:
+                              source: str = "", fork_at: str | None = None,
+                              instructions: str | None = None) -> Reply:
         """A session the provider creates (new, or a fork of `source`, with the choices made for
         it): its events wait until the response is written."""
         from acp_agent.sessions.session import PendingSession
@@ -80,7 +114,8 @@ class SessionMethods(AgentBase):
         self._check_cwd(cwd)
         pending = PendingSession(self.router, credentials=client_credentials(self.provider, self.settings.redact, meta),
                                  additional_directories=requested_directories(self.provider, directories),
-                                 gateways=self.gateways.snapshot(), fork_at=fork_at)
+                                 gateways=self.gateways.snapshot(), fork_at=fork_at,
+                                 custom_instructions=instructions or None)
         try:
             async with self._provider_call(what):
                 runtime = await self.runtime()
@@ -103,6 +138,9 @@ class SessionMethods(AgentBase):
         session = self._new_session_state(started.session_id, cwd, credentials=pending.credentials)
         session.additional_directories = pending.additional_directories
         session.gateways = pending.gateways
+        session.custom_instructions = pending.custom_instructions
+        if self.provider.capabilities.custom_instructions:
+            self.instructions.put(session.session_id, session.custom_instructions)
         session.advertise(started)
         pending.bind(session)
         self.sessions[session.session_id] = session
@@ -139,6 +177,7 @@ class SessionMethods(AgentBase):
         # ACP: the request's list is the session's complete list of additional roots from now on.
         session.additional_directories = directories
         session.gateways = self.gateways.snapshot()  # the routing as it is now (`acp_agent.gateways`)
+        session.custom_instructions = self._kept_instructions(request.session_id)
         self.sessions[session.session_id] = session
         self.router.expect(session.session_id)
         from acp_agent.sessions.session import LoadingSession
@@ -211,6 +250,8 @@ class SessionMethods(AgentBase):
             self.choices.forget(request.session_id)
             if self.session_index is not None:
                 self.session_index.deleted(request.session_id)
+            if self.provider.capabilities.custom_instructions:
+                self.instructions.forget(request.session_id)
         finally:
             self._unhold(request.session_id)
         return {}

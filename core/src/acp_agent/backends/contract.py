@@ -135,6 +135,11 @@ class RuntimeCapabilities:
     """The runtime reports its subagents (`events.SubagentStarted` and the rest), which the core
     shows as child sessions to a client that takes them (AIR's `nativeSubagentSessions`, ACP's
     `subagents`)."""
+    custom_instructions: bool = False
+    """The runtime hands `custom_instructions(channel)` to the model through the backend's own
+    instruction mechanism (an appended system prompt, developer instructions) whenever it starts
+    or reopens a session's backend: the core then serves AIR's `customInstructions`
+    (`acp_agent.sessions.instructions`), keeping the text with the session."""
     steering: bool = False
     """`ProviderRuntime.steer` works: the core then offers `_session/steering` (advertised in
     `initialize` as `_meta.steering.supported`)."""
@@ -268,6 +273,14 @@ def fork_at(channel: SessionChannel) -> str | None:
     """The message a `session/fork` asked to branch at: the new session keeps the history up to
     and including it (None: the whole history). Only with `RuntimeCapabilities.fork_at_message`."""
     value = getattr(channel, "fork_at", None)
+    return value if isinstance(value, str) and value else None
+
+
+def custom_instructions(channel: SessionChannel) -> str | None:
+    """The instructions the client gave the session (AIR's `customInstructions`, kept by the core
+    across resume, load and fork), for the backend's own instruction mechanism; None: none. Only
+    with `RuntimeCapabilities.custom_instructions`."""
+    value = getattr(channel, "custom_instructions", None)
     return value if isinstance(value, str) and value else None
 
 

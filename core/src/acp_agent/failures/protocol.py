@@ -146,10 +146,15 @@ no worktrees)."""
 def index_declared(client_meta: Any) -> bool:
     """Whether `clientCapabilities._meta.jetbrains.air.capabilities` lists `sessionIndex` (here,
     not in the index's module, which `initialize` does not need)."""
+    return SESSION_INDEX in declared_air(client_meta)
+
+
+def declared_air(client_meta: Any) -> frozenset[str]:
+    """The AIR capabilities `clientCapabilities._meta` lists in `jetbrains.air.capabilities`."""
     jetbrains = client_meta.get("jetbrains") if isinstance(client_meta, Mapping) else None
     air = jetbrains.get("air") if isinstance(jetbrains, Mapping) else None
     listed = air.get("capabilities") if isinstance(air, Mapping) else None
-    return isinstance(listed, list) and SESSION_INDEX in listed
+    return frozenset(name for name in listed if isinstance(name, str)) if isinstance(listed, list) else frozenset()
 
 
 def advertised_meta(*more: str) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from acp_agent.backends.events import (
     TerminalOutput,
     TerminalStarted,
 )
+from acp_agent.failures.protocol import declared_air
 from acp_agent.wire import acp
 from acp_agent.wire.convert import UNSET
 from acp_agent.wire.records import frozen
@@ -136,7 +137,7 @@ class ClientFeatures:
                    boolean_options=isinstance(_mapping(session.get("configOptions")).get("boolean"), Mapping),
                    plan=isinstance(plan, Mapping),
                    air_client=isinstance(_mapping(meta.get("jetbrains")).get("air"), Mapping),
-                   air=frozenset(name for name in _air_capabilities(meta) if isinstance(name, str)),
+                   air=declared_air(meta),
                    subagents=isinstance(subagents, Mapping))
 
 
@@ -144,10 +145,6 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _air_capabilities(meta: Mapping[str, Any]) -> list[Any]:
-    """The capabilities an AIR client lists in `_meta.jetbrains.air.capabilities`."""
-    listed = _mapping(_mapping(meta.get("jetbrains")).get("air")).get("capabilities")
-    return listed if isinstance(listed, list) else []
 
 
 def replay_end() -> acp.SessionInfoUpdate:

@@ -281,6 +281,10 @@ class _OfSession:
     def gateways(self) -> Mapping[str, GatewayRoute]:
         return self.session.gateways
 
+    @property
+    def custom_instructions(self) -> str | None:
+        return self.session.custom_instructions
+
 
 @define(eq=False)
 class Turn(_OfSession):
@@ -385,6 +389,8 @@ class Session:
     additional_directories: tuple[str, ...] = ()
     gateways: Mapping[str, GatewayRoute] = field(factory=dict)
     """The client's gateway routing as the session was opened (`acp_agent.gateways`): it keeps it."""
+    custom_instructions: str | None = None
+    """AIR's `customInstructions` (`acp_agent.sessions.instructions`): the backend runs with them."""
     modes: acp.SessionModeState | None = None
     """What the session advertised: the core checks modes and option values against it (`choices`)."""
     config_options: Sequence[acp.ConfigOption] = ()
@@ -595,6 +601,8 @@ class PendingSession:
     gateways: Mapping[str, GatewayRoute] = field(factory=dict)
     fork_at: str | None = None
     """The message a fork branches at (`backends.contract.fork_at`)."""
+    custom_instructions: str | None = None
+    """AIR's `customInstructions` the new session runs with (`backends.contract.custom_instructions`)."""
     session_id: str = ""
     target: Session | None = None
     key: str = field(init=False)

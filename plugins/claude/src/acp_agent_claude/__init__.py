@@ -155,7 +155,8 @@ def provider_spec() -> ProviderSpec:
                                          file_patches=True,  # from Edit/Write's tool_use_result
                                          raw_input=True,  # no display copy of a tool's input
                                          plan_file=True,
-                                         subagents=True),
+                                         subagents=True,
+                                         custom_instructions=True),
         gateways=(GATEWAY,),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
         classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks

@@ -174,7 +174,8 @@ class Spare:
         env = environment(environ, session.overrides(), session.cwd)
         argv = command(cli_path, session_id=self.session_id, resume=False, mode=SPARE_MODE,
                        model=session.model, mcp_config=None, effort=session.effort, fast=session.fast,
-                       add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env))
+                       add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env),
+                       instructions=session.instructions)
         return argv == self.argv and env == self.env
 
     async def stop(self) -> None:
@@ -294,7 +295,7 @@ class LiveCLIs:
         argv = command(self.cli_path, session_id=session.session_id, resume=resume, mode=session.mode,
                        model=session.model, mcp_config=self.files.mcp_config(session), effort=session.effort,
                        fast=session.fast, add_dirs=session.add_dirs, allow_bypass=bypass_allowed(env),
-                       settings=self.files.route_settings(session))
+                       settings=self.files.route_settings(session), instructions=session.instructions)
         try:
             cli = await ClaudeCLI.spawn(argv, env=env, cwd=session.cwd,
                                         on_request=functools.partial(self._on_request, session))

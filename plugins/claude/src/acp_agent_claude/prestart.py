@@ -72,11 +72,15 @@ BYPASS_REFUSED = ("Claude Code refuses it as root unless IS_SANDBOX=1 (or CLAUDE
 
 def command(program: str, *, session_id: str, resume: bool, mode: str, model: str | None,
             mcp_config: str | None, effort: str | None = None, fast: bool = False,
-            add_dirs: Sequence[str] = (), allow_bypass: bool = False, settings: str | None = None) -> list[str]:
+            add_dirs: Sequence[str] = (), allow_bypass: bool = False, settings: str | None = None,
+            instructions: str | None = None) -> list[str]:
     """The CLI's arguments, as claude-agent-sdk builds them for the options the runtime used;
     `allow_bypass` (`bypass_allowed`): the session may switch to `bypassPermissions` later, as
     claude-agent-acp starts the CLI (its `allowDangerouslySkipPermissions`). It starts in `mode`.
-    `settings`: the path of the session's own settings file (fast mode, then, is in it)."""
+    `settings`: the path of the session's own settings file (fast mode, then, is in it).
+    `instructions` (AIR's `customInstructions`) follow Claude Code's own system prompt, as the
+    SDK's `system_prompt={"type": "preset", "preset": "claude_code", "append": ...}` and
+    claude-agent-acp pass them."""
     argv = [program, "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
     if allow_bypass:
         argv.append("--allow-dangerously-skip-permissions")
@@ -94,6 +98,8 @@ def command(program: str, *, session_id: str, resume: bool, mode: str, model: st
         argv += ["--add-dir", directory]
     if mcp_config:
         argv += ["--mcp-config", mcp_config]
+    if instructions:
+        argv += ["--append-system-prompt", instructions]
     argv += ["--include-partial-messages", "--setting-sources=user,project,local",
              f"--resume={session_id}" if resume else f"--session-id={session_id}",
              "--permission-prompt-tool", "stdio", "--input-format", "stream-json"]

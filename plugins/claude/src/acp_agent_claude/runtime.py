@@ -32,6 +32,7 @@ from acp_agent.provider import (
     TurnEnd,
     TurnFailed,
     additional_directories,
+    custom_instructions,
     fork_at,
     gateway_route,
 )
@@ -65,7 +66,8 @@ class ClaudeRuntime(ProviderRuntime):
         return ClaudeSession(session_id, cwd, credentials=dict(channel.credentials),
                              routing=route_env(gateway_route(channel, SLOT)),
                              mcp_servers=content.mcp_servers(mcp_servers),
-                             add_dirs=additional_directories(channel), **settings)
+                             add_dirs=additional_directories(channel),
+                             instructions=custom_instructions(channel), **settings)
 
     async def _open(self, session: ClaudeSession, channel: SessionChannel, started: Awaitable[None]) -> SessionStart:
         """The session joins the table once `started` (its CLI's start) succeeds; its files go if not."""
@@ -120,12 +122,13 @@ class ClaudeRuntime(ProviderRuntime):
         """
         servers = content.mcp_servers(mcp_servers)
         credentials = dict(channel.credentials)
-        dirs = additional_directories(channel)
+        dirs, instructions = additional_directories(channel), custom_instructions(channel)
         routing = route_env(gateway_route(channel, SLOT))
-        if (cwd, servers, credentials, dirs, routing) != (session.cwd, session.mcp_servers, session.credentials,
-                                                          session.add_dirs, session.routing):
+        if (cwd, servers, credentials, dirs, routing, instructions) != (
+                session.cwd, session.mcp_servers, session.credentials, session.add_dirs, session.routing,
+                session.instructions):
             session.cwd, session.mcp_servers, session.credentials = cwd, servers, credentials
-            session.add_dirs, session.routing = dirs, routing
+            session.add_dirs, session.routing, session.instructions = dirs, routing, instructions
             if session.cli is not None:
                 cli, session.cli = session.cli, None
                 await self.clis.stop(cli)

@@ -59,6 +59,7 @@ class ClaudeSession:
     effort: str | None = None  # the session's reasoning effort; None: the CLI's settings decide
     fast: bool = False  # fast mode
     add_dirs: tuple[str, ...] = ()  # the request's additionalDirectories (`--add-dir`)
+    instructions: str | None = None  # AIR's customInstructions (`--append-system-prompt`)
     cli: ClaudeCLI | None = None
     dead: bool = False
     turn: TurnChannel | None = None

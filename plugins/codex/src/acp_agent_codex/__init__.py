@@ -136,6 +136,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 close_session=True,
                 fork_session=True,
                 fork_at_message=True,  # thread/fork.lastTurnId: the turn that holds the message
+                custom_instructions=True,  # thread/start|resume|fork developerInstructions
                 delete_session=True,
                 set_title=True,
                 archive_sessions=True,  # thread/archive, thread/unarchive, thread/list {archived}

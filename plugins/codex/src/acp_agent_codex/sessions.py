@@ -32,6 +32,7 @@ from acp_agent.provider import (
     SessionStart,
     SessionTitle,
     additional_directories,
+    custom_instructions,
     fork_at,
     gateway_route,
 )
@@ -137,17 +138,21 @@ class Sessions:
     async def new(self, cwd: str, mcp_servers: Sequence[McpServer], channel: SessionChannel) -> SessionStart:
         server = await self.ready()
         config = thread_config(mcp_servers, channel)
-        roots = additional_directories(channel)
-        result = await self._start_thread(server, cwd, config, roots, DEFAULT_MODE)
+        roots, instructions = additional_directories(channel), custom_instructions(channel)
+        result = await self._start_thread(server, cwd, config, roots, DEFAULT_MODE, instructions)
         thread_id = result["thread"]["id"]
-        thread = self._thread(server, thread_id, cwd, config, result, roots, titled=not self._titles, ran=False)
+        thread = self._thread(server, thread_id, cwd, config, result, roots, titled=not self._titles, ran=False,
+                              instructions=instructions)
         self._table[thread_id] = thread
         return await self._opened(server, thread, channel)
 
     async def _start_thread(self, server: AppServer, cwd: str, config: Mapping[str, Any],
-                            roots: Sequence[str], mode: str) -> Any:
-        """`thread/start` under the preparing phase; its result once app-server announced the thread."""
+                            roots: Sequence[str], mode: str, instructions: str | None) -> Any:
+        """`thread/start` under the preparing phase; its result once app-server announced the thread.
+        `instructions`: AIR's `customInstructions`, as the thread's `developerInstructions`."""
         params: dict[str, Any] = {"cwd": cwd, **(self._policy(mode) or {})}
+        if instructions:
+            params["developerInstructions"] = instructions
         if config:
             params["config"] = dict(config)
         if roots:
@@ -171,7 +176,7 @@ class Sessions:
         try:
             async with self.clock.phase(Phase.PREPARING, label="thread/resume"):
                 await self._resume(server, thread.codex_id, thread.cwd, thread.mcp_config, Phase.PREPARING,
-                                   thread.mode, thread.roots)
+                                   thread.mode, thread.roots, thread.instructions)
         except SessionNotFound:
             if thread.ran:
                 raise SessionNotFound(thread.thread_id) from None
@@ -185,7 +190,8 @@ class Sessions:
         rollout before a thread's first turn (`thread/resume` finds none), so a new thread with the
         session's cwd, roots, MCP servers and mode takes its place under the same session id (its
         settings go with its next turn). Nothing is lost: it had no history."""
-        result = await self._start_thread(server, thread.cwd, thread.mcp_config, thread.roots, thread.mode)
+        result = await self._start_thread(server, thread.cwd, thread.mcp_config, thread.roots, thread.mode,
+                                          thread.instructions)
         codex_id = result["thread"]["id"]
         log.info("session %s had no turn yet: started afresh as thread %s", thread.thread_id, codex_id)
         self._session_ids.pop(thread.codex_id, None)
@@ -196,8 +202,9 @@ class Sessions:
         thread.choices.dirty = set(thread.choices.explicit)
 
     async def _resume(self, server: AppServer, session_id: str, cwd: str, config: Mapping[str, Any],
-                      phase: Phase, mode: str = DEFAULT_MODE, roots: Sequence[str] = ()) -> Mapping[str, Any]:
-        params = threads.open_params(session_id, cwd, config, roots, self._policy(mode))
+                      phase: Phase, mode: str = DEFAULT_MODE, roots: Sequence[str] = (),
+                      instructions: str | None = None) -> Mapping[str, Any]:
+        params = threads.open_params(session_id, cwd, config, roots, self._policy(mode), instructions)
         result = await threads.call_in(server, "thread/resume", params, phase, missing=session_id)
         return result if isinstance(result, Mapping) else {}
 
@@ -205,7 +212,7 @@ class Sessions:
                    *, replay: bool) -> SessionStart:
         server = await self.ready()
         config = thread_config(mcp_servers, channel)
-        roots = additional_directories(channel)
+        roots, instructions = additional_directories(channel), custom_instructions(channel)
         previous = self._table.get(session_id)
         codex_id = self._codex_id(session_id)
         size = await anyio.to_thread.run_sync(rollout_size, codex_home(self.context.environ), codex_id)
@@ -214,7 +221,8 @@ class Sessions:
             # thread/resume reads the whole rollout before it answers: its budget grows with it
             async with self.clock.phase(Phase.READING, label="thread/resume", scale=size / RESUME_BYTES):
                 try:
-                    result = await self._resume(server, codex_id, cwd, config, Phase.READING, roots=roots)
+                    result = await self._resume(server, codex_id, cwd, config, Phase.READING, roots=roots,
+                                                instructions=instructions)
                 except SessionNotFound:
                     if previous is None or (previous.ran and previous.generation != server.generation):
                         raise SessionNotFound(session_id) from None
@@ -230,7 +238,8 @@ class Sessions:
                 if previous.generation != server.generation:
                     await self._start_afresh(server, previous)
                 return await self._opened(server, previous, channel)
-            thread = self._thread(server, session_id, cwd, config, result, roots, codex_id=codex_id)
+            thread = self._thread(server, session_id, cwd, config, result, roots, codex_id=codex_id,
+                                  instructions=instructions)
             if replay:
                 await self._replay(server, codex_id, channel)
         self._table[session_id] = thread
@@ -261,8 +270,9 @@ class Sessions:
         source = self._table.get(session_id)
         mode = source.mode if source is not None else DEFAULT_MODE
         config = thread_config(mcp_servers, channel)
-        roots = additional_directories(channel)
-        params = threads.open_params(self._codex_id(session_id), cwd, config, roots, self._policy(mode))
+        roots, instructions = additional_directories(channel), custom_instructions(channel)
+        params = threads.open_params(self._codex_id(session_id), cwd, config, roots, self._policy(mode),
+                                     instructions)
         at = fork_at(channel)
         if at is not None:
             params["lastTurnId"] = await self._turn_holding(server, session_id, source, at)
@@ -285,7 +295,8 @@ class Sessions:
             log.info("thread %s has no rollout yet; its fork is a new thread", session_id)
             forked = self._table[(await self.new(cwd, mcp_servers, channel)).session_id]
         else:
-            forked = self._thread(server, result["thread"]["id"], cwd, config, result, roots)
+            forked = self._thread(server, result["thread"]["id"], cwd, config, result, roots,
+                                  instructions=instructions)
             self._table[forked.thread_id] = forked
             await channel.emit(AvailableCommandsUpdate(list(commands.COMMANDS)))
         return self._setup(server, forked)

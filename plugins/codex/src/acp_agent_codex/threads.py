@@ -79,6 +79,8 @@ class ThreadState:
     active: ActiveTurn | None = None
     roots: tuple[str, ...] = ()
     """The workspace roots beside `cwd` (ACP `additionalDirectories`): app-server's runtime roots."""
+    instructions: str | None = None
+    """AIR's `customInstructions`: the thread's `developerInstructions` (each start, resume, fork)."""
     usage: Mapping[str, Any] | None = None
     """The last `thread/tokenUsage/updated`, for `/status`."""
     mode_dirty: bool = False
@@ -168,11 +170,14 @@ async def call_in(server: AppServer, method: str, params: Any, phase: Phase, *,
 
 
 def open_params(thread_id: str, cwd: str, config: Mapping[str, Any], roots: Sequence[str],
-                policy: Mapping[str, str] | None) -> dict[str, Any]:
+                policy: Mapping[str, str] | None, instructions: str | None = None) -> dict[str, Any]:
     """`thread/resume` and `thread/fork` fields: the roots are the complete list (ACP): none
-    named means only `cwd`, whatever was stored."""
+    named means only `cwd`, whatever was stored. `instructions` (AIR's `customInstructions`) are
+    the thread's developer instructions, as codex-acp starts a thread with them."""
     params: dict[str, Any] = {"threadId": thread_id, "cwd": cwd, "excludeTurns": True,
                               "runtimeWorkspaceRoots": [cwd, *roots]}
+    if instructions:
+        params["developerInstructions"] = instructions
     if policy is not None:
         params.update(policy)
     if config:
