@@ -73,6 +73,9 @@ class Initialization(AgentBase):
             meta["steering"] = {"supported": True}
         if self.capable:
             meta.update(advertised_meta(*air_capabilities(caps, v2=v2, index=index_declared)))
+            if caps.goal_actions:  # where both anchors describe `_session/goal`
+                meta["jetbrains"]["air"]["goal"] = {"version": 1, "controlMethod": "_session/goal",
+                                                    "actions": list(caps.goal_actions)}
         elif index_declared:  # AIR without sessionFailure: the index alone
             meta["jetbrains"] = {"air": {"version": 1, "capabilities": list(INDEX_CAPABILITIES)}}
         if isinstance(auth_meta, dict):
@@ -152,4 +155,8 @@ def air_capabilities(caps: RuntimeCapabilities, *, v2: bool = False, index: bool
         served.append("diffPatch")
     if caps.raw_input:
         served.append("rawInputRendering")
+    if caps.codex_hooks:
+        served.append("codexHooks")
+    if caps.goal_actions:
+        served.append("goal")
     return served

@@ -6,7 +6,7 @@ ACP session updates (`acp_agent.wire.acp`) and pass through unchanged; the rest 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from attrs import field
@@ -177,7 +177,16 @@ class CompactionSummaryChunk:
     text: str
 
 
-Presented = SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction | CompactionSummaryChunk
+@frozen
+class GoalSnapshot:
+    """The session's goal as the backend now reports it (None: cleared), in AIR's shape
+    (`objective`, `status`, `tokenBudget`, `tokensUsed`, `timeUsedSeconds`, `createdAt`,
+    `updatedAt` in ms, `controlMethod`); sent only to a client that declared `goal`."""
+
+    goal: Mapping[str, Any] | None
+
+
+Presented = GoalSnapshot | SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction | CompactionSummaryChunk
 """Events whose wire form depends on what the client negotiated (`acp_agent.sessions.presentation`)."""
 Signal = AttemptBoundary | RuntimeReplaced | AuthConfirmed
 if TYPE_CHECKING:

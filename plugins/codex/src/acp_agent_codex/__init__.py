@@ -136,6 +136,8 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 image=True,
                 embedded_context=True,
                 steering=True,
+                goal_actions=("set", "pause", "resume", "clear"),  # thread/goal/set, thread/goal/clear
+                codex_hooks=True,  # hooks/list, config/batchWrite
                 mcp_http=True,  # `mcp_servers.<name>.url`: codex speaks streamable HTTP (no SSE)
             ),
             description="OpenAI Codex through `codex app-server`.",
