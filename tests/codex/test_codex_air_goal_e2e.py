@@ -125,6 +125,29 @@ async def test_codex_hooks_list_and_trust(tmp_path: Path) -> None:
     assert extension_problems(agent) == []
 
 
+async def test_a_session_flags_hook_is_listed_and_trusted(tmp_path: Path) -> None:
+    """A hook of codex-acp's `CODEX_CONFIG` (app-server's `-c hooks=...`) is listed untrusted,
+    trusted in the user's config.toml (`config/batchWrite`), then listed trusted."""
+    hooks = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}
+    with FakeResponsesAPI([]) as api:
+        home = write_codex_home(api, tmp_path)
+        cwd = workspace(tmp_path)
+        meta = air_client("sessionFailure", "codexHooks")
+        async with codex_agent(home, tmp_path, capable=False, meta=meta,
+                               env={"CODEX_CONFIG": json.dumps({"hooks": hooks})}) as agent:
+            send = agent.conn._conn.send_request
+            before = await send("_codex/hooks/list", {"cwd": cwd})
+            [hook] = before["hooks"]
+            trusted = await send("_codex/hooks/trust", {"cwd": cwd, "hooks": [
+                {"key": hook["key"], "currentHash": hook["currentHash"]}]})
+            after = await send("_codex/hooks/list", {"cwd": cwd})
+    assert (hook["source"], hook["trustStatus"], hook["command"]) == ("sessionFlags", "untrusted", "true")
+    assert trusted == {"trusted": True}
+    assert [h["trustStatus"] for h in after["hooks"]] == ["trusted"]
+    assert hook["currentHash"] in (home / "config.toml").read_text()
+    assert extension_problems(agent) == []
+
+
 async def test_a_client_without_goal_or_hooks_gets_method_not_found_and_todays_frames(tmp_path: Path) -> None:
     from acp import RequestError
 

@@ -62,13 +62,13 @@ async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime
     import anyio
 
     from acp_agent_codex.appserver import APP_SERVER_NAME, AppServer, serve_app_server
-    from acp_agent_codex.prestart import child_environment, greeting
+    from acp_agent_codex.prestart import app_server_argv, child_environment, greeting
 
     binary = find_codex(context.environ)
     async with anyio.create_task_group() as group:
         early: AppServer | None = None
         if binary is not None:
-            argv, env, hello = [binary, "app-server"], child_environment(context.environ), greeting()
+            argv, env, hello = app_server_argv(binary, context.environ), child_environment(context.environ), greeting()
             adopted = context.prestarted.take("codex", argv, env, hello)  # the command line's, if it matches
             try:
                 early = await group.start(serve_app_server, argv, env, 1, adopted, hello)
