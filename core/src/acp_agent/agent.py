@@ -82,6 +82,10 @@ class Agent(Initialization, SessionMethods):
                 handlers.pop(method)
         if caps.steering:
             handlers[M.SESSION_STEERING] = self.steer
+        if caps.goal_actions:  # AIR's goal (method-not-found unless declared)
+            handlers[M.SESSION_GOAL] = self.goal
+        if caps.codex_hooks:  # AIR's codexHooks (method-not-found unless declared)
+            handlers.update({M.CODEX_HOOKS_LIST: self.list_hooks, M.CODEX_HOOKS_TRUST: self.trust_hooks})
         if caps.list_sessions and caps.set_title:  # AIR's session index (method-not-found unless declared)
             handlers.update({
                 M.SESSION_BATCH_GET: self.batch_get_sessions,

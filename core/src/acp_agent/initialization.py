@@ -74,6 +74,9 @@ class Initialization(AgentBase):
         if self.capable:
             meta.update(advertised_meta(*air_capabilities(caps, declared_air(client_meta), v2=v2,
                                                                   index=index_declared)))
+            if caps.goal_actions:  # where both anchors describe `_session/goal`
+                meta["jetbrains"]["air"]["goal"] = {"version": 1, "controlMethod": "_session/goal",
+                                                    "actions": list(caps.goal_actions)}
         elif index_declared:  # AIR without sessionFailure: the index alone
             meta["jetbrains"] = {"air": {"version": 1, "capabilities": list(INDEX_CAPABILITIES)}}
         if isinstance(auth_meta, dict):
@@ -176,4 +179,8 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
         served.append("planFile")
     if caps.subagents:
         served.append("nativeSubagentSessions")
+    if caps.codex_hooks:
+        served.append("codexHooks")
+    if caps.goal_actions:
+        served.append("goal")
     return served

@@ -20,7 +20,7 @@ from acp_agent.sessions.choices import KeptChoices, check_mode, check_option
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import UNSET, clip
-from acp_agent.wire.rpc import INVALID_PARAMS, Reply, RpcError
+from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Reply, RpcError
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
     from acp_agent.sessions.index import SessionIndex
@@ -370,6 +370,65 @@ class SessionMethods(AgentBase):
         index.unsubscribe(subscription_id)
         return {}
 
+    # -- AIR's goal and codexHooks -----------------------------------------------------------------
+
+    async def goal(self, params: Any) -> Any:
+        """`_session/goal {sessionId, action, objective?}` → `{}`: run in the session's line as the
+        prompt `/goal <objective>` (`/goal pause`, `/goal resume`, `/goal clear`), the backend's
+        own goal command, as claude-agent-acp runs it; answered once that turn has ended. The
+        snapshot reaches the client as `session_info_update` with `_meta.jetbrains.air.goal`."""
+        if not self.outbox.features.goal:
+            raise _not_offered(M.SESSION_GOAL)
+        actions = self.provider.capabilities.goal_actions
+        if not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "goal params must be an object")
+        session_id, action, objective = params.get("sessionId"), params.get("action"), params.get("objective")
+        if not isinstance(session_id, str) or not session_id:
+            raise RpcError(INVALID_PARAMS, "goal params require a non-empty sessionId", {"field": "sessionId"})
+        if action not in actions:
+            raise RpcError(INVALID_PARAMS, "goal action must be one of " + ", ".join(f'"{a}"' for a in actions),
+                           {"field": "action"})
+        if action == "set":
+            if not isinstance(objective, str) or not objective.strip():
+                raise RpcError(INVALID_PARAMS, 'goal action "set" requires a non-empty objective',
+                               {"field": "objective"})
+            if len(objective.strip()) > MAX_GOAL_OBJECTIVE:
+                raise RpcError(INVALID_PARAMS, f"goal objective is longer than {MAX_GOAL_OBJECTIVE} characters",
+                               {"field": "objective"})
+        session = await self._opened(session_id)
+        command = f"/goal {objective.strip()}" if isinstance(objective, str) and action == "set" else f"/goal {action}"
+        result = await self._queued_prompt(session, [acp.TextContent(command)])
+        return Reply({}, result.on_written) if isinstance(result, Reply) else {}
+
+    async def list_hooks(self, params: Any) -> Any:
+        """`_codex/hooks/list {cwd}` → `{cwd, hooks, warnings, errors}` (codex-acp's)."""
+        cwd = self._hooks_cwd(M.CODEX_HOOKS_LIST, params)
+        async with self._provider_call(M.CODEX_HOOKS_LIST):
+            runtime = await self.runtime()
+            return dict(await runtime.list_hooks(cwd))
+
+    async def trust_hooks(self, params: Any) -> Any:
+        """`_codex/hooks/trust {cwd, hooks: [{key, currentHash}]}` → `{trusted}`."""
+        cwd = self._hooks_cwd(M.CODEX_HOOKS_TRUST, params)
+        hooks = params.get("hooks")
+        if not isinstance(hooks, list) or not hooks or not all(
+                isinstance(hook, dict) and all(isinstance(hook.get(key), str) and hook[key]
+                                               for key in ("key", "currentHash")) for hook in hooks):
+            raise RpcError(INVALID_PARAMS, "hooks must be a non-empty array of {key, currentHash} strings",
+                           {"field": "hooks"})
+        requested = [{"key": hook["key"], "currentHash": hook["currentHash"]} for hook in hooks]
+        async with self._provider_call(M.CODEX_HOOKS_TRUST):
+            runtime = await self.runtime()
+            return {"trusted": await runtime.trust_hooks(cwd, requested)}
+
+    def _hooks_cwd(self, method: str, params: Any) -> str:
+        if not self.outbox.features.codex_hooks:
+            raise _not_offered(method)
+        cwd = params.get("cwd") if isinstance(params, dict) else None
+        if not isinstance(cwd, str) or not os.path.isabs(cwd.strip()):
+            raise RpcError(INVALID_PARAMS, "params require an absolute cwd", {"field": "cwd"})
+        return cwd.strip()
+
     async def set_mode(self, params: Any) -> Any:
         request = self._parse(params, acp.SetModeRequest)
         session = await self._opened(request.session_id)
@@ -510,6 +569,15 @@ class SessionMethods(AgentBase):
         session = self.sessions.get(request.session_id)
         if session is not None:
             await self.turns.cancel(session)
+
+
+MAX_GOAL_OBJECTIVE = 4000
+"""The longest objective codex-acp's `/goal` takes."""
+
+
+def _not_offered(method: str) -> RpcError:
+    """-32601 for an AIR method the client did not declare, as for a method the agent lacks."""
+    return RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
 def client_credentials(provider: ProviderSpec, redact: Redactor, meta: Any) -> dict[str, str]:

@@ -158,6 +158,13 @@ class RuntimeCapabilities:
     plan_file: bool = False
     """The runtime reports plan reviews whose plan is a file (`events.PlanFileCall`): AIR's
     `planFile` is advertised."""
+    goal_actions: tuple[str, ...] = ()
+    """The backend keeps a goal per session: the actions of AIR's `_session/goal` it carries (of
+    `set`, `pause`, `resume`, `clear`), run as the prompt `/goal <objective>` (`/goal pause`, ...)
+    in the session's line; it reports the goal as `GoalSnapshot` events. Empty: no goals."""
+    codex_hooks: bool = False
+    """`ProviderRuntime.list_hooks` and `trust_hooks` work: the agent serves AIR's `codexHooks`
+    (`_codex/hooks/list`, `_codex/hooks/trust`)."""
 
 
 def _new_router() -> SessionRouter:
@@ -394,6 +401,16 @@ class ProviderRuntime(abc.ABC):
         id the backend does not know.
         """
         raise NotSupported("session/delete")
+
+    async def list_hooks(self, cwd: str) -> Mapping[str, object]:
+        """AIR's `_codex/hooks/list`: the hooks the backend would run for `cwd` that the client
+        may trust (`{cwd, hooks, warnings, errors}`). Only with `codex_hooks`."""
+        raise NotSupported("_codex/hooks/list")
+
+    async def trust_hooks(self, cwd: str, hooks: Sequence[Mapping[str, str]]) -> bool:
+        """AIR's `_codex/hooks/trust`: record each hook (`{key, currentHash}`, as listed) as
+        trusted; True when every one of them is trusted now. Only with `codex_hooks`."""
+        raise NotSupported("_codex/hooks/trust")
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         """Switch to `mode_id`, always one of the modes the session advertised (the core checked)."""

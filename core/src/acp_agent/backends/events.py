@@ -206,8 +206,18 @@ class PlanDocument:
     review_call_id: str | None = None
 
 
+
+@frozen
+class GoalSnapshot:
+    """The session's goal as the backend now reports it (None: cleared), in AIR's shape
+    (`objective`, `status`, `tokenBudget`, `tokensUsed`, `timeUsedSeconds`, `createdAt`,
+    `updatedAt` in ms, `controlMethod`); sent only to a client that declared `goal`."""
+
+    goal: Mapping[str, Any] | None
+
+
 Presented = (SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction | CompactionSummaryChunk
-             | PlanFileCall | PlanDocument)
+             | PlanFileCall | PlanDocument | GoalSnapshot)
 """Events whose wire form depends on what the client negotiated (`acp_agent.sessions.presentation`)."""
 
 SubagentState = Literal["completed", "failed", "cancelled", "disconnected"]

@@ -29,6 +29,7 @@ from attrs import define, field
 from acp_agent.backends.events import (
     Compaction,
     CompactionSummaryChunk,
+    GoalSnapshot,
     PlanDocument,
     PlanFileCall,
     Presented,
@@ -117,6 +118,16 @@ class ClientFeatures:
         return "recommendedValue" in self.air
 
     @property
+    def goal(self) -> bool:
+        """AIR's `goal`: `_session/goal` and the goal snapshot (`_meta.jetbrains.air.goal`)."""
+        return "goal" in self.air
+
+    @property
+    def codex_hooks(self) -> bool:
+        """AIR's `codexHooks`: `_codex/hooks/list` and `_codex/hooks/trust`."""
+        return "codexHooks" in self.air
+
+    @property
     def terminals(self) -> bool:
         return self.terminal_output or self.terminal_output_delta
 
@@ -194,8 +205,12 @@ class Presenter:
     text streamed for each."""
     ended_compactions: dict[str, str] = field(factory=dict)
     """`session.compaction` clients: the terminal status each ended compaction was sent with."""
+    goal: Any = UNSET
+    """The goal snapshot last published (UNSET: none yet; None: cleared)."""
 
     def render(self, event: Presented, features: ClientFeatures, capable: bool) -> list[acp.SessionUpdate]:
+        if isinstance(event, GoalSnapshot):
+            return self._goal(event.goal) if features.goal else []
         if isinstance(event, SessionTitle):
             title = session_title(event.title)
             if self.titled and title == self.title:
@@ -245,6 +260,14 @@ class Presenter:
         updates.append(attrs.evolve(event.update, content=[acp.ToolTerminal(terminal_id)], raw_output=UNSET,
                                     meta=exit_meta))
         return updates
+
+    def _goal(self, goal: Mapping[str, Any] | None) -> list[acp.SessionUpdate]:
+        """As codex-acp: a report that changes neither objective, status, budget nor creation
+        (usage only, after each goal turn) is not sent again."""
+        if self.goal is not UNSET and _same_goal(self.goal, goal):
+            return []
+        self.goal = None if goal is None else dict(goal)
+        return [acp.SessionInfoUpdate(meta={"jetbrains": {"air": {"version": 1, "goal": self.goal}}})]
 
     @staticmethod
     def _legacy(event: TerminalStarted | TerminalOutput | TerminalExited) -> list[acp.SessionUpdate]:
@@ -335,6 +358,12 @@ def _plan_file_call(event: PlanFileCall, features: ClientFeatures) -> list[acp.S
                                     title=PLAN_FILE_RELEASED_TITLE, kind="switch_mode", status="completed",
                                     raw_input={"planFilePath": ""}, content=[]))
     return updates
+
+
+def _same_goal(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> bool:
+    if left is None or right is None:
+        return left is right
+    return all(left.get(key) == right.get(key) for key in ("objective", "status", "tokenBudget", "createdAt"))
 
 
 def _compaction_facts(event: Compaction, *, air: bool = True) -> dict[str, Any]:

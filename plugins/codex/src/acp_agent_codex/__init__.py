@@ -63,13 +63,13 @@ async def open_runtime(context: RuntimeContext) -> AsyncIterator[ProviderRuntime
     import anyio
 
     from acp_agent_codex.appserver import APP_SERVER_NAME, AppServer, serve_app_server
-    from acp_agent_codex.prestart import child_environment, greeting
+    from acp_agent_codex.prestart import app_server_argv, child_environment, greeting
 
     binary = find_codex(context.environ)
     async with anyio.create_task_group() as group:
         early: AppServer | None = None
         if binary is not None:
-            argv, env, hello = [binary, "app-server"], child_environment(context.environ), greeting()
+            argv, env, hello = app_server_argv(binary, context.environ), child_environment(context.environ), greeting()
             adopted = context.prestarted.take("codex", argv, env, hello)  # the command line's, if it matches
             try:
                 early = await group.start(serve_app_server, argv, env, 1, adopted, hello)
@@ -148,6 +148,8 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 image=True,
                 embedded_context=True,
                 steering=True,
+                goal_actions=("set", "pause", "resume", "clear"),  # thread/goal/set, thread/goal/clear
+                codex_hooks=True,  # hooks/list, config/batchWrite
                 mcp_http=True,  # `mcp_servers.<name>.url`: codex speaks streamable HTTP (no SSE)
             ),
             gateways=(GATEWAY,),

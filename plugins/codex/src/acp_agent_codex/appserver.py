@@ -37,6 +37,7 @@ THREAD_METHODS: Final = frozenset({
     "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded",
     "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated",
     "thread/tokenUsage/updated", "thread/compacted", "thread/name/updated", "model/rerouted",
+    "thread/goal/updated", "thread/goal/cleared",
 })
 GLOBAL_NOTICES: Final = frozenset({"configWarning", "deprecationNotice"})
 NOTIFICATIONS: Final = THREAD_METHODS | GLOBAL_NOTICES | {"thread/started"}

@@ -47,7 +47,9 @@ COMMANDS: Final = (
     AvailableCommand(name="status", description="Show the session's model, settings and workspace."),
     AvailableCommand(name="mcp", description="Show the MCP servers and their tools."),
 )
-_NAMES: Final = frozenset(command.name for command in COMMANDS)
+_NAMES: Final = frozenset(command.name for command in COMMANDS) | {"goal"}
+"""`/goal` runs AIR's `_session/goal` (the core sends it as this prompt); it is not listed, so a
+client without AIR's `goal` sees the commands it always saw."""
 LOCAL: Final = frozenset({"status", "mcp"})
 """Commands the agent answers itself (app-server has no turn for them)."""
 _NEEDS_ARGUMENT: Final = {"review-branch": "a branch name", "review-commit": "a commit sha"}
@@ -66,8 +68,24 @@ def parse(prompt: Sequence[ContentBlock]) -> Command | None:
     return Command(name, rest.strip()) if name in _NAMES else None
 
 
+GOAL_LOCAL: Final = frozenset({"pause", "clear"})
+"""`/goal` arguments that run no turn (`/goal <objective>` and `/goal resume` run the goal's turn)."""
+MAX_GOAL_TEXT: Final = 4000
+
+
+def local(command: Command) -> bool:
+    """Whether the agent answers the command itself, with no Codex turn."""
+    if command.name == "goal":
+        return command.rest.lower() in GOAL_LOCAL or usage_problem(command) is not None
+    return command.name in LOCAL or usage_problem(command) is not None
+
+
 def usage_problem(command: Command) -> str | None:
     """What is missing from the command, in the words shown to the user."""
+    if command.name == "goal" and not command.rest:
+        return "`/goal` needs an objective, or `pause`, `resume` or `clear`."
+    if command.name == "goal" and len(command.rest) > MAX_GOAL_TEXT:
+        return f"`/goal` takes an objective of at most {MAX_GOAL_TEXT} characters."
     needed = _NEEDS_ARGUMENT.get(command.name)
     if needed is not None and not command.rest:
         return f"`/{command.name}` needs {needed}, e.g. `/{command.name} main`."
@@ -75,7 +93,12 @@ def usage_problem(command: Command) -> str | None:
 
 
 def request(command: Command, thread_id: str) -> tuple[str, dict[str, Any]]:
-    """The app-server request that runs a turn command."""
+    """The app-server request that runs a turn command (a goal's: codex starts the goal's turn
+    once the goal is active)."""
+    if command.name == "goal":
+        if command.rest.lower() == "resume":
+            return "thread/goal/set", {"threadId": thread_id, "status": "active"}
+        return "thread/goal/set", {"threadId": thread_id, "objective": command.rest, "status": "active"}
     if command.name == "compact":
         return "thread/compact/start", {"threadId": thread_id}
     if command.name == "review-branch":
@@ -138,6 +161,13 @@ async def answer(clock: PhaseClock, server: AppServer, thread: ThreadState, mode
     problem = usage_problem(command)
     if problem is not None:
         return problem
+    if command.name == "goal":  # pause or clear: codex reports the goal (`thread/goal/*`)
+        pause = command.rest.lower() == "pause"
+        method = "thread/goal/set" if pause else "thread/goal/clear"
+        params = {"threadId": thread.codex_id, **({"status": "paused"} if pause else {})}
+        async with clock.phase(Phase.SUBMITTING, label=method):
+            await call_in(server, method, params, Phase.SUBMITTING)
+        return ""
     if command.name == "mcp":
         async with clock.phase(Phase.READING, label="mcpServerStatus/list"):
             result = await call_in(server, "mcpServerStatus/list", {"threadId": thread.codex_id,

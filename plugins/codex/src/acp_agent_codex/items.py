@@ -25,6 +25,7 @@ from acp_agent.provider import (
     ContentBlock,
     Event,
     FilePatch,
+    GoalSnapshot,
     HistoryFailure,
     ImageContent,
     PermissionOption,
@@ -263,6 +264,30 @@ def session_title(params: JsonObject) -> SessionTitle:
     """`thread/name/updated`: the thread's name (None: cleared); the core makes it one line."""
     name = params.get("threadName")
     return SessionTitle(name if isinstance(name, str) else None)
+
+
+GOAL_STATUSES: Final = {"active": "active", "paused": "paused", "blocked": "blocked", "complete": "complete",
+                         "usageLimited": "limited", "budgetLimited": "limited"}
+
+
+def goal_snapshot(method: str, params: JsonObject) -> GoalSnapshot | None:
+    """`thread/goal/updated` / `thread/goal/cleared` as AIR's goal snapshot, in codex-acp's shape
+    (`toThreadGoalSnapshot`: codex's seconds as milliseconds, both limits `limited`)."""
+    if method == "thread/goal/cleared":
+        return GoalSnapshot(None)
+    goal = params.get("goal")
+    if not isinstance(goal, Mapping) or not isinstance(goal.get("objective"), str):
+        return None
+
+    def ms(key: str) -> int | None:
+        value = json_int(goal.get(key))
+        return value * 1000 if value is not None else None
+
+    return GoalSnapshot({
+        "objective": goal["objective"].strip(), "status": GOAL_STATUSES.get(str(goal.get("status")), "active"),
+        "tokenBudget": json_int(goal.get("tokenBudget")), "tokensUsed": json_int(goal.get("tokensUsed")),
+        "timeUsedSeconds": json_int(goal.get("timeUsedSeconds")), "createdAt": ms("createdAt"),
+        "updatedAt": ms("updatedAt"), "controlMethod": "_session/goal"})
 
 
 # --- plan and usage ------------------------------------------------------------------------------------

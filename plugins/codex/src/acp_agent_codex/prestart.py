@@ -68,12 +68,39 @@ def _bundled(*parts: str, directory: bool) -> str | None:
     return None if found is None else str(found)
 
 
+CONFIG_VAR = "CODEX_CONFIG"
+"""codex-acp's JSON config for its sessions; its `hooks` reach app-server as `-c hooks=...`, the
+hooks of the session's flags (AIR's `codexHooks` lists and trusts these)."""
+
+
+def app_server_argv(binary: str, environ: Mapping[str, str]) -> list[str]:
+    """`codex app-server`, with `CODEX_CONFIG`'s `hooks` as a config override (as codex-acp); a
+    value that is not a JSON object with `hooks` adds nothing."""
+    argv = [binary, "app-server"]
+    try:
+        config = json.loads(environ.get(CONFIG_VAR) or "null")
+    except ValueError:
+        return argv
+    if isinstance(config, dict) and config.get("hooks") is not None:
+        argv += ["-c", "hooks=" + _toml(config["hooks"])]
+    return argv
+
+
+def _toml(value: Any) -> str:
+    """A JSON value as an inline TOML value (codex-acp's `toToml`)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(key)} = {_toml(item)}" for key, item in value.items()) + " }"
+    return json.dumps(value)
+
+
 def app_server(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]] | None:
     """The argv and environment of the app-server the agent would start with `environ`."""
     binary = find_codex(environ)
     if binary is None:
         return None
-    return [binary, "app-server"], child_environment(environ)
+    return app_server_argv(binary, environ), child_environment(environ)
 
 
 def initialize_params() -> dict[str, Any]:

@@ -22,6 +22,7 @@ notices sent at start-up (`configWarning`, `deprecationNotice`) go to the sessio
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,6 +39,7 @@ from acp_agent.provider import (
     Phase,
     PhaseFailed,
     ProviderRuntime,
+    RpcError,
     RuntimeContext,
     SessionChannel,
     SessionListing,
@@ -48,11 +50,11 @@ from acp_agent.provider import (
 )
 from acp_agent_codex import approvals, find_codex, settings
 from acp_agent_codex.appserver import GLOBAL_NOTICES, NOTIFICATIONS, AppServer
-from acp_agent_codex.classify import notice_for, spawn_failed
+from acp_agent_codex.classify import notice_for, rpc_error_observation, spawn_failed
 from acp_agent_codex.modes import MODES, mode_of, user_config_sets_policy
 from acp_agent_codex.sessions import Sessions
 from acp_agent_codex.supervisor import Supervisor
-from acp_agent_codex.threads import Barrier, ThreadState, mcp_config, rollout_size, session_info
+from acp_agent_codex.threads import Barrier, ThreadState, call_in, mcp_config, rollout_size, session_info
 from acp_agent_codex.turns import Turns
 
 
@@ -197,6 +199,48 @@ class CodexRuntime(ProviderRuntime):
 
     async def close_session(self, session_id: str) -> None:
         await self.sessions.close(session_id)
+
+    # -- hooks (AIR's codexHooks, as codex-acp's CodexHookTrust) ----------------------------------
+
+    async def list_hooks(self, cwd: str) -> Mapping[str, Any]:
+        """`hooks/list` for `cwd`: the hooks of this session's flags, the ones a client trusts."""
+        server = await self.sessions.ready()
+        async with self.context.clock.phase(Phase.READING, label="hooks/list"):
+            result = await call_in(server, "hooks/list", {"cwds": [cwd]}, Phase.READING)
+        data = result.get("data") if isinstance(result, Mapping) else None
+        entry = data[0] if isinstance(data, list) and data and isinstance(data[0], Mapping) else None
+        if entry is None:
+            raise PhaseFailed(rpc_error_observation(-32603, "Codex could not list hooks for the requested directory",
+                                                    Phase.READING.value))
+        hooks = entry.get("hooks")
+        return {**entry, "hooks": [hook for hook in hooks if isinstance(hook, Mapping)
+                                   and hook.get("source") == "sessionFlags"] if isinstance(hooks, list) else []}
+
+    async def trust_hooks(self, cwd: str, hooks: Sequence[Mapping[str, str]]) -> bool:
+        """Each requested hook, still listed with that hash, is trusted in the user's config
+        (`config/batchWrite` of `hooks.state.<key>.trusted_hash`, reloaded into the threads);
+        True when the listing then shows every one trusted."""
+        def listed(current: Sequence[Any], wanted: Mapping[str, str]) -> Mapping[str, Any] | None:
+            return next((hook for hook in current if hook.get("key") == wanted["key"]
+                         and hook.get("currentHash") == wanted["currentHash"]), None)
+
+        current = (await self.list_hooks(cwd))["hooks"]
+        edits = []
+        for wanted in hooks:
+            hook = listed(current, wanted)
+            if hook is None:
+                raise RpcError(-32602, "A Codex hook changed before trust was recorded", {"field": "hooks"})
+            if hook.get("trustStatus") != "trusted":
+                edits.append({"keyPath": f"hooks.state.{json.dumps(hook['key'])}.trusted_hash",
+                              "value": hook["currentHash"], "mergeStrategy": "replace"})
+        if edits:
+            server = await self.sessions.ready()
+            async with self.context.clock.phase(Phase.SUBMITTING, label="config/batchWrite"):
+                await call_in(server, "config/batchWrite", {"edits": edits, "reloadUserConfig": True},
+                              Phase.SUBMITTING)
+        verified = (await self.list_hooks(cwd))["hooks"]
+        return all((hook := listed(verified, wanted)) is not None and hook.get("trustStatus") == "trusted"
+                   for wanted in hooks)
 
     async def renew_environment(self, environ: Mapping[str, str]) -> bool:
         """A new app-server (with `environ`) takes over at the next prompt that finds no turn

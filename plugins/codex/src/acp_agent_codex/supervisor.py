@@ -29,7 +29,7 @@ from acp_agent.provider import (
 from acp_agent_codex import settings
 from acp_agent_codex.appserver import AppServer, serve_app_server
 from acp_agent_codex.classify import rpc_error_observation, spawn_failed, transport_lost
-from acp_agent_codex.prestart import child_environment
+from acp_agent_codex.prestart import app_server_argv, child_environment
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class Supervisor:
                     server = None
                 if server is None:
                     try:
-                        server = await self._tg.start(serve_app_server, [self._binary, "app-server"],
+                        server = await self._tg.start(serve_app_server, app_server_argv(self._binary, environ),
                                                       child_environment(environ), generation)
                     except OSError as exc:
                         log.warning("codex app-server could not be started: %s", type(exc).__name__)

@@ -130,6 +130,9 @@ class TurnTranslator(Attempts):
             return [Compaction(f"{params.get('turnId')}:compaction", "completed")]
         if method == "thread/name/updated":
             return [items.session_title(params)]
+        if method in ("thread/goal/updated", "thread/goal/cleared"):
+            goal = items.goal_snapshot(method, params)
+            return [goal] if goal is not None else []
         if method in NOTICE_METHODS:
             notice = notice_for(method, params)
             return [notice] if notice is not None else []

@@ -64,9 +64,10 @@ class Turns:
         server = await self._sessions.ready()
         await self._sessions.rejoin(server, thread)
         command = commands.parse(prompt)
-        if command is not None and (command.name in commands.LOCAL or commands.usage_problem(command)):
+        if command is not None and commands.local(command):
             answer = await commands.answer(self._servers.clock, server, thread, self._servers.known_models(), command)
-            await turn.emit(agent_text(answer))
+            if answer:
+                await turn.emit(agent_text(answer))
             return TurnEnd("end_turn")
         active = ActiveTurn(channel=turn, generation=server.generation,
                             queue=TurnQueue[QueueItem](TURN_QUEUE_ITEMS),
@@ -209,6 +210,10 @@ class Turns:
                 await self._router.emit(thread.thread_id, notice)
         elif method == "thread/name/updated":
             await self._router.emit(thread.thread_id, items.session_title(params))
+        elif method in ("thread/goal/updated", "thread/goal/cleared"):
+            goal = items.goal_snapshot(method, params)
+            if goal is not None:
+                await self._router.emit(thread.thread_id, goal)
         else:
             log.debug("dropped %s outside a prompt of thread %s", method, thread.thread_id)
 
