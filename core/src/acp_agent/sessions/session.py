@@ -427,10 +427,11 @@ class Session:
     ) -> str | None:
         return await self.outbox.request_permission(self.asked_in(tool_call), tool_call, options, self.turn)
 
-    def asked_in(self, tool_call: acp.ToolCallUpdate) -> str:
+    def asked_in(self, tool_call: acp.ToolCallUpdate | PlanFileCall) -> str:
         """The session a permission request for `tool_call` goes to: a running child's, for a
         call it showed (`SubagentTable.running_owner`), else this one."""
-        return self.subagents.running_owner(tool_call.tool_call_id, self.outbox.features.subagent_form) or self.session_id
+        call_id = (tool_call.update if isinstance(tool_call, PlanFileCall) else tool_call).tool_call_id
+        return self.subagents.running_owner(call_id, self.outbox.features.subagent_form) or self.session_id
 
     async def send_update(self, update: Any) -> None:
         await self.outbox.send_update(self.session_id, update)
