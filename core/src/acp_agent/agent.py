@@ -17,10 +17,10 @@ import anyio
 import anyio.abc
 
 from acp_agent.agent_base import AgentSettings
+from acp_agent.air_methods import AirMethods
 from acp_agent.failures.auth_status import CredentialState
 from acp_agent.failures.scrub import ScrubbingSendStream
 from acp_agent.initialization import Initialization
-from acp_agent.session_methods import SessionMethods
 from acp_agent.sessions.prompt_runner import InputWatch
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.rpc import Connection, Methods
@@ -42,7 +42,7 @@ INPUT_GONE_CANCEL_GRACE_S = 1.0
 LOGOUT_COMMAND_BUDGET_S = 20.0
 
 
-class Agent(Initialization, SessionMethods):
+class Agent(Initialization, AirMethods):
     """The ACP agent for one provider over one connection: the method table and serving."""
 
     def __init__(self, settings: AgentSettings) -> None:

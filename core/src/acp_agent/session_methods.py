@@ -1,12 +1,11 @@
-"""The ACP methods of sessions: new, fork, load, resume, list, close, delete, modes and config
-options, prompts (queued in each session's line), steering and cancel."""
+"""The ACP methods of sessions: new, fork, load, resume, list, close, delete and titles (the
+turns' methods are `acp_agent.prompt_methods`, AIR's own `acp_agent.air_methods`)."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -16,14 +15,13 @@ from acp_agent.agent_base import AgentBase
 from acp_agent.backends.contract import ProviderRuntime, ProviderSpec, SessionStart
 from acp_agent.failures.protocol import IncidentRegistry
 from acp_agent.failures.redaction import Redactor, mcp_secret_values
-from acp_agent.sessions.choices import KeptChoices, check_mode, check_option
+from acp_agent.sessions.choices import KeptChoices
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import UNSET, clip
-from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Reply, RpcError
+from acp_agent.wire.rpc import INVALID_PARAMS, Reply, RpcError
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
-    from acp_agent.sessions.index import SessionIndex
     from acp_agent.sessions.instructions import InstructionStore
     from acp_agent.sessions.session import PendingSession, Session
 
@@ -289,295 +287,7 @@ class SessionMethods(AgentBase):
         if self.session_index is not None:
             self.session_index.turn(session.session_id, running, _model(session))
 
-    def _index_for(self, method: str) -> SessionIndex:
-        """The index, for a client that declared `sessionIndex`; method-not-found for another."""
-        from acp_agent.sessions.index import not_offered
-
-        index = self.session_index
-        if index is None:
-            raise not_offered(method)
-        return index
-
-    async def batch_get_sessions(self, params: Any) -> Any:
-        """`_session/batch_get {sessionIds}` → `{sessions}`: the rows of the ids the backend (or
-        this process) knows, in any directory and archive state; unknown ids are left out."""
-        from acp_agent.sessions.index import session_ids_param
-
-        index = self._index_for(M.SESSION_BATCH_GET)
-        ids = session_ids_param(params)
-        async with self._provider_call(M.SESSION_BATCH_GET):
-            return await index.batch_get(ids, self._dump)
-
-    async def rename_session(self, params: Any) -> Any:
-        """`_session/rename {sessionId, title}`: as `session/set_title`, answered `{}`."""
-        from acp_agent.sessions.index import session_id_param
-
-        self._index_for(M.SESSION_RENAME)
-        session_id = session_id_param(params, M.SESSION_RENAME)
-        title = params.get("title")
-        if not isinstance(title, str):
-            raise RpcError(INVALID_PARAMS, "title must be a non-empty string", {"field": "title"})
-        await self._retitle(session_id, title, M.SESSION_RENAME)
-        return {}
-
-    async def archive_session(self, params: Any) -> Any:
-        return await self._set_archived(params, M.SESSION_ARCHIVE, True)
-
-    async def unarchive_session(self, params: Any) -> Any:
-        return await self._set_archived(params, M.SESSION_UNARCHIVE, False)
-
-    async def _set_archived(self, params: Any, method: str, archived: bool) -> Any:
-        """`_session/archive` / `_session/unarchive {sessionId}`: idempotent; the session need not
-        be open (one open here stays open and is told `_meta.jetbrains.air.archived`); an id
-        neither the backend nor this process knows is not found."""
-        from acp_agent.agent_base import session_not_found
-        from acp_agent.sessions.index import session_id_param
-
-        index = self._index_for(method)
-        session_id = session_id_param(params, method)
-        async with self._provider_call(method):
-            found = (await index.find([session_id], self._dump)).get(session_id)
-            if found is None:
-                raise session_not_found(session_id)
-            if found["_meta"]["jetbrains"]["air"]["archived"] != archived:
-                if self.provider.capabilities.archive_sessions:
-                    runtime = await self.runtime()
-                    await runtime.archive_session(session_id, archived)
-                else:
-                    index.store.set_archived(session_id, archived)
-        session = self.sessions.get(session_id)
-        if session is not None:
-            await session.send_update(acp.SessionInfoUpdate(
-                meta={"jetbrains": {"air": {"version": 1, "archived": archived}}}))
-        index.changed()
-        return {}
-
-    async def subscribe_session_list(self, params: Any) -> Any:
-        """`_session/list/subscribe {cwd}` → `{subscriptionId}`; `_session/list/changes` follow."""
-        index = self._index_for(M.SESSION_LIST_SUBSCRIBE)
-        cwd = params.get("cwd") if isinstance(params, dict) else None
-        if not isinstance(cwd, str) or not os.path.isabs(cwd):
-            raise RpcError(INVALID_PARAMS, "params require an absolute cwd", {"field": "cwd"})
-        assert self._task_group is not None
-        async with self._provider_call(M.SESSION_LIST_SUBSCRIBE):
-            return {"subscriptionId": await index.subscribe(cwd, self._dump, self._task_group)}
-
-    async def unsubscribe_session_list(self, params: Any) -> Any:
-        index = self._index_for(M.SESSION_LIST_UNSUBSCRIBE)
-        subscription_id = params.get("subscriptionId") if isinstance(params, dict) else None
-        if not isinstance(subscription_id, str):
-            raise RpcError(INVALID_PARAMS, "params require a subscriptionId", {"field": "subscriptionId"})
-        index.unsubscribe(subscription_id)
-        return {}
-
     # -- AIR's goal and codexHooks -----------------------------------------------------------------
-
-    async def goal(self, params: Any) -> Any:
-        """`_session/goal {sessionId, action, objective?}` → `{}`: run in the session's line as the
-        prompt `/goal <objective>` (`/goal pause`, `/goal resume`, `/goal clear`), the backend's
-        own goal command, as claude-agent-acp runs it; answered once that turn has ended. The
-        snapshot reaches the client as `session_info_update` with `_meta.jetbrains.air.goal`."""
-        if not self.outbox.features.goal:
-            raise _not_offered(M.SESSION_GOAL)
-        actions = self.provider.capabilities.goal_actions
-        if not isinstance(params, dict):
-            raise RpcError(INVALID_PARAMS, "goal params must be an object")
-        session_id, action, objective = params.get("sessionId"), params.get("action"), params.get("objective")
-        if not isinstance(session_id, str) or not session_id:
-            raise RpcError(INVALID_PARAMS, "goal params require a non-empty sessionId", {"field": "sessionId"})
-        if action not in actions:
-            raise RpcError(INVALID_PARAMS, "goal action must be one of " + ", ".join(f'"{a}"' for a in actions),
-                           {"field": "action"})
-        if action == "set":
-            if not isinstance(objective, str) or not objective.strip():
-                raise RpcError(INVALID_PARAMS, 'goal action "set" requires a non-empty objective',
-                               {"field": "objective"})
-            if len(objective.strip()) > MAX_GOAL_OBJECTIVE:
-                raise RpcError(INVALID_PARAMS, f"goal objective is longer than {MAX_GOAL_OBJECTIVE} characters",
-                               {"field": "objective"})
-        session = await self._opened(session_id)
-        command = f"/goal {objective.strip()}" if isinstance(objective, str) and action == "set" else f"/goal {action}"
-        result = await self._queued_prompt(session, [acp.TextContent(command)])
-        return Reply({}, result.on_written) if isinstance(result, Reply) else {}
-
-    async def list_hooks(self, params: Any) -> Any:
-        """`_codex/hooks/list {cwd}` → `{cwd, hooks, warnings, errors}` (codex-acp's)."""
-        cwd = self._hooks_cwd(M.CODEX_HOOKS_LIST, params)
-        async with self._provider_call(M.CODEX_HOOKS_LIST):
-            runtime = await self.runtime()
-            return dict(await runtime.list_hooks(cwd))
-
-    async def trust_hooks(self, params: Any) -> Any:
-        """`_codex/hooks/trust {cwd, hooks: [{key, currentHash}]}` → `{trusted}`."""
-        cwd = self._hooks_cwd(M.CODEX_HOOKS_TRUST, params)
-        hooks = params.get("hooks")
-        if not isinstance(hooks, list) or not hooks or not all(
-                isinstance(hook, dict) and all(isinstance(hook.get(key), str) and hook[key]
-                                               for key in ("key", "currentHash")) for hook in hooks):
-            raise RpcError(INVALID_PARAMS, "hooks must be a non-empty array of {key, currentHash} strings",
-                           {"field": "hooks"})
-        requested = [{"key": hook["key"], "currentHash": hook["currentHash"]} for hook in hooks]
-        async with self._provider_call(M.CODEX_HOOKS_TRUST):
-            runtime = await self.runtime()
-            return {"trusted": await runtime.trust_hooks(cwd, requested)}
-
-    def _hooks_cwd(self, method: str, params: Any) -> str:
-        if not self.outbox.features.codex_hooks:
-            raise _not_offered(method)
-        cwd = params.get("cwd") if isinstance(params, dict) else None
-        if not isinstance(cwd, str) or not os.path.isabs(cwd.strip()):
-            raise RpcError(INVALID_PARAMS, "params require an absolute cwd", {"field": "cwd"})
-        return cwd.strip()
-
-    async def set_mode(self, params: Any) -> Any:
-        request = self._parse(params, acp.SetModeRequest)
-        session = await self._opened(request.session_id)
-        runtime = self.backend.running
-        check_mode(session.modes, request.mode_id,
-                   functools.partial(runtime.why_not_offered, session.session_id) if runtime is not None else None)
-        async with self._provider_call("session/set_mode"):
-            runtime = await self.runtime()
-            await runtime.set_mode(session.session_id, request.mode_id)
-        self.choices.chose(session.session_id, ("mode", ""), request.mode_id)
-        await session.send_update(acp.CurrentModeUpdate(current_mode_id=request.mode_id))
-        return {}
-
-    async def set_config_option(self, params: Any) -> Any:
-        request = self._parse(params, acp.SetConfigOptionRequest)
-        session = await self._opened(request.session_id)
-        from acp_agent.sessions import switches
-
-        boolean = self.outbox.features.boolean_options
-        config_id, value = switches.requested(session.config_options, request, boolean)
-        check_option(session.config_options, config_id, value)
-        async with self._provider_call("session/set_config_option"):
-            runtime = await self.runtime()
-            options = await runtime.set_config_option(session.session_id, config_id, value)
-        self.choices.chose(session.session_id, ("option", config_id), value)
-        session.config_options = tuple(options)
-        return self._dump(acp.SetConfigOptionResponse(config_options=switches.shown(
-            options, boolean, self.outbox.features.recommended_value)))
-
-    async def prompt(self, params: Any) -> Any:
-        request = self._parse(params, acp.PromptRequest)
-        session = await self._opened(request.session_id)
-        return await self._queued_prompt(session, request.prompt, self._file_report(session, request.meta))
-
-    def _file_report(self, session: Session, meta: Any) -> str | None:
-        """The prompt's `agentFileChangeReportRequest` id, where the client declared AIR's
-        `agentFileChangeReport` and the provider serves it (None: no report; an id the session
-        had already is answered once, as claude-agent-acp does)."""
-        if not (self.outbox.features.file_change_report and self.provider.capabilities.file_changes):
-            return None
-        from acp_agent.sessions.file_changes import requested_id
-
-        request_id = requested_id(meta)
-        if request_id is None or request_id in session.file_change_requests:
-            return None
-        session.file_change_requests.add(request_id)
-        return request_id
-
-    async def _queued_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock],
-                             file_report: str | None = None) -> Any:
-        """A prompt in its session's line: it runs after the prompts before it, with its own answer.
-
-        A prompt that arrives while a turn runs waits (it is not refused); a `session/cancel`, the
-        session closed or the client gone answers it `cancelled` without running it. The next
-        prompt starts only once this one's answer is written (`ReleaseOnce` as `on_written`), so
-        no update of the next turn precedes it.
-        """
-        line = self.turns.line(session)
-        queued = line.busy
-        if not await line.enter():
-            await self._report_not_run(session, file_report)
-            return self._dump(acp.PromptResponse(stop_reason="cancelled"))
-        from acp_agent.sessions.admission import ReleaseOnce
-
-        release = ReleaseOnce(line)
-        try:
-            if queued and (self.turns.input_ended or self.sessions.get(session.session_id) is not session):
-                await self._report_not_run(session, file_report)
-                result: Any = self._dump(acp.PromptResponse(stop_reason="cancelled"))
-            else:
-                self._index_turn(session, running=True)
-                try:
-                    result = await self.turns.run(session, prompt, file_report)
-                finally:
-                    self._index_turn(session, running=False)
-        except RpcError as exc:
-            exc.on_written = _both(exc.on_written, release)
-            raise
-        except BaseException:
-            release()
-            raise
-        if isinstance(result, Reply):
-            return Reply(result.result, _both(result.on_written, release))
-        return Reply(result, release)
-
-    @staticmethod
-    async def _report_not_run(session: Session, file_report: str | None) -> None:
-        """A prompt cancelled before its turn ran: its file-change report is `cancelled`."""
-        if file_report is not None:
-            from acp_agent.sessions.file_changes import ChangedFiles, report_update
-
-            await session.send_update(report_update(ChangedFiles(file_report).unavailable("cancelled")))
-
-    async def steer(self, params: Any) -> Any:
-        """`_session/steering`: the prompt joins the running turn (`injected`); with no turn running
-        it starts a turn of its own (`startedNewTurn`, its answer goes nowhere), or, when the
-        request asks `_meta.steering.idleBehavior: "promptRequired"`, is handed back
-        (`promptRequired`) for the client to send as a `session/prompt`. As claude-agent-acp."""
-        request = self._parse(params, acp.PromptRequest)
-        meta = request.meta if isinstance(request.meta, dict) else {}
-        steering = meta.get("steering")
-        if steering is not None and not isinstance(steering, dict):
-            raise RpcError(INVALID_PARAMS, "Invalid params: _meta.steering must be an object",
-                           {"field": "_meta.steering"})
-        idle_behavior = steering.get("idleBehavior") if steering else None
-        if idle_behavior not in (None, "promptRequired"):
-            raise RpcError(INVALID_PARAMS, "Invalid params: unsupported steering idleBehavior",
-                           {"field": "_meta.steering.idleBehavior"})
-        if not request.prompt:
-            raise RpcError(INVALID_PARAMS, "Invalid params: prompt: must not be empty", {"field": "prompt"})
-        session = await self._opened(request.session_id)
-        turn = session.turn
-        if turn is not None and not turn.cancel_requested and not turn.backend_done:
-            async with self._provider_call(M.SESSION_STEERING):
-                runtime = await self.runtime()
-                if await runtime.steer(session.session_id, request.prompt, turn):
-                    return {"outcome": "injected"}
-        if idle_behavior == "promptRequired":
-            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
-        assert self._task_group is not None
-        self._task_group.start_soon(self._detached_prompt, session, request.prompt)
-        return {"outcome": "startedNewTurn"}
-
-    async def _detached_prompt(self, session: Session, prompt: Sequence[acp.ContentBlock]) -> None:
-        """A turn a steer started with no turn running: queued like any prompt, answered to nobody."""
-        try:
-            result = await self._queued_prompt(session, prompt)
-        except RpcError as exc:
-            if exc.on_written is not None:
-                exc.on_written(False)  # releases the session for the next prompt
-            log.info("a turn started by _session/steering failed: %s", exc.message)
-            return
-        if isinstance(result, Reply):
-            result.on_written(False)
-
-    async def cancel(self, params: Any) -> None:
-        request = self._parse(params, acp.SessionIdRequest)
-        session = self.sessions.get(request.session_id)
-        if session is not None:
-            await self.turns.cancel(session)
-
-
-MAX_GOAL_OBJECTIVE = 4000
-"""The longest objective codex-acp's `/goal` takes."""
-
-
-def _not_offered(method: str) -> RpcError:
-    """-32601 for an AIR method the client did not declare, as for a method the agent lacks."""
-    return RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
 def client_credentials(provider: ProviderSpec, redact: Redactor, meta: Any) -> dict[str, str]:
@@ -616,19 +326,6 @@ def requested_directories(provider: ProviderSpec, value: Any) -> tuple[str, ...]
             raise RpcError(INVALID_PARAMS, "additionalDirectories must be absolute paths of existing "
                            f"directories, got {clip(str(directory))!r}", {"field": "additionalDirectories"})
     return tuple(dict.fromkeys(value))
-
-
-def _both(first: Callable[[bool], None] | None, then: Callable[[bool], None]) -> Callable[[bool], None]:
-    """Two `on_written` callbacks in order (the prompt's own, then the line's release)."""
-    if first is None:
-        return then
-
-    def both(written: bool) -> None:
-        try:
-            first(written)
-        finally:
-            then(written)
-    return both
 
 
 def _model(session: Session) -> str | None:
