@@ -42,7 +42,8 @@ async def test_edits_are_reported_and_shown_as_git_patches(tmp_path: Path, decla
     assert outcome.stop_reason == "end_turn"
     assert (work / "m.txt").read_text() == "a\nB\nc\n" and (work / "new.txt").read_text() == "hello\n"
     assert initialized["_meta"]["jetbrains"]["air"]["capabilities"] == [
-        "sessionFailure", "agentFileChangeReport", "diffPatch", "rawInputRendering", "planFile"]
+        "sessionFailure", "agentFileChangeReport", "diffPatch", "rawInputRendering", "planFile",
+        "nativeSubagentSessions"]
     assert agent.frames.problems == []
     if not declared:  # today's frames
         wire = json.dumps(agent.frames.updates())
