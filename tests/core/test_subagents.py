@@ -18,7 +18,8 @@ LEGACY = acp.ToolCallUpdate("a1", content=[acp.ToolContent(acp.TextContent("foun
 def test_the_form_follows_claude_agent_acp() -> None:
     air = {"jetbrains": {"air": {"version": 1, "capabilities": ["nativeSubagentSessions"]}}}
     assert ClientFeatures.from_capabilities(air, None).subagent_form == "air"
-    assert ClientFeatures.from_capabilities({"jetbrains": {"air": {"version": 1}}}, None, None, subagents={}).subagent_form == "air"
+    plain_air = {"jetbrains": {"air": {"version": 1}}}
+    assert ClientFeatures.from_capabilities(plain_air, None, None, subagents={}).subagent_form == "air"
     assert ClientFeatures.from_capabilities(None, None, None, subagents={}).subagent_form == "rfd"
     assert ClientFeatures.from_capabilities({"jetbrains": {"air": {"version": 1}}}, None).subagent_form is None
     assert ClientFeatures.from_capabilities(None, None).subagent_form is None
