@@ -8,10 +8,11 @@ them from the CLI. No I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import attrs
+from attrs import define, field
 
 from acp_agent.provider import Category, FailureKind, FailureObservation, Notice, RetryProgress, program_unavailable
 
@@ -154,6 +155,27 @@ def mcp_notice(server: Mapping[str, Any]) -> Notice | None:
         return Notice(f'MCP server "{name}" needs authentication',
                       "Its tools are unavailable until the server is authenticated.", severity="info")
     return None
+
+
+@define
+class McpWatch:
+    """The client's MCP servers (the CLI's own are its user's to check) and those whose state a
+    notice told already: each is told once a session."""
+
+    names: Collection[str] = ()
+    reported: set[str] = field(factory=set)
+
+    def notices(self, servers: Any) -> list[Notice]:
+        """The notices of `system/init`'s servers that failed or need authentication."""
+        events: list[Notice] = []
+        for server in servers if isinstance(servers, list) else ():
+            if not isinstance(server, dict) or server.get("name") not in self.names:
+                continue
+            notice = mcp_notice(server)
+            if notice is not None and server["name"] not in self.reported:
+                self.reported.add(server["name"])
+                events.append(notice)
+        return events
 
 
 def failure(kind: FailureKind, native_kind: str, title: str | None, *, source: str = "provider",

@@ -8,7 +8,7 @@ id, text that is not a string) is logged, without its content, and skipped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from attrs import define, field
@@ -19,7 +19,6 @@ from acp_agent.provider import (
     FailureKind,
     FailureObservation,
     OfSubagent,
-    SubagentLaunch,
     TerminalExited,
     TerminalOutput,
     TerminalStarted,
@@ -71,10 +70,8 @@ class TurnFold:
     subagent_tools: set[str] = field(factory=set)
     children: Children = field(factory=Children)
     """The session's subagents (the runtime passes the session's own)."""
-    mcp_names: Collection[str] = ()
-    """The client's MCP servers (the CLI's own servers are its user's to check)."""
-    mcp_reported: set[str] = field(factory=set)
-    """The servers whose state was told (the runtime passes the session's own)."""
+    mcp: classify.McpWatch = field(factory=classify.McpWatch)
+    """The client's MCP servers and which were told of (the runtime passes the session's own)."""
     usage: TurnUsage | None = None
     """The turn's tokens so far: its results' `usage` summed (steered messages end in results too)."""
     _parent: str | None = None
@@ -186,9 +183,9 @@ class TurnFold:
             shown = TerminalExited(tool_id, update, content.exit_code(body, is_error),
                                    content.shell_output(body, is_error, result))
         if name == content.EXIT_PLAN_TOOL:
-            return self._subagents_own(list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result,
+            return self.children.own(list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result,
                                                                   is_error, main=self._parent is None)), tool_id)
-        return self._subagents_own([shown], tool_id)
+        return self.children.own([shown], tool_id)
 
     def _progress(self, beat: Mapping[str, Any]) -> list[Event]:
         """A running tool's heartbeat (elapsed time only: stream-json carries no Bash output), as
@@ -206,18 +203,7 @@ class TurnFold:
         response = {"elapsedTimeSeconds": elapsed} if isinstance(elapsed, int | float) else {}
         update = ToolCallUpdate(tool_call_id=tool_id, status="in_progress",
                                 meta={"claudeCode": {"toolName": name, "toolResponse": response}})
-        return self._subagents_own([TerminalOutput(tool_id, "", update) if name == "Bash" else update], tool_id)
-
-    def _subagents_own(self, events: list[Event], tool_id: str) -> list[Event]:
-        """A tool call's events, said to be a launch's (Agent/Task) or a subagent's own (its
-        child session shows them as they are), where they are one."""
-        launch = self.children.launches.get(tool_id)
-        if launch is not None:
-            return [SubagentLaunch(tool_id, event, launch.within) for event in events]
-        owner = self.children.owners.get(tool_id)
-        if owner is not None:
-            return [OfSubagent(owner, tuple(events), tuple(events))]
-        return events
+        return self.children.own([TerminalOutput(tool_id, "", update) if name == "Bash" else update], tool_id)
 
     def _subagent(self, parent: str, blocks: Any, message_id: str | None) -> list[Event]:
         """A subagent's message: its tool calls under its Agent call, its text on that call (its
@@ -265,7 +251,7 @@ class TurnFold:
             call = subagents.mark(call, self._parent)
         shown: Event = (TerminalStarted(call, self.cwd) if name == "Bash"
                         else content.plan_review(call, tool_input) if name == content.EXIT_PLAN_TOOL else call)
-        owned = self._subagents_own([shown], tool_id)
+        owned = self.children.own([shown], tool_id)
         return [plan, *owned] if plan is not None else owned
 
     def _system(self, data: Mapping[str, Any]) -> list[Event]:
@@ -280,7 +266,7 @@ class TurnFold:
             notice = classify.informational_notice(data)
             return [notice] if notice else []
         if subtype == "init":
-            return self._mcp_notices(data.get("mcp_servers"))
+            return list(self.mcp.notices(data.get("mcp_servers")))
         if subtype == "worker_shutting_down":
             self.worker_shutting_down = True
         if subtype == "status":
@@ -291,33 +277,8 @@ class TurnFold:
             started = self.children.started(data)
             return [started] if started is not None else []
         if subtype == "task_notification":
-            return self._subagent_finished(data)
+            return self.children.ended(data)
         return []
-
-    def _subagent_finished(self, data: Mapping[str, Any]) -> list[Event]:
-        """A subagent's end. The CLI streams no message for a foreground subagent's last answer
-        (its launch's result carries it): its child session gets it from the notification's
-        `summary`, unless the subagent's last text said it already."""
-        finished = self.children.finished(data)
-        if finished is None:
-            return []
-        report = data.get("summary")
-        said = self.children.said.get(finished.subagent_id)
-        if isinstance(report, str) and report.strip() and report != said:
-            return [OfSubagent(finished.subagent_id, (agent_text(report),), ()), finished]
-        return [finished]
-
-    def _mcp_notices(self, servers: Any) -> list[Event]:
-        """The client's MCP servers that failed or need authentication, each told once a session."""
-        events: list[Event] = []
-        for server in servers if isinstance(servers, list) else ():
-            if not isinstance(server, dict) or server.get("name") not in self.mcp_names:
-                continue
-            notice = classify.mcp_notice(server)
-            if notice is not None and server["name"] not in self.mcp_reported:
-                self.mcp_reported.add(server["name"])
-                events.append(notice)
-        return events
 
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
         """The boundary's completed compaction, and the context's new size at once where the

@@ -16,7 +16,18 @@ from typing import Any, Literal, TypeVar
 import attrs
 from attrs import define, field
 
-from acp_agent.provider import SubagentFinished, SubagentStarted, TextContent, ToolCall, ToolCallUpdate, ToolContent
+from acp_agent.provider import (
+    Event,
+    OfSubagent,
+    SubagentFinished,
+    SubagentLaunch,
+    SubagentStarted,
+    TextContent,
+    ToolCall,
+    ToolCallUpdate,
+    ToolContent,
+    agent_text,
+)
 
 Call = TypeVar("Call", ToolCall, ToolCallUpdate)
 LAUNCH_TOOLS = frozenset({"Agent", "Task"})
@@ -78,6 +89,29 @@ class Children:
         name = _text(asked.get("name")) or description or role or f"Agent {task_id[-8:]}"
         return SubagentStarted(task_id, name, (prompt or description or "Delegated task").strip(), prompt=prompt,
                                role=role, tool_call_id=launch_id, within=launch.within if launch else None)
+
+    def own(self, events: list[Event], tool_id: str) -> list[Event]:
+        """A tool call's events, said to be a launch's (Agent/Task) or a subagent's own (its
+        child session shows them as they are), where they are one."""
+        launch = self.launches.get(tool_id)
+        if launch is not None:
+            return [SubagentLaunch(tool_id, event, launch.within) for event in events]
+        owner = self.owners.get(tool_id)
+        if owner is not None:
+            return [OfSubagent(owner, tuple(events), tuple(events))]
+        return events
+
+    def ended(self, data: Mapping[str, Any]) -> list[Event]:
+        """A `task_notification`: a subagent's end. The CLI streams no message for a foreground
+        subagent's last answer (its launch's result carries it): its child session gets it from
+        the notification's `summary`, unless the subagent's last text said it already."""
+        finished = self.finished(data)
+        if finished is None:
+            return []
+        report = data.get("summary")
+        if isinstance(report, str) and report.strip() and report != self.said.get(finished.subagent_id):
+            return [OfSubagent(finished.subagent_id, (agent_text(report),), ()), finished]
+        return [finished]
 
     def finished(self, data: Mapping[str, Any]) -> SubagentFinished | None:
         """A `task_notification` line: a subagent's end, when it is one this session started."""

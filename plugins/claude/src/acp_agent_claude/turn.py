@@ -53,8 +53,8 @@ class Turns:
 
     def _fold(self, session: ClaudeSession) -> TurnFold:
         return TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
-                        children=session.children, window=session.window, mcp_names=tuple(session.mcp_servers),
-                        mcp_reported=session.mcp_reported)
+                        children=session.children, window=session.window,
+                        mcp=classify.McpWatch(tuple(session.mcp_servers), session.mcp_reported))
 
     def _user_message(self, session: ClaudeSession, prompt: Sequence[ContentBlock], message_id: str) -> dict[str, Any]:
         return {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},

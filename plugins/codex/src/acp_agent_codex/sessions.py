@@ -62,6 +62,7 @@ class Sessions:
         self._servers = servers
         self._table = table
         self._router = router
+        self.clock: PhaseClock = servers.clock
         self._opening = 0
         self._default_policy = not user_config_sets_policy(servers.context.environ)
         self._titles = titles.enabled(servers.context.environ)
@@ -73,10 +74,6 @@ class Sessions:
     @property
     def context(self) -> RuntimeContext:
         return self._servers.context
-
-    @property
-    def clock(self) -> PhaseClock:
-        return self._servers.clock
 
     @property
     def opening(self) -> bool:
@@ -317,28 +314,25 @@ class Sessions:
 
     async def delete(self, session_id: str) -> None:
         """`thread/archive`, as codex-acp does: the thread leaves `thread/list` (and `session/list`)."""
-        server = await self.ready()
-        async with self.clock.phase(Phase.PREPARING, label="thread/archive"):
-            await threads.call_in(server, "thread/archive", {"threadId": self._codex_id(session_id)},
-                                  Phase.PREPARING, missing=session_id)
+        await self._on_thread("thread/archive", session_id)
         self._session_ids.pop(self._codex_ids.pop(session_id, ""), None)
 
     async def archive(self, session_id: str, archived: bool) -> None:
         """`thread/archive` or `thread/unarchive` (AIR's session index): app-server keeps the state."""
-        method = "thread/archive" if archived else "thread/unarchive"
-        server = await self.ready()
-        async with self.clock.phase(Phase.PREPARING, label=method):
-            await threads.call_in(server, method, {"threadId": self._codex_id(session_id)},
-                                  Phase.PREPARING, missing=session_id)
+        await self._on_thread("thread/archive" if archived else "thread/unarchive", session_id)
 
     async def rename(self, session_id: str, title: str) -> str:
         """`thread/name/set`: app-server stores the name (`thread/list` shows it) and announces it
         with `thread/name/updated`."""
-        server = await self.ready()
-        async with self.clock.phase(Phase.PREPARING, label="thread/name/set"):
-            await threads.call_in(server, "thread/name/set", {"threadId": self._codex_id(session_id), "name": title},
-                                  Phase.PREPARING, missing=session_id)
+        await self._on_thread("thread/name/set", session_id, name=title)
         return title
+
+    async def _on_thread(self, method: str, session_id: str, **params: Any) -> None:
+        """`method` on the session's app-server thread (-32002 for a thread app-server lacks)."""
+        server = await self.ready()
+        async with self.clock.phase(Phase.PREPARING, label=method):
+            await threads.call_in(server, method, {"threadId": self._codex_id(session_id), **params},
+                                  Phase.PREPARING, missing=session_id)
 
     async def listing(self, cwd: str | None, cursor: str | None, *, archived: bool = False) -> SessionListing:
         """A `thread/list` page (of the archived threads with `archived`)."""
