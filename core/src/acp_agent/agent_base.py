@@ -36,7 +36,6 @@ from acp_agent.failures.auth_status import AuthStatusFeed, CredentialState, Keyr
 from acp_agent.failures.hooks import FailureHooks
 from acp_agent.failures.protocol import FailureKind, FailureObservation
 from acp_agent.failures.redaction import Redactor
-from acp_agent.gateways import Gateways
 from acp_agent.sessions.prompt_runner import InputWatch, TurnRunner
 from acp_agent.signin import SignIn
 from acp_agent.startup.prestart import Prestarted
@@ -45,6 +44,7 @@ from acp_agent.wire.convert import clip, describe_error
 from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, ClientLink, Connection, Methods, RpcError
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
+    from acp_agent.gateways import Gateways
     from acp_agent.sessions.holds import SessionHolds
     from acp_agent.sessions.index import SessionIndex
     from acp_agent.sessions.instructions import InstructionStore
@@ -114,9 +114,8 @@ class AgentBase:
         """The v2 translation of the connection, when `initialize` negotiated ACP v2 (`acp_agent.v2`)."""
         self._task_group: anyio.abc.TaskGroup | None = None
         self.backend = RuntimeHome(self.provider, self.settings.prestarted)
-        self.gateways = Gateways(self.provider.gateways, settings.environ, settings.redact)
-        """The client's routing of the provider's LLM slots, for sessions opened from now on."""
         """Opens, replaces and closes the provider runtime."""
+        self._gateways: Gateways | None = None
         self._answered: anyio.Event | None = None
         self._answered_once = False
         self._input: InputWatch | None = None
@@ -213,6 +212,16 @@ class AgentBase:
         if v2:  # a v2 diff carries its own git patch (`acp_agent.wire.v2`)
             features = attrs.evolve(features, air=features.air - {"diffPatch"})
         outbox.features = features
+
+    @property
+    def gateways(self) -> Gateways:
+        """The client's routing of the provider's LLM slots, for sessions opened from now on
+        (`acp_agent.gateways`; made on first use, not on the way to `initialize`)."""
+        if self._gateways is None:
+            from acp_agent.gateways import Gateways
+
+            self._gateways = Gateways(self.provider.gateways, self.settings.environ, self.settings.redact)
+        return self._gateways
 
     @property
     def holds(self) -> SessionHolds:

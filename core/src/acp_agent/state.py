@@ -25,3 +25,26 @@ def state_directory(environ: Mapping[str, str]) -> str | None:
     if home and os.path.isabs(home):
         return os.path.join(home, ".local", "state", "acp-agent")
     return None
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """`data` as the whole of `path`: written to a file beside it, flushed to disk, then renamed
+    over it, so a reader sees the old file or the new one, never a part (its directory is made,
+    private, when missing). Raises OSError; the file beside it does not stay."""
+    import tempfile
+
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

@@ -5,3 +5,9 @@ the front (`front.Front`) answers the methods: `initialize` and sign-in merged, 
 opened with the default provider or moved to another before its first prompt, every other
 session method handed to the session's provider (`directory`), `session/list` merged.
 """
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+ProviderCall = Callable[[str, str, Any], Awaitable[Any]]
+"""One provider agent's answer to a method: `(provider, method, params) -> answer` (a `Reply` too)."""

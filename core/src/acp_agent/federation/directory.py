@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from attrs import frozen
+
+from acp_agent.state import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +99,7 @@ def _write_json(path: Path | None, payload: object) -> None:
     if path is None:
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as file:
-            json.dump(payload, file)
-        os.replace(file.name, path)
+        write_atomically(str(path), json.dumps(payload).encode())
     except OSError as exc:
         log.warning("cannot write %s: %s", path, exc)
 

@@ -31,7 +31,7 @@ from acp_agent.federation.signin import SignIn
 from acp_agent.sessions.prompt_runner import InputWatch
 from acp_agent.wire.acp import MethodNames as M
 from acp_agent.wire.convert import clip
-from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Connection, Methods, Reply, RpcError
+from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Connection, Methods, Reply, RpcError, result_of
 
 if TYPE_CHECKING:
     from acp_agent.agent import Agent
@@ -161,13 +161,13 @@ class Front:
     async def new_session(self, params: Any) -> Any:
         provider = self.default or await self.signin.first_with_credentials()
         reply = await self._call(provider, M.SESSION_NEW, params)
-        session_id = _payload(reply)["sessionId"]
+        session_id = result_of(reply)["sessionId"]
         return self._opened(session_id, provider, session_id, reply, new_params=dict(params))
 
     def _opened(self, session_id: str, provider: str, backend_id: str, reply: Any, *,
                 new_params: dict[str, Any] | None = None, record: bool = True) -> Any:
         """The answer of a session `provider` opened, with the options the front shows."""
-        answer = _payload(reply) or {}
+        answer = result_of(reply) or {}
         self.sessions[session_id] = session = OpenSession(
             provider, backend_id, new_params, list(answer.get("configOptions") or ()), answer.get("modes"))
         if record:
@@ -183,7 +183,7 @@ class Front:
 
     async def fork_session(self, params: Any) -> Any:
         reply, provider, _ = await self._routed(M.SESSION_FORK, params)
-        forked = _payload(reply)["sessionId"]
+        forked = result_of(reply)["sessionId"]
         return self._opened(forked, provider, forked, reply)
 
     async def end(self, method: str, params: Any) -> Any:
@@ -246,7 +246,7 @@ class Front:
             if announce is not None:
                 announce(True)  # the move stands: the client learns of it from the error's options
             raise
-        answer = _payload(reply)
+        answer = result_of(reply)
         session.options = list(answer.get("configOptions") or session.options)
         return _with_callback(_rewrapped(reply, {**answer, "configOptions": self._shown(session_id)}), announce)
 
@@ -264,7 +264,7 @@ class Front:
             try:
                 with link.moving():
                     reply = await self._call(target, M.SESSION_NEW, session.new_params)
-                    answer = _payload(reply)
+                    answer = result_of(reply)
                     backend_id = answer["sessionId"]
                     link.name(backend_id, session_id)
             finally:
@@ -377,10 +377,6 @@ def _bound(handler: Callable[[str, Any], Awaitable[Any]], method: str) -> Callab
         return await handler(method, params)
 
     return call
-
-
-def _payload(answer: Any) -> Any:
-    return answer.result if isinstance(answer, Reply) else answer
 
 
 def _rewrapped(answer: Any, payload: Any) -> Any:

@@ -10,20 +10,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from acp_agent.federation import ProviderCall
 from acp_agent.wire.acp import MethodNames as M
-from acp_agent.wire.rpc import Reply
+from acp_agent.wire.rpc import result_of
 
 if TYPE_CHECKING:
     from acp_agent.agent import Agent
-
-Call = Callable[[str, str, Any], Awaitable[Any]]
-"""A provider agent's answer: (provider, method, params) → its answer."""
 
 
 class MergedGateways:
     """The routing slots of the providers in `providers` (those that have any)."""
 
-    def __init__(self, agents: Mapping[str, Agent], providers: Sequence[str], call: Call, *,
+    def __init__(self, agents: Mapping[str, Agent], providers: Sequence[str], call: ProviderCall, *,
                  default: str | None) -> None:
         self.agents = agents
         self.providers = list(providers)
@@ -37,7 +35,7 @@ class MergedGateways:
         slots: list[Any] = []
         for name in self.providers:
             answer = await self._call(name, M.PROVIDERS_LIST, params)
-            slots.extend((answer.result if isinstance(answer, Reply) else answer)["providers"])
+            slots.extend(result_of(answer)["providers"])
         return {"providers": slots}
 
     async def set(self, params: Any) -> Any:

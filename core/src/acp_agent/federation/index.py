@@ -13,19 +13,17 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from acp_agent.federation import ProviderCall
 from acp_agent.federation.directory import SessionDirectory
 from acp_agent.sessions.index import session_ids_param
 from acp_agent.wire.acp import MethodNames as M
-from acp_agent.wire.rpc import Reply, RpcError
-
-Call = Callable[[str, str, Any], Awaitable[Any]]
-"""A provider agent's answer: (provider, method, params) → its answer."""
+from acp_agent.wire.rpc import RpcError, result_of
 
 
 class MergedIndex:
     """The index methods that span providers, for the providers in `providers` (in order)."""
 
-    def __init__(self, providers: Sequence[str], call: Call, directory: SessionDirectory) -> None:
+    def __init__(self, providers: Sequence[str], call: ProviderCall, directory: SessionDirectory) -> None:
         self.providers = list(providers)
         self._call = call
         self.directory = directory
@@ -54,7 +52,7 @@ class MergedIndex:
         for name, backend_ids in asked.items():
             if not backend_ids:
                 continue
-            answer = _payload(await self._call(name, M.SESSION_BATCH_GET, {**params, "sessionIds": backend_ids}))
+            answer = result_of(await self._call(name, M.SESSION_BATCH_GET, {**params, "sessionIds": backend_ids})) or {}
             for row in answer.get("sessions") or ():
                 if isinstance(row, Mapping) and isinstance(row.get("sessionId"), str):
                     client_id = self.directory.client_id(name, row["sessionId"])
@@ -66,7 +64,7 @@ class MergedIndex:
         front = uuid.uuid4().hex
         try:
             for name in self.providers:
-                answer = _payload(await self._call(name, M.SESSION_LIST_SUBSCRIBE, params))
+                answer = result_of(await self._call(name, M.SESSION_LIST_SUBSCRIBE, params)) or {}
                 own[name] = str(answer["subscriptionId"])
                 self._fronts[(name, own[name])] = front
         except BaseException:
@@ -103,7 +101,3 @@ class MergedIndex:
         removed = [self.directory.client_id(provider, i) if isinstance(i, str) else i
                    for i in params.get("removed") or ()]
         return {**params, "subscriptionId": front, "sessions": sessions, "removed": removed}
-
-
-def _payload(answer: Any) -> Any:
-    return (answer.result if isinstance(answer, Reply) else answer) or {}

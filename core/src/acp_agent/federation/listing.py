@@ -11,14 +11,15 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from acp_agent.federation import ProviderCall
 from acp_agent.federation.directory import SessionDirectory
 from acp_agent.federation.signin import PROVIDER_META
 from acp_agent.sessions.index import list_options
 from acp_agent.wire.acp import MethodNames as M
-from acp_agent.wire.rpc import INVALID_PARAMS, Reply, RpcError
+from acp_agent.wire.rpc import INVALID_PARAMS, RpcError, result_of
 
 log = logging.getLogger(__name__)
 
@@ -27,14 +28,11 @@ PAGE = 50
 PAGES_PER_PROVIDER = 40
 """How many of a provider's own pages one merged listing reads at most."""
 
-Call = Callable[[str, str, Any], Awaitable[Any]]
-"""A provider agent's answer: (provider, method, params) → its answer."""
-
 
 class MergedList:
     """The merged `session/list` of the providers in `providers` (in their order)."""
 
-    def __init__(self, providers: Sequence[str], call: Call, directory: SessionDirectory) -> None:
+    def __init__(self, providers: Sequence[str], call: ProviderCall, directory: SessionDirectory) -> None:
         self.providers = list(providers)
         self._call = call
         self.directory = directory
@@ -71,7 +69,7 @@ class MergedList:
             if after is not None:
                 asked["cursor"] = after
             answer = await self._call(provider, M.SESSION_LIST, asked)
-            answer = answer.result if isinstance(answer, Reply) else answer
+            answer = result_of(answer)
             rows.extend(row for row in answer.get("sessions") or () if isinstance(row, dict))
             after = answer.get("nextCursor")
             if not after:

@@ -19,7 +19,6 @@ import binascii
 import json
 import logging
 import os
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
@@ -31,6 +30,7 @@ import anyio
 import anyio.abc
 from attrs import define, field
 
+from acp_agent.state import write_atomically
 from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,8 @@ ARCHIVED_FILTERS = ("unarchived", "archived", "all")
 MAX_PAGES = 50
 """Backend pages one request reads at most (a filter that matches little cannot read forever)."""
 MAX_SUBSCRIPTIONS = 128
+MAX_STORE_BYTES = 8 << 20
+"""The archive store read at most (4096 sessions of a few hundred bytes each fit well)."""
 POLL_S = 10.0
 CURSOR_VERSION = 1
 AIR_VERSION = 1
@@ -133,8 +135,9 @@ class ArchiveStore:
         if stamp == self._stamp:
             return self._entries
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                data = json.load(handle)
+            from acp_agent.backends.files import read_regular_file
+
+            data = json.loads(read_regular_file(self.path, MAX_STORE_BYTES))
             sessions = data.get("sessions") if isinstance(data, dict) else None
             if not isinstance(sessions, dict):
                 raise ValueError("no sessions object")
@@ -154,21 +157,7 @@ class ArchiveStore:
         self._entries = entries
         if self.path is None:
             return
-        directory = os.path.dirname(self.path)
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump({"version": 1, "sessions": entries}, out, separators=(",", ":"))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            raise
+        write_atomically(self.path, json.dumps({"version": 1, "sessions": entries}, separators=(",", ":")).encode())
         stat = os.stat(self.path)
         self._stamp = (stat.st_mtime_ns, stat.st_size)
 

@@ -27,12 +27,12 @@ import contextlib
 import hashlib
 import logging
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from acp_agent.backends.files import read_regular_file
+from acp_agent.state import write_atomically
 from acp_agent.wire.rpc import INVALID_PARAMS, RpcError
 
 log = logging.getLogger(__name__)
@@ -114,16 +114,7 @@ class InstructionStore:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
                 return
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(text.encode("utf-8"))
-                os.replace(temporary, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
+            write_atomically(str(path), text.encode("utf-8"))
         except OSError as exc:
             log.warning("the instructions of session %s are kept in memory only: %s (%s)", session_id,
                         os.strerror(exc.errno) if exc.errno else type(exc).__name__, path)

@@ -39,6 +39,11 @@ class Reply:
     on_written: Callable[[bool], None]
 
 
+def result_of(answer: Any) -> Any:
+    """What a handler answered, its `Reply`'s result where it gave one."""
+    return answer.result if isinstance(answer, Reply) else answer
+
+
 class ClientLink(Protocol):
     """What the agent writes to its client through: a connection, its v2 translation, or a
     session's view of the connection shared by every provider (`acp_agent.federation`)."""

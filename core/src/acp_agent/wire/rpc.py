@@ -27,6 +27,7 @@ from acp_agent.wire.calls import (
     PendingRequest,
     Reply,
     RequestHandler,
+    result_of,
 )
 from acp_agent.wire.convert import clip
 from acp_agent.wire.messages import (
@@ -50,7 +51,7 @@ __all__ = [
     "DEFAULT_MAX_QUEUED_BYTES", "DEFAULT_REQUEST_TIMEOUT_S", "INTERNAL_ERROR", "INVALID_PARAMS",
     "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "REQUEST_CANCELLED", "ClientLink", "Connection",
     "ConnectionClosed", "JsonObject", "LineReader", "Methods", "NotificationHandler",
-    "PendingRequest", "Reply", "RequestHandler", "RpcError", "new_event", "response_frame",
+    "PendingRequest", "Reply", "RequestHandler", "RpcError", "new_event", "response_frame", "result_of",
     "waiting_request",
 ]
 
