@@ -26,18 +26,18 @@ def air(row: dict[str, Any]) -> dict[str, Any]:
 
 @asynccontextmanager
 async def index_agent(provider: str, tmp_path: Path, stack: AsyncExitStack,
-                      capabilities: dict[str, Any] = INDEX_META) -> AsyncIterator[AgentProcess]:
+                      capabilities: dict[str, Any] = INDEX_META, **env: str) -> AsyncIterator[AgentProcess]:
     if provider == "claude":
         from tests.claude.e2e_support import claude_agent
 
         api = stack.enter_context(FakeAnthropicAPI([{"reply": "one"}, {"reply": "two"}]))
-        async with claude_agent(api, tmp_path, capable=False, meta=capabilities) as agent:
+        async with claude_agent(api, tmp_path, capable=False, meta=capabilities, extra=env) as agent:
             agent.frames.incoming = WatchedFrames(agent.frames.incoming)
             yield agent
     else:
         from tests.muse.e2e_support import muse_agent
 
-        async with muse_agent(tmp_path, capable=False, meta=capabilities) as agent:
+        async with muse_agent(tmp_path, capable=False, meta=capabilities, **env) as agent:
             agent.frames.incoming = WatchedFrames(agent.frames.incoming)
             yield agent
 
@@ -111,3 +111,24 @@ async def test_a_client_without_the_capability_gets_todays_list(tmp_path: Path, 
     assert [s["sessionId"] for s in listed["sessions"]] == [session.session_id]
     assert "jetbrains" not in str(listed["sessions"][0].get("_meta"))
     assert refused.value.code == -32601
+
+
+@pytest.mark.parametrize("provider", ["claude", "muse"])
+async def test_a_session_archived_by_another_agent_process_is_pushed(tmp_path: Path, provider: str) -> None:
+    """Two agent processes on one state directory: what the second archives reaches the first
+    one's subscriber (its poll re-reads the store), as `_session/list/changes`."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    async with AsyncExitStack() as stack:
+        watching = await stack.enter_async_context(index_agent(provider, tmp_path, stack,
+                                                               ACP_AGENT_SESSION_LIST_POLL_S="0.2"))
+        session = await watching.conn.new_session(cwd=str(cwd))
+        await watching.conn.prompt(session_id=session.session_id, prompt=text("first"))
+        await watching.conn._conn.send_request("_session/list/subscribe", {"cwd": str(cwd)})
+        other = await stack.enter_async_context(index_agent(provider, tmp_path, stack))
+        await other.conn._conn.send_request("_session/archive", {"sessionId": session.session_id})
+        frames = watching.frames.incoming
+        assert isinstance(frames, WatchedFrames)
+        pushed = await frames.wait_for(lambda f: f.get("method") == "_session/list/changes" and any(
+            s["sessionId"] == session.session_id and air(s)["archived"] for s in f["params"]["sessions"]))
+    assert pushed["params"]["removed"] == []
