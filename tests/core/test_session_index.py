@@ -73,3 +73,19 @@ async def test_the_listing_filters_archived_rows_and_pages_with_a_cursor(tmp_pat
         await index.page("/w", first["nextCursor"], ListOptions(archived="all"), lambda x: x)
     got = await index.batch_get(["s4", "nope", "s1"], lambda x: x)
     assert [r["sessionId"] for r in got["sessions"]] == ["s4", "s1"]
+
+
+def test_a_row_names_a_positive_cost_of_a_session_open_here_only() -> None:
+    from acp_agent.sessions.index import OwnSession, row
+    from acp_agent.wire import acp
+
+    info = {"sessionId": "s", "cwd": "/w", "updatedAt": "2026-12-02T00:00:00.000Z"}
+
+    def cost_of(own: OwnSession | None) -> Any:
+        return row(info, False, None, own)["_meta"]["jetbrains"]["air"].get("cost")
+
+    assert cost_of(OwnSession("/w", cost=acp.Cost(0.25))) == {"amount": 0.25, "currency": "USD"}
+    assert cost_of(OwnSession("/w", cost=acp.Cost(0.0))) is None
+    assert cost_of(OwnSession("/w", cost=acp.Cost(float("nan")))) is None
+    assert cost_of(OwnSession("/w")) is None
+    assert cost_of(None) is None

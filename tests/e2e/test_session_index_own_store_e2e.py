@@ -132,3 +132,28 @@ async def test_a_session_archived_by_another_agent_process_is_pushed(tmp_path: P
         pushed = await frames.wait_for(lambda f: f.get("method") == "_session/list/changes" and any(
             s["sessionId"] == session.session_id and air(s)["archived"] for s in f["params"]["sessions"]))
     assert pushed["params"]["removed"] == []
+
+
+@pytest.mark.parametrize("provider", ["claude", "muse"])
+async def test_a_session_open_here_lists_what_it_has_cost(tmp_path: Path, provider: str) -> None:
+    """The row's `cost` (as claude-agent-acp): the last `usage_update.cost` of a session open here,
+    none before it cost anything; pushed to a subscriber when a turn makes it grow."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    async with AsyncExitStack() as stack, index_agent(provider, tmp_path, stack) as agent:
+        send = agent.conn._conn.send_request
+        session = await agent.conn.new_session(cwd=str(cwd))
+        before = await send("_session/batch_get", {"sessionIds": [session.session_id]})
+        await send("_session/list/subscribe", {"cwd": str(cwd)})
+        await agent.conn.prompt(session_id=session.session_id, prompt=text("first"))
+        listed = await send("session/list", {"cwd": str(cwd)})
+        frames = agent.frames.incoming
+        assert isinstance(frames, WatchedFrames)
+        pushed = await frames.wait_for(lambda f: f.get("method") == "_session/list/changes" and any(
+            "cost" in air(s) for s in f["params"]["sessions"]))
+        costs = [u["cost"] for u in agent.frames.updates(session.session_id)
+                 if u["sessionUpdate"] == "usage_update" and "cost" in u]
+    assert "cost" not in air(before["sessions"][0])
+    assert costs and costs[-1]["amount"] > 0
+    assert air(listed["sessions"][0])["cost"] == costs[-1]
+    assert [air(s)["cost"] for s in pushed["params"]["sessions"]] == [costs[-1]]

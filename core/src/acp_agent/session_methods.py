@@ -285,7 +285,7 @@ class SessionMethods(AgentBase):
 
     def _index_turn(self, session: Session, *, running: bool) -> None:
         if self.session_index is not None:
-            self.session_index.turn(session.session_id, running, _model(session))
+            self.session_index.turn(session.session_id, running, _model(session), session.cost)
 
     # -- AIR's goal and codexHooks -----------------------------------------------------------------
 

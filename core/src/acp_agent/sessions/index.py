@@ -1,5 +1,5 @@
 """AIR's session index (`sessionIndex`): a bounded, filtered `session/list` whose rows carry
-`_meta.jetbrains.air {archived, state, model, forkedFrom, lastTurnEndedAt}`, `_session/batch_get`,
+`_meta.jetbrains.air {archived, state, model, cost, forkedFrom, lastTurnEndedAt}`, `_session/batch_get`,
 archive and unarchive, and the list subscription (`_session/list/changes`), as claude-agent-acp's
 `session-index/*` serves them. Written once for every provider: the rows come from the provider's
 own `session/list` pages; the archive state from the backend where it keeps one
@@ -18,6 +18,7 @@ import base64
 import binascii
 import json
 import logging
+import math
 import os
 import time
 import uuid
@@ -31,6 +32,7 @@ import anyio.abc
 from attrs import define, field
 
 from acp_agent.state import write_atomically
+from acp_agent.wire import acp
 from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 log = logging.getLogger(__name__)
@@ -214,6 +216,7 @@ class OwnSession:
     running: bool = False
     last_turn_ended_at: float | None = None
     model: str | None = None
+    cost: acp.Cost | None = None
 
 
 def _iso(epoch_s: float) -> str:
@@ -222,7 +225,8 @@ def _iso(epoch_s: float) -> str:
 
 def row(info: Mapping[str, Any], archived: bool, forked_from: str | None, own: OwnSession | None) -> dict[str, Any]:
     """A `SessionInfo` (wire form) with the index's row fields in `_meta.jetbrains.air`: `archived`
-    always, the others where known (`state`, `lastTurnEndedAt` and `model` for a session open here)."""
+    always, the others where known (`state`, `lastTurnEndedAt`, `model` and a positive `cost` for a
+    session open here, as claude-agent-acp: what it cost so far, none once it is closed)."""
     fields: dict[str, Any] = {"version": AIR_VERSION, "archived": archived}
     if own is not None and own.model:
         fields["model"] = own.model
@@ -232,6 +236,8 @@ def row(info: Mapping[str, Any], archived: bool, forked_from: str | None, own: O
         fields["state"] = "running" if own.running else "idle"
         if own.last_turn_ended_at is not None:
             fields["lastTurnEndedAt"] = _iso(own.last_turn_ended_at)
+        if own.cost is not None and math.isfinite(own.cost.amount) and own.cost.amount > 0:
+            fields["cost"] = {"amount": own.cost.amount, "currency": own.cost.currency}
     meta = dict(_mapping(info.get("_meta")))
     jetbrains = dict(_mapping(meta.get("jetbrains")))
     jetbrains["air"] = {**_mapping(jetbrains.get("air")), **fields}
@@ -389,12 +395,14 @@ class SessionIndex:
             self.store.set_forked_from(session_id, forked_from)
         self.changed()
 
-    def turn(self, session_id: str, running: bool, model: str | None = None) -> None:
+    def turn(self, session_id: str, running: bool, model: str | None = None,
+             cost: acp.Cost | None = None) -> None:
         own = self.own.get(session_id)
         if own is None:
             return
         own.running = running
         own.model = model or own.model
+        own.cost = cost or own.cost
         if not running:
             own.last_turn_ended_at = time.time()
         self.changed()

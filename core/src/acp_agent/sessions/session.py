@@ -399,6 +399,8 @@ class Session:
     """The `agentFileChangeReportRequest` ids its prompts sent: each is answered once."""
     subagents: SubagentTable = field(factory=SubagentTable)
     """The session's child sessions (`acp_agent.sessions.subagents`)."""
+    cost: acp.Cost | None = None
+    """What the session has cost so far, as its last `usage_update` said (AIR's index row)."""
 
     def advertise(self, start: SessionStart) -> None:
         self.modes = start.modes
@@ -516,6 +518,8 @@ class Session:
                     event.config_options, features.boolean_options, features.recommended_value))
         elif isinstance(event, acp.CurrentModeUpdate):  # (e.g. a plan approved with a mode to go on in)
             outbox.choices.chose(self.session_id, ("mode", ""), event.current_mode_id)
+        elif isinstance(event, acp.UsageUpdate) and isinstance(event.cost, acp.Cost):
+            self.cost = event.cost
         if turn is not None and _text_chunk(event):
             await outbox.stream_text(self.session_id, event)  # a secret split across chunks: masked
             return
