@@ -41,9 +41,8 @@ async def test_edits_are_reported_and_shown_as_git_patches(tmp_path: Path, decla
                                               jetbrains=report_request("r-1"))
     assert outcome.stop_reason == "end_turn"
     assert (work / "m.txt").read_text() == "a\nB\nc\n" and (work / "new.txt").read_text() == "hello\n"
-    assert initialized["_meta"]["jetbrains"]["air"]["capabilities"] == [
-        "sessionFailure", "agentFileChangeReport", "diffPatch", "rawInputRendering", "planFile",
-        "nativeSubagentSessions"]
+    advertised = initialized["_meta"]["jetbrains"]["air"]["capabilities"]
+    assert advertised[0] == "sessionFailure" and {"agentFileChangeReport", "diffPatch"} <= set(advertised)
     assert agent.frames.problems == []
     if not declared:  # today's frames
         wire = json.dumps(agent.frames.updates())

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         additional_directories,
         custom_instructions,
         fork_at,
+        recommends_values,
     )
     from acp_agent.backends.events import (
         AttemptBoundary,
@@ -158,7 +159,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "BackendStatus", "CredentialSpec", "MessageNotFound", "NotSupported", "PrestartedBackends", "ProviderRuntime",
         "ProviderSpec", "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing",
         "SessionNotFound", "SessionStart", "SessionTable", "TerminalLogin", "TurnChannel", "TurnFailed",
-        "additional_directories", "custom_instructions", "fork_at",
+        "additional_directories", "custom_instructions", "fork_at", "recommends_values",
     ),
     "acp_agent.backends.events": (
         "AttemptBoundary", "AuthConfirmed", "Compaction", "CompactionSummaryChunk", "Event",
@@ -356,6 +357,7 @@ __all__ = [
     "prompt_payload",
     "question_form",
     "read_regular_file",
+    "recommends_values",
     "redact_legacy",
     "regular_file_stat",
     "split_title",

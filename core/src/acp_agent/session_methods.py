@@ -113,7 +113,8 @@ class SessionMethods(AgentBase):
         pending = PendingSession(self.router, credentials=client_credentials(self.provider, self.settings.redact, meta),
                                  additional_directories=requested_directories(self.provider, directories),
                                  gateways=self.gateways.snapshot(), fork_at=fork_at,
-                                 custom_instructions=instructions or None)
+                                 custom_instructions=instructions or None,
+                                 recommended_values=self.outbox.features.recommended_value)
         try:
             async with self._provider_call(what):
                 runtime = await self.runtime()

@@ -291,6 +291,14 @@ def custom_instructions(channel: SessionChannel) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def recommends_values(channel: SessionChannel) -> bool:
+    """Whether the client shows the value a config option recommends (AIR's `recommendedValue`,
+    only with `RuntimeCapabilities.recommended_values`): such a client is shown concrete values,
+    so an option may leave out an entry that means "the backend decides" and run the recommended
+    value instead, as claude-agent-acp does for it."""
+    return getattr(channel, "recommended_values", False) is True
+
+
 class TurnChannel(SessionChannel, Protocol):
     """The core's side of one turn."""
 

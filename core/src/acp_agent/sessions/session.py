@@ -285,6 +285,10 @@ class _OfSession:
     def custom_instructions(self) -> str | None:
         return self.session.custom_instructions
 
+    @property
+    def recommended_values(self) -> bool:
+        return self.session.outbox.features.recommended_value
+
 
 @define(eq=False)
 class Turn(_OfSession):
@@ -608,6 +612,8 @@ class PendingSession:
     """The message a fork branches at (`backends.contract.fork_at`)."""
     custom_instructions: str | None = None
     """AIR's `customInstructions` the new session runs with (`backends.contract.custom_instructions`)."""
+    recommended_values: bool = False
+    """The client shows recommended values (`backends.contract.recommends_values`)."""
     session_id: str = ""
     target: Session | None = None
     key: str = field(init=False)

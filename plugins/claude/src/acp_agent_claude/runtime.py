@@ -35,6 +35,7 @@ from acp_agent.provider import (
     custom_instructions,
     fork_at,
     gateway_route,
+    recommends_values,
 )
 from acp_agent_claude import content, settings
 from acp_agent_claude.clis import LiveCLIs
@@ -67,7 +68,8 @@ class ClaudeRuntime(ProviderRuntime):
                              routing=route_env(gateway_route(channel, SLOT)),
                              mcp_servers=content.mcp_servers(mcp_servers),
                              add_dirs=additional_directories(channel),
-                             instructions=custom_instructions(channel), **settings)
+                             instructions=custom_instructions(channel),
+                             recommending=recommends_values(channel), **settings)
 
     async def _open(self, session: ClaudeSession, channel: SessionChannel, started: Awaitable[None]) -> SessionStart:
         """The session joins the table once `started` (its CLI's start) succeeds; its files go if not."""
@@ -80,6 +82,10 @@ class ClaudeRuntime(ProviderRuntime):
         return await self._opened(session, channel)
 
     async def _opened(self, session: ClaudeSession, channel: SessionChannel) -> SessionStart:
+        if session.recommending and session.effort is None and not session.released:
+            level = settings.recommended_effort(session.models, session.model)
+            if level is not None:  # shown as the session's level, so the CLI runs it
+                await self._change(session, {"effort": level})
         await session.announce(channel)
         return SessionStart(session.session_id, session.mode_state(self.context.environ), session.config_options())
 
@@ -217,6 +223,8 @@ class ClaudeRuntime(ProviderRuntime):
             changes = {"model": value}
             if session.effort is not None and session.effort not in settings.effort_levels(session.models, value):
                 changes["effort"] = None  # the new model has no such level
+                if session.recommending:  # (shown its recommended level, which it then runs)
+                    changes["effort"] = settings.recommended_effort(session.models, value)
             if session.fast and not settings.supports_fast_mode(session.models, value):
                 changes["fast"] = False
         await self._change(session, changes)

@@ -60,6 +60,7 @@ class ClaudeSession:
     fast: bool = False  # fast mode
     add_dirs: tuple[str, ...] = ()  # the request's additionalDirectories (`--add-dir`)
     instructions: str | None = None  # AIR's customInstructions (`--append-system-prompt`)
+    recommending: bool = False  # the client shows recommended values: concrete model and effort
     cli: ClaudeCLI | None = None
     dead: bool = False
     turn: TurnChannel | None = None
@@ -114,7 +115,7 @@ class ClaudeSession:
             for mode_id, name, description in available_modes(environ, auto=auto)])
 
     def config_options(self) -> list[ConfigOption]:
-        return settings.config_options(self.models, self.model, self.effort, self.fast)
+        return settings.config_options(self.models, self.model, self.effort, self.fast, self.recommending)
 
     async def announce(self, channel: SessionChannel) -> None:
         """The CLI's slash commands, to a client that opened the session."""

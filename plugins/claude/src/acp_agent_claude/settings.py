@@ -27,6 +27,7 @@ from acp_agent.provider import SETTINGS_LIMIT, UNSET, ConfigOption, ConfigOption
 MODEL = "model"
 EFFORT = "effort"
 DEFAULT_EFFORT = "default"  # no level of the session's own: the CLI's settings decide
+DEFAULT_MODEL = "default"  # the CLI's entry for the model it picks itself
 FAST = "fast-mode"  # the id Codex's fast mode has too
 FAST_ON, FAST_OFF = "on", "off"
 AUTO_FALLBACK = "acceptEdits"  # a chosen `auto` the model cannot run (claude-agent-acp's fallback)
@@ -135,22 +136,50 @@ def level_name(level: str) -> str:
     return {"xhigh": "Extra high"}.get(level, level[:1].upper() + level[1:])
 
 
-def config_options(models: Sequence[dict[str, Any]], model: str | None,
-                   effort: str | None, fast: bool = False) -> list[ConfigOption]:
+def recommended_model(models: Sequence[dict[str, Any]]) -> str | None:
+    """The listed model the CLI's default (`value: "default"`) runs now, by `resolvedModel`; None
+    where the default names no listed model (then it stays an entry of its own)."""
+    default = next((m for m in models if m.get("value") == DEFAULT_MODEL), None)
+    resolved = default.get("resolvedModel") if default else None
+    if not isinstance(resolved, str) or not resolved:
+        return None
+    return next((str(m["value"]) for m in models
+                 if m.get("value") != DEFAULT_MODEL and m.get("resolvedModel") == resolved), None)
+
+
+def recommended_effort(models: Sequence[dict[str, Any]], model: str | None) -> str | None:
+    """`medium` where the model has it, else its first level (claude-agent-acp's recommendation)."""
+    levels = effort_levels(models, model)
+    return "medium" if "medium" in levels else (levels[0] if levels else None)
+
+
+def config_options(models: Sequence[dict[str, Any]], model: str | None, effort: str | None,
+                   fast: bool = False, recommending: bool = False) -> list[ConfigOption]:
+    """The session's options. A client of AIR's `recommendedValue` (`recommending`) is shown
+    concrete values, as claude-agent-acp shows them: no "default" model where it names a listed
+    one (which is then shown and recommended), no "Default" effort (the session runs the
+    recommended level: `recommended_effort`)."""
     if not models:
         return []
+    concrete = recommended_model(models) if recommending else None
+    listed = [m for m in models if concrete is None or m.get("value") != DEFAULT_MODEL]
     values = [ConfigOptionValue(str(m["value"]), str(m.get("displayName") or m["value"]),
-                                str(m["description"]) if m.get("description") else UNSET) for m in models]
-    options = [ConfigOption(id=MODEL, name="Model", current_value=model or values[0].value, options=values,
-                            category="model")]
+                                str(m["description"]) if m.get("description") else UNSET) for m in listed]
+    current = model or str(models[0]["value"])
+    if concrete is not None and current == DEFAULT_MODEL:
+        current = concrete
+    options = [ConfigOption(id=MODEL, name="Model", current_value=current, options=values,
+                            category="model", recommended=concrete)]
     levels = effort_levels(models, model)
     if levels:
-        choices = [ConfigOptionValue(DEFAULT_EFFORT, "Default", "The level Claude Code's settings choose")]
+        choices = [] if recommending else [
+            ConfigOptionValue(DEFAULT_EFFORT, "Default", "The level Claude Code's settings choose")]
         choices += [ConfigOptionValue(level, level_name(level)) for level in levels]
-        current = effort if effort in levels else DEFAULT_EFFORT
-        options.append(ConfigOption(id=EFFORT, name="Effort", current_value=current, options=choices,
-                                    description="How much Claude reasons before answering",
-                                    category="thought_level"))
+        fallback = recommended_effort(models, model) if recommending else DEFAULT_EFFORT
+        options.append(ConfigOption(id=EFFORT, name="Effort", current_value=effort if effort in levels else fallback,
+                                    options=choices, description="How much Claude reasons before answering",
+                                    category="thought_level",
+                                    recommended=recommended_effort(models, model) if recommending else None))
     if supports_fast_mode(models, model):
         faster = "Faster answers, at a higher price per token"
         options.append(ConfigOption(
