@@ -175,11 +175,11 @@ def config_options(models: Sequence[dict[str, Any]], model: str | None, effort: 
         choices = [] if recommending else [
             ConfigOptionValue(DEFAULT_EFFORT, "Default", "The level Claude Code's settings choose")]
         choices += [ConfigOptionValue(level, level_name(level)) for level in levels]
-        fallback = recommended_effort(models, model) if recommending else DEFAULT_EFFORT
-        options.append(ConfigOption(id=EFFORT, name="Effort", current_value=effort if effort in levels else fallback,
-                                    options=choices, description="How much Claude reasons before answering",
-                                    category="thought_level",
-                                    recommended=recommended_effort(models, model) if recommending else None))
+        recommended = recommended_effort(models, model) if recommending else None
+        options.append(ConfigOption(id=EFFORT, name="Effort", options=choices, category="thought_level",
+                                    current_value=effort if effort in levels else recommended or DEFAULT_EFFORT,
+                                    description="How much Claude reasons before answering",
+                                    recommended=recommended))
     if supports_fast_mode(models, model):
         faster = "Faster answers, at a higher price per token"
         options.append(ConfigOption(
