@@ -44,7 +44,7 @@ async def test_effort_and_fast_mode_reach_the_model_api(tmp_path: Path, capable:
             await agent.conn.set_config_option(session_id=sid, config_id="fast-mode", value="off")
             await agent.conn.prompt(session_id=sid, prompt=text("fast off"))
         requests = api.turn_requests
-    assert [o.id for o in offered] == ["model", "reasoning_effort", "fast-mode"]
+    assert [o.id for o in offered] == ["collaboration_mode", "model", "reasoning_effort", "fast-mode"]
     effort = option(offered, "reasoning_effort")
     # gpt-5.5 as codex 0.163.0's model/list describes it
     assert (effort.current_value, [v.value for v in effort.options]) == ("medium", ["low", "medium", "high", "xhigh"])

@@ -41,7 +41,19 @@ def test_opened_reads_the_threads_effort_and_tier_else_the_models_default() -> N
 
 def test_a_model_without_effort_or_fast_offers_only_the_model() -> None:
     choices = settings.opened(MODELS, {"model": "plain"})
-    assert [o.id for o in settings.options(choices, MODELS)] == ["model"]
+    assert [o.id for o in settings.options(choices, MODELS)] == ["collaboration_mode", "model"]
+
+
+def test_the_collaboration_mode_goes_with_the_turn_and_names_the_model_and_effort() -> None:
+    choices = settings.opened(MODELS, {"model": "gpt-5.5", "collaborationMode": {"mode": "plan"}})
+    assert choices.collaboration == "plan" and settings.turn_overrides(choices, MODELS) == {}
+    choices = settings.opened(MODELS, {"model": "gpt-5.5"})
+    settings.choose(choices, MODELS, settings.COLLABORATION, "plan")
+    assert settings.turn_overrides(choices, MODELS) == {"collaborationMode": {
+        "mode": "plan", "settings": {"model": "gpt-5.5", "reasoning_effort": "medium", "developer_instructions": None}}}
+    choices.dirty.clear()
+    settings.choose(choices, MODELS, settings.EFFORT, "high")  # plan mode runs the new effort too
+    assert settings.turn_overrides(choices, MODELS)["collaborationMode"]["settings"]["reasoning_effort"] == "high"
 
 
 def test_changing_the_model_keeps_what_it_supports_and_sends_only_changes() -> None:

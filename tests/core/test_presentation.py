@@ -235,3 +235,22 @@ def test_an_approved_plan_is_a_markdown_plan_update_for_a_plan_client_only() -> 
         [update] = wire(Presenter().render(document, air, capable))
         assert update["plan"]["planId"] == "plan-mode:t1"  # joined to its approval card for AIR
     assert Presenter().render(PlanDocument("plan-mode", ""), ClientFeatures(plan=True), False) == []
+
+
+def test_a_streamed_plan_is_sent_as_it_grows_as_new_text_only_for_plan_content_delta() -> None:
+    text = acp.agent_text("# Plan\n- a", "p1")
+    stream = [PlanDocument("p1", "# Plan", streamed=True), PlanDocument("p1", "# Plan", streamed=True),
+              PlanDocument("p1", "# Plan\n- a", streamed=True, otherwise=text)]
+
+    def sent(features: ClientFeatures) -> list[dict[str, object]]:
+        presenter = Presenter()
+        return [update for document in stream for update in wire(presenter.render(document, features, False))]
+
+    whole = [{"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p1", "content": c}}
+             for c in ("# Plan", "# Plan\n- a")]  # nothing for the unchanged repeat
+    assert sent(ClientFeatures(plan=True)) == whole
+    deltas = ClientFeatures(plan=True, air_client=True, air=frozenset({"planContentDelta"}))
+    assert sent(deltas) == [whole[0], {
+        "sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p1", "content": ""},
+        "_meta": {"jetbrains": {"air": {"version": 1, "contentDelta": "\n- a"}}}}]
+    assert sent(NONE) == wire([text])  # the completed plan as text for a client without `plan`

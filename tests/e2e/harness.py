@@ -180,7 +180,9 @@ def _strip_nulls_equal(original: Any, dumped: Any) -> list[str]:
                 problems.append(f"{path}: list length {len(a)} read back as {len(b)}")
             for index, (x, y) in enumerate(zip(a, b, strict=False)):
                 walk(x, y, f"{path}[{index}]")
-        elif a != b:
+        elif a != b and not (path.endswith(".category") and isinstance(a, str) and b is None):
+            # A config option category outside ACP's named ones is the schema's `other` (codex-acp's
+            # `collaboration_mode`); the python sdk reads every such category as None.
             problems.append(f"{path}: {a!r} read back as {b!r}")
 
     walk(original, dumped, "")

@@ -161,7 +161,7 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
     order claude-agent-acp lists them; advertised to a client of the extension only (the session
     index's to a client that declared `sessionIndex`, `index`; `customInstructions` only to one
     that `declared` it, its only user). Not `diffPatch` on ACP v2, whose diffs carry their own git
-    patch (as codex-acp)."""
+    patch, nor `planContentDelta` (as codex-acp)."""
     served: list[str] = []
     if index and caps.list_sessions and caps.set_title:
         served.extend(INDEX_CAPABILITIES)
@@ -177,6 +177,8 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
         served.append("rawInputRendering")
     if caps.plan_file:
         served.append("planFile")
+    if caps.plan_content_delta and not v2:
+        served.append("planContentDelta")
     if caps.subagents:
         served.append("nativeSubagentSessions")
     if caps.codex_hooks:

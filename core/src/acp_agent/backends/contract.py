@@ -158,6 +158,9 @@ class RuntimeCapabilities:
     plan_file: bool = False
     """The runtime reports plan reviews whose plan is a file (`events.PlanFileCall`): AIR's
     `planFile` is advertised."""
+    plan_content_delta: bool = False
+    """The runtime streams plans as they grow (`events.PlanDocument.streamed`): AIR's
+    `planContentDelta` is advertised (ACP v1: codex-acp offers it there only)."""
     goal_actions: tuple[str, ...] = ()
     """The backend keeps a goal per session: the actions of AIR's `_session/goal` it carries (of
     `set`, `pause`, `resume`, `clear`), run as the prompt `/goal <objective>` (`/goal pause`, ...)

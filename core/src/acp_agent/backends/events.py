@@ -196,14 +196,21 @@ class PlanFileCall:
 
 @frozen
 class PlanDocument:
-    """A plan as markdown: the plan the user approved (Claude's ExitPlanMode). A client that
-    declares ACP's unstable `plan` gets it as `plan_update` (type `markdown`) under `plan_id`,
-    joined to the call that reviewed it (`review_call_id`) for a client of AIR; other clients
-    nothing (the review's tool call shows the plan)."""
+    """A plan as markdown: the plan the user approved (Claude's ExitPlanMode), or a plan the
+    backend writes as it streams (Codex's plan items). A client that declares ACP's unstable
+    `plan` gets it as `plan_update` (type `markdown`) under `plan_id`, joined to the call that
+    reviewed it (`review_call_id`) for a client of AIR; other clients `otherwise` (None: nothing;
+    Claude's review tool call shows the plan).
+
+    `streamed`: `text` is the whole plan so far, reported again as it grows: a plan client is
+    sent nothing when it did not change, and a client of AIR's `planContentDelta` only the new
+    text (`_meta.jetbrains.air.contentDelta`, an empty `content`), as codex-acp's plan stream."""
 
     plan_id: str
     text: str
     review_call_id: str | None = None
+    streamed: bool = False
+    otherwise: SessionUpdate | None = None
 
 
 

@@ -11,7 +11,8 @@ client (with `_meta.jetbrains.air.contextCompaction` for a client of the extensi
 `compaction_update` (`in_progress`, then exactly one terminal status, with the summary where the
 backend has it) and `compaction_summary_chunk` instead of the tool call; a compaction still open
 when its turn ends is `cancelled`. A client that declares ACP's unstable `plan` gets a markdown
-plan (an approved plan) as `plan_update`; a client of AIR's `planFile` sees a plan review's
+plan (an approved plan, a plan the backend streams) as `plan_update`, a streamed one's new text
+alone for a client of AIR's `planContentDelta`; a client of AIR's `planFile` sees a plan review's
 `rawInput` name the plan file instead of holding the plan (claude-agent-acp's `exit-plan.js` and
 `planFile`). Knows nothing of providers or of the connection.
 """
@@ -51,6 +52,9 @@ PLAN_FILE = "planFile"
 PLAN_FILE_CLEAR_SUFFIX = ":plan-file-clear"
 """The id of the call that clears a released plan file (claude-agent-acp's)."""
 PLAN_FILE_RELEASED_TITLE = "Exited Plan Mode"
+PLAN_CONTENT_DELTA = "planContentDelta"
+PLAN_CONTENT_DELTA_META = "contentDelta"
+"""The key of a streamed plan's new text in `plan_update`'s `_meta.jetbrains.air`."""
 NATIVE_SUBAGENT_SESSIONS = "nativeSubagentSessions"
 TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
 """A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
@@ -95,6 +99,11 @@ class ClientFeatures:
     def plan_file(self) -> bool:
         """AIR's `planFile`: a plan review names the plan file (`rawInput.planFilePath`)."""
         return PLAN_FILE in self.air
+
+    @property
+    def plan_content_delta(self) -> bool:
+        """AIR's `planContentDelta`: a streamed plan's `plan_update` carries only its new text."""
+        return PLAN_CONTENT_DELTA in self.air
 
     @property
     def load_replay_end(self) -> bool:
@@ -207,6 +216,8 @@ class Presenter:
     """`session.compaction` clients: the terminal status each ended compaction was sent with."""
     goal: Any = UNSET
     """The goal snapshot last published (UNSET: none yet; None: cleared)."""
+    plans: dict[str, str] = field(factory=dict)
+    """`plan` clients: the text each streamed plan was last sent with."""
 
     def render(self, event: Presented, features: ClientFeatures, capable: bool) -> list[acp.SessionUpdate]:
         if isinstance(event, GoalSnapshot):
@@ -229,10 +240,14 @@ class Presenter:
         if isinstance(event, PlanFileCall):
             return _plan_file_call(event, features)
         if isinstance(event, PlanDocument):
-            if not features.plan or not event.text:
+            if not features.plan:
+                return [event.otherwise] if event.otherwise is not None else []
+            if not event.text:
                 return []
             air = features.air_client or capable
             plan_id = f"{event.plan_id}:{event.review_call_id}" if air and event.review_call_id else event.plan_id
+            if event.streamed:
+                return self._plan_update(plan_id, event.text, features.plan_content_delta)
             return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, event.text))]
         if not features.terminals:
             return self._legacy(event)
@@ -260,6 +275,19 @@ class Presenter:
         updates.append(attrs.evolve(event.update, content=[acp.ToolTerminal(terminal_id)], raw_output=UNSET,
                                     meta=exit_meta))
         return updates
+
+    def _plan_update(self, plan_id: str, text: str, deltas: bool) -> list[acp.SessionUpdate]:
+        """A streamed plan's next `plan_update`: none when the client has this text; only the new
+        text (AIR's `contentDelta`) for a client of `planContentDelta` when it extends what the
+        client has; else the whole plan."""
+        reported = self.plans.get(plan_id)
+        if reported == text:
+            return []
+        self.plans[plan_id] = text
+        if deltas and reported and text.startswith(reported):
+            meta = {"jetbrains": {"air": {"version": 1, PLAN_CONTENT_DELTA_META: text[len(reported):]}}}
+            return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, ""), meta=meta)]
+        return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, text))]
 
     def _goal(self, goal: Mapping[str, Any] | None) -> list[acp.SessionUpdate]:
         """As codex-acp: a report that changes neither objective, status, budget nor creation

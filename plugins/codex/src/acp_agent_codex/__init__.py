@@ -145,6 +145,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 file_patches=True,  # fileChange.changes: whole texts and unified diffs
                 recommended_values=True,  # model/list: isDefault, defaultReasoningEffort
                 raw_input=True,  # no display copy of a tool's input in its content
+                plan_content_delta=True,  # plan mode's plan items stream (`item/plan/delta`)
                 image=True,
                 embedded_context=True,
                 steering=True,

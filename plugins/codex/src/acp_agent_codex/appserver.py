@@ -35,7 +35,7 @@ NO_TIMEOUT: Final = math.inf  # every backend wait is bounded by its phase inste
 THREAD_METHODS: Final = frozenset({
     "error", "warning", "turn/started", "turn/completed", "item/started", "item/completed",
     "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded",
-    "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated",
+    "item/reasoning/textDelta", "item/commandExecution/outputDelta", "turn/plan/updated", "item/plan/delta",
     "thread/tokenUsage/updated", "thread/compacted", "thread/name/updated", "model/rerouted",
     "thread/goal/updated", "thread/goal/cleared",
 })

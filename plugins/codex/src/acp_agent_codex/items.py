@@ -2,7 +2,8 @@
 
 app-server → ACP: streamed deltas become message/thought chunks; `commandExecution`,
 `fileChange`, `mcpToolCall`, `webSearch` and `imageView` items become tool calls (with output,
-diffs, results); `turn/plan/updated` becomes a plan; token usage a `usage_update`; stored turns
+diffs, results); `turn/plan/updated` becomes a plan, a plan item (plan mode's markdown plan) a
+plan document; token usage a `usage_update`; stored turns
 become the replay of `session/load`. ACP → app-server: prompt blocks become `UserInput`s and
 approval requests become `session/request_permission` questions. No I/O here.
 """
@@ -30,6 +31,7 @@ from acp_agent.provider import (
     ImageContent,
     PermissionOption,
     Plan,
+    PlanDocument,
     PlanEntry,
     Question,
     SessionTitle,
@@ -308,6 +310,15 @@ USAGE_FIELDS = (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens
 """`TurnUsage`'s fields and the `tokenUsage.total` counts they come from."""
 
 
+def plan_document(item_id: str, text: str, *, completed: bool) -> PlanDocument:
+    """A plan item (codex's plan mode: the model's `<proposed_plan>` block) as it streams
+    (`item/plan/delta`: its text so far) or `completed`: a `plan` client gets it as `plan_update`
+    (the plan item's id as plan id), another the completed plan as agent text, as codex-acp's
+    `CodexPlanStream` sends it to a client of neither `plan` nor AIR."""
+    otherwise = agent_text(text, item_id) if completed and text else None
+    return PlanDocument(item_id, text, streamed=True, otherwise=otherwise)
+
+
 def turn_usage(at_start: Any, params: JsonObject) -> TurnUsage | None:
     """The turn's tokens so far: the thread's `tokenUsage.total` now minus at the turn's start
     (codex-acp's reading), None when app-server reports no totals."""
@@ -507,6 +518,9 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
             elif kind in MESSAGE_KINDS:
                 chunk = message_chunk(item)
                 events.extend([chunk] if chunk is not None else [])
+            elif kind == "plan":
+                if json_text(item.get("text")):
+                    events.append(plan_document(json_text(item.get("id")), item["text"], completed=True))
             elif kind == "contextCompaction":
                 events.append(Compaction(json_text(item.get("id")) or f"{json_text(turn.get('id'))}:compaction",
                                          "completed"))

@@ -1,9 +1,12 @@
-"""A Codex session's settings as ACP config options: model, reasoning effort and fast mode.
+"""A Codex session's settings as ACP config options: model, reasoning effort, fast mode and
+collaboration mode.
 
 Pure functions over app-server's `model/list` entries (each model names the reasoning efforts it
 supports and its service tiers; the "Fast" tier is fast mode). What a session has chosen lives in
 `Choices`; the runtime sends the changed parts with the next `turn/start` (`model`, `effort`,
-`serviceTier`), which app-server keeps for the turns after it.
+`serviceTier`, `collaborationMode`), which app-server keeps for the turns after it. The
+collaboration mode (codex-acp's option) is codex's plan mode: its turns plan, and the model's
+`<proposed_plan>` block reaches the client as a plan item; `thread/resume` reports it.
 """
 
 from __future__ import annotations
@@ -20,17 +23,21 @@ EFFORT: Final = "reasoning_effort"
 FAST: Final = "fast-mode"
 FAST_ON: Final = "on"
 FAST_OFF: Final = "off"
+COLLABORATION: Final = "collaboration_mode"
+DEFAULT_COLLABORATION: Final = "default"
+PLAN_COLLABORATION: Final = "plan"
 _FAST_TIER_NAME: Final = "fast"
 _LEGACY_FAST_TIER: Final = "fast"
 
 
 @define
 class Choices:
-    """One session's model, effort and fast mode, and which of them the next turn must send."""
+    """One session's model, effort, fast mode and collaboration mode, and which of them the next turn must send."""
 
     model: str | None
     effort: str | None = None
     fast: bool = False
+    collaboration: str = DEFAULT_COLLABORATION
     dirty: set[str] = field(factory=set)
     explicit: set[str] = field(factory=set)
     """What the user chose (sent again after app-server was restarted)."""
@@ -92,7 +99,10 @@ def opened(models: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) -> Ch
         effort = default_effort(models, model)
     tier = fast_tier(models, model)
     fast = tier is not None and result.get("serviceTier") == tier[0]
-    return Choices(model, effort, fast)
+    mode = result.get("collaborationMode")
+    collaboration = mode.get("mode") if isinstance(mode, Mapping) else None
+    return Choices(model, effort, fast,
+                   collaboration if collaboration == PLAN_COLLABORATION else DEFAULT_COLLABORATION)
 
 
 def choose(choices: Choices, models: Sequence[Mapping[str, Any]], config_id: str, value: str) -> None:
@@ -117,6 +127,10 @@ def choose(choices: Choices, models: Sequence[Mapping[str, Any]], config_id: str
         choices.fast = value == FAST_ON
         choices.dirty.add(FAST)
         choices.explicit.add(FAST)
+    elif config_id == COLLABORATION:
+        choices.collaboration = value
+        choices.dirty.add(COLLABORATION)
+        choices.explicit.add(COLLABORATION)
 
 
 def turn_overrides(choices: Choices, models: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -129,11 +143,18 @@ def turn_overrides(choices: Choices, models: Sequence[Mapping[str, Any]]) -> dic
     if FAST in choices.dirty:
         tier = fast_tier(models, choices.model)
         params["serviceTier"] = tier[0] if choices.fast and tier is not None else None
+    planning = choices.collaboration == PLAN_COLLABORATION
+    if choices.model and (COLLABORATION in choices.dirty or (planning and {MODEL, EFFORT} & choices.dirty)):
+        # The mode's settings name the model and effort it runs (codex-acp's): sent again with a
+        # change of either, so plan mode runs the chosen ones.
+        params["collaborationMode"] = {"mode": choices.collaboration, "settings": {
+            "model": choices.model, "reasoning_effort": choices.effort, "developer_instructions": None}}
     return params
 
 
 def options(choices: Choices, models: Sequence[Mapping[str, Any]]) -> list[ConfigOption]:
-    """The session's config options: the model, then its reasoning effort and fast mode if it has them."""
+    """The session's config options: the collaboration mode, the model, then its reasoning effort
+    and fast mode if it has them (in codex-acp's order)."""
     if choices.model is None:
         return []
     values = [ConfigOptionValue(value=entry["model"], name=str(entry.get("displayName") or entry["model"]),
@@ -161,4 +182,9 @@ def options(choices: Choices, models: Sequence[Mapping[str, Any]]) -> list[Confi
             description=faster,
             options=[ConfigOptionValue(value=FAST_OFF, name="Off", description="Default speed, normal usage"),
                      ConfigOptionValue(value=FAST_ON, name="On", description=faster)]))
-    return result
+    collaboration = ConfigOption(
+        id=COLLABORATION, name="Collaboration mode", current_value=choices.collaboration,
+        category="collaboration_mode", description="How Codex collaborates for subsequent turns",
+        options=[ConfigOptionValue(value=DEFAULT_COLLABORATION, name="Default"),
+                 ConfigOptionValue(value=PLAN_COLLABORATION, name="Plan", description="Plan before making changes")])
+    return [collaboration, *result]

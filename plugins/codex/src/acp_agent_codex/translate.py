@@ -78,6 +78,8 @@ class TurnTranslator(Attempts):
     failure: FailureObservation | None = None
     items: dict[str, Mapping[str, Any]] = field(factory=dict)
     streamed: set[str] = field(factory=set)
+    plans: dict[str, str] = field(factory=dict)
+    """Each plan item's text streamed so far (`item/plan/delta`)."""
     outputs: dict[str, str] = field(factory=dict)
     compaction_shown: bool = False
     usage_at_start: Mapping[str, Any] | None = None
@@ -111,6 +113,12 @@ class TurnTranslator(Attempts):
             return self._started(params.get("item"))
         if method == "item/completed":
             return self._completed(params.get("item"))
+        if method == "item/plan/delta":
+            item_id, delta = params.get("itemId"), params.get("delta")
+            if not isinstance(item_id, str) or not isinstance(delta, str) or not delta:
+                return []
+            self.plans[item_id] = self.plans.get(item_id, "") + delta
+            return [*self.progress(), items.plan_document(item_id, self.plans[item_id], completed=False)]
         if method == "item/commandExecution/outputDelta":
             item_id, delta = params.get("itemId"), params.get("delta")
             if not isinstance(item_id, str) or not isinstance(delta, str):
@@ -172,6 +180,10 @@ class TurnTranslator(Attempts):
         elif kind == "contextCompaction":
             self.compaction_shown = True
             steps.append(Compaction(item_id, "completed"))
+        elif kind == "plan":  # the completed item is authoritative (app-server's schema says so)
+            text = json_text(item.get("text")) or self.plans.get(item_id, "")
+            if text:
+                steps.append(items.plan_document(item_id, text, completed=True))
         elif kind == "commandExecution":
             update = items.tool_call_update(item)
             if update is not None:
