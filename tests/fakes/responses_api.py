@@ -9,7 +9,8 @@ model API. Findings about how codex 0.163 talks to it are in `tests/codex/fixtur
 Steps (consumed in order by turn requests; side requests never consume one):
 
 - `{"reply": "text"}`, `{"reasoning": "...", "reply": "..."}`: a normal answer (reasoning summary
-  deltas, then output-text deltas, then `response.completed` with usage).
+  deltas, then output-text deltas, then `response.completed` with usage). In codex's plan mode a
+  reply's `<proposed_plan>` block (tags on lines of their own) is what codex turns into a plan item.
 - `{"shell": ["bash", "-lc", "echo hi"]}`: a call of codex's shell tool in whichever form the
   request's `tools` offer (`exec_command` for codex 0.163; `shell_command`, `shell` or
   `local_shell` for other versions). Optional `"justification"` asks for
