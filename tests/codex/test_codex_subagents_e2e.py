@@ -1,0 +1,121 @@
+"""Codex's child threads as child sessions (issue 28, item 3), through `acp-agent --provider codex`
+with the real `codex app-server` 0.163 on the fake Responses API.
+
+codex 0.163's multi-agent tools (`features.multi_agent`, stable and on by default) are the
+namespace `multi_agent_v1`; the fake scripts the model's `spawn_agent`, then a `wait_agent` for
+the child it started, and the child thread's own model requests (`x-openai-subagent:
+collab_spawn`) get their own steps: a command in the workspace, then its report. app-server
+reports the spawn as a `collabAgentToolCall` item of the parent thread (`receiverThreadIds`) and
+the child's work as notifications of the child thread. A client of AIR's `nativeSubagentSessions`
+gets `subagent_spawned` on the parent, the child's updates under its thread id and
+`subagent_state_update` at its end; one of ACP's unstable `subagents: {}` gets `subagent_update`;
+one that declares neither gets the frames it always got (the parent's own: the child unseen).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.codex.e2e_support import BUBBLEWRAP_PREFIX, CodexAgent, codex_agent, text, workspace, write_codex_home
+from tests.fakes.responses_api import AGENT_ID, FakeResponsesAPI
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.real_backend, pytest.mark.timeout(90)]
+
+AIR = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "nativeSubagentSessions"]}}}
+TOOLS = "multi_agent_v1"
+SCRIPT: list[dict[str, Any]] = [
+    {"function_call": {"name": "spawn_agent", "namespace": TOOLS, "arguments": {"message": "Count the files"}}},
+    {"function_call": {"name": "wait_agent", "namespace": TOOLS,
+                       "arguments": {"targets": [AGENT_ID], "timeout_ms": 60000}}},
+    {"reply": "parent done"},
+]
+CHILD: list[dict[str, Any]] = [{"shell": ["bash", "-lc", "echo sub-marker > marker.txt"]}, {"reply": "child report"}]
+
+
+async def _delegate(tmp_path: Path, **client: Any) -> tuple[CodexAgent, str, FakeResponsesAPI]:
+    work = workspace(tmp_path)
+    with FakeResponsesAPI(SCRIPT, subagents=CHILD) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, **client) as agent:
+            session = await agent.conn.new_session(cwd=work)
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate"))
+    assert outcome.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    assert len(api.subagent_requests) == 2  # the child ran: its command, then its report
+    assert (Path(work) / "marker.txt").read_text() == "sub-marker\n"
+    return agent, session.session_id, api
+
+
+def _indexed(agent: CodexAgent) -> list[tuple[int, str, dict[str, Any]]]:
+    return [(index, frame["params"]["sessionId"], frame["params"]["update"])
+            for index, frame in enumerate(agent.frames.incoming) if frame.get("method") == "session/update"]
+
+
+def _advertised(agent: CodexAgent) -> list[str]:
+    answer = agent.initialized.model_dump(by_alias=True, exclude_none=True)
+    return list(answer.get("_meta", {}).get("jetbrains", {}).get("air", {}).get("capabilities", []))
+
+
+def _child_thread(api: FakeResponsesAPI) -> str:
+    """The child thread's id, as codex sent it with the child's model requests."""
+    [thread] = {request.headers["thread-id"] for request in api.subagent_requests}
+    return thread
+
+
+def _said(updates: list[dict[str, Any]]) -> str:
+    return "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
+
+
+async def test_an_air_client_gets_the_child_thread_as_a_child_session(tmp_path: Path) -> None:
+    agent, parent, api = await _delegate(tmp_path, capable=False, meta=AIR)
+    assert "nativeSubagentSessions" in _advertised(agent)
+    child = _child_thread(api)
+    updates = _indexed(agent)
+    [(spawned_at, on, spawned)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_spawned"]
+    assert on == parent
+    assert spawned == {"sessionUpdate": "subagent_spawned", "subagentSessionId": child,
+                       "name": f"Agent {child[-8:]}", "task": "Count the files", "capabilities": {}}
+    [(ended_at, on, ended)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_state_update"]
+    assert on == parent
+    assert ended == {"sessionUpdate": "subagent_state_update", "subagentSessionId": child, "state": "completed"}
+    of_child = [(i, u) for i, sid, u in updates if sid == child]
+    assert of_child and all(spawned_at < i < ended_at for i, _ in of_child)
+    [call] = [u for _, u in of_child if u["sessionUpdate"] == "tool_call"]
+    assert call["title"] == "echo sub-marker > marker.txt"
+    assert [u.get("status") for _, u in of_child if u.get("toolCallId") == call["toolCallId"]][-1] == "completed"
+    assert _said([u for _, u in of_child]) == "child report"
+    assert {sid for _, sid, _ in updates} == {parent, child}
+    assert _said([u for _, sid, u in updates if sid == parent]).endswith("parent done")
+
+
+async def test_a_client_of_acp_subagents_gets_subagent_updates(tmp_path: Path) -> None:
+    agent, parent, api = await _delegate(tmp_path, capable=False, subagents=True)
+    assert "nativeSubagentSessions" not in _advertised(agent)  # (not a client of AIR)
+    child = _child_thread(api)
+    updates = _indexed(agent)
+    announced = [(i, u) for i, sid, u in updates if sid == parent and u["sessionUpdate"] == "subagent_update"]
+    assert [u for _, u in announced] == [
+        {"sessionUpdate": "subagent_update", "sessionId": child, "title": f"Agent {child[-8:]}",
+         "state": {"state": "running"}},
+        {"sessionUpdate": "subagent_update", "sessionId": child, "state": {"state": "idle", "stopReason": "end_turn"}},
+    ]
+    of_child = [(i, u) for i, sid, u in updates if sid == child]
+    assert of_child and all(announced[0][0] < i < announced[1][0] for i, _ in of_child)
+    assert [u["title"] for _, u in of_child if u["sessionUpdate"] == "tool_call"] == ["echo sub-marker > marker.txt"]
+    assert _said([u for _, u in of_child]) == "child report"
+
+
+async def test_a_client_that_declares_neither_gets_the_frames_it_always_got(tmp_path: Path) -> None:
+    agent, parent, api = await _delegate(tmp_path, capable=False)
+    child = _child_thread(api)
+    updates = _indexed(agent)
+    assert {sid for _, sid, _ in updates} == {parent}
+    assert not [u for _, _, u in updates if u["sessionUpdate"].startswith("subagent")]
+    assert child not in str(agent.frames.incoming)
+    shown = [u for _, _, u in updates if not _said([u]).startswith(f"Config warning: {BUBBLEWRAP_PREFIX}")]
+    assert [u["sessionUpdate"] for u in shown] == ["available_commands_update", "usage_update", "usage_update",
+                                                   "agent_message_chunk", "agent_message_chunk", "usage_update"]
+    assert _said(shown) == "parent done"
