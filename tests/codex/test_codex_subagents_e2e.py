@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.codex.e2e_support import BUBBLEWRAP_PREFIX, CodexAgent, codex_agent, text, workspace, write_codex_home
@@ -119,3 +120,32 @@ async def test_a_client_that_declares_neither_gets_the_frames_it_always_got(tmp_
     assert [u["sessionUpdate"] for u in shown] == ["available_commands_update", "usage_update", "usage_update",
                                                    "agent_message_chunk", "agent_message_chunk", "usage_update"]
     assert _said(shown) == "parent done"
+
+
+async def test_a_child_that_works_on_after_the_prompt_ends_in_its_session(tmp_path: Path) -> None:
+    """The model does not wait for its child: the prompt ends while the child's answer is held
+    open, and the child's end reaches the client outside any prompt, on the parent session."""
+    work = workspace(tmp_path)
+    script = [SCRIPT[0], {"reply": "parent done"}]
+    with FakeResponsesAPI(script, subagents=[{"reply": "late report", "hold": True}]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, meta=AIR) as agent:
+            session = await agent.conn.new_session(cwd=work)
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate"))
+            assert outcome.stop_reason == "end_turn"
+            answered = len(agent.frames.incoming)
+            assert not [u for _, _, u in _indexed(agent) if u["sessionUpdate"] == "subagent_state_update"]
+            await anyio.to_thread.run_sync(lambda: api.held.wait(30))
+            api.release()
+            await agent.watched.wait_for(lambda frame: (frame.get("params") or {}).get("update", {}).get(
+                "sessionUpdate") == "subagent_state_update")
+    assert agent.frames.problems == []
+    child = _child_thread(api)
+    updates = _indexed(agent)
+    [(spawned_at, _, _)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_spawned"]
+    [(ended_at, on, ended)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_state_update"]
+    assert on == session.session_id and ended_at > answered
+    assert ended == {"sessionUpdate": "subagent_state_update", "subagentSessionId": child, "state": "completed"}
+    of_child = [(i, u) for i, sid, u in updates if sid == child]
+    assert all(spawned_at < i < ended_at for i, _ in of_child)
+    assert _said([u for _, u in of_child]) == "late report"
