@@ -149,3 +149,34 @@ async def test_a_child_that_works_on_after_the_prompt_ends_in_its_session(tmp_pa
     of_child = [(i, u) for i, sid, u in updates if sid == child]
     assert all(spawned_at < i < ended_at for i, _ in of_child)
     assert _said([u for _, u in of_child]) == "late report"
+
+
+async def test_a_multi_agent_v2_child_is_named_by_its_agent_path(tmp_path: Path) -> None:
+    """codex's `multi_agent_v2` (tool namespace `collaboration`, `spawn_agent {message,
+    task_name}`) reports its child as `subAgentActivity` items with the child's agent path
+    (`/root/file_counter`): the child is named from it, as codex-acp names it."""
+    work = workspace(tmp_path)
+    script = [{"function_call": {"name": "spawn_agent", "namespace": "collaboration",
+                                 "arguments": {"message": "Count the files", "task_name": "file_counter"}}},
+              {"function_call": {"name": "wait_agent", "namespace": "collaboration",
+                                 "arguments": {"timeout_ms": 60000}}},
+              {"reply": "parent done"}]
+    with FakeResponsesAPI(script, subagents=[{"reply": "v2 report"}]) as api:
+        home = write_codex_home(api, tmp_path)
+        config = home / "config.toml"
+        config.write_text(config.read_text().replace("[features]\n", "[features]\nmulti_agent_v2 = true\n"))
+        async with codex_agent(home, tmp_path, capable=False, meta=AIR) as agent:
+            session = await agent.conn.new_session(cwd=work)
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate"))
+            await agent.watched.wait_for(lambda frame: (frame.get("params") or {}).get("update", {}).get(
+                "sessionUpdate") == "subagent_state_update")
+    assert outcome.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    child = _child_thread(api)
+    updates = _indexed(agent)
+    [spawned] = [u for _, sid, u in updates if sid == session.session_id and u["sessionUpdate"] == "subagent_spawned"]
+    assert spawned == {"sessionUpdate": "subagent_spawned", "subagentSessionId": child, "name": "File counter",
+                       "task": "Delegated task for File counter", "capabilities": {}}
+    assert _said([u for _, sid, u in updates if sid == child]) == "v2 report"
+    [ended] = [u for _, _, u in updates if u["sessionUpdate"] == "subagent_state_update"]
+    assert ended["state"] == "completed"

@@ -98,3 +98,19 @@ def test_the_sessions_own_notifications_make_no_subagent_events() -> None:
     assert _run(children, _turn(ROOT, "turn/started"), _message(ROOT, "hello"),
                 _collab(ROOT, "spawnAgent", [ROOT, ""], {})) == []  # (a self-reference or a blank id is no child)
     assert children.by_thread == {}
+
+
+def _activity(sender: str, child: str, path: str, kind: str = "started") -> tuple[str, dict[str, Any]]:
+    item = {"type": "subAgentActivity", "model": "gpt-5.5", "reasoningEffort": None, "id": f"act-{child}-{kind}",
+            "kind": kind, "agentThreadId": child, "agentPath": path}
+    return "item/started", {"item": item, "threadId": sender, "turnId": f"turn-of-{sender}"}
+
+
+def test_multi_agent_v2_children_are_named_and_placed_by_their_agent_path() -> None:
+    children = Children()
+    events = _run(children, _activity(ROOT, CHILD, "/root/file_counter/"), _activity(ROOT, ROOT, "/root"),
+                  _activity(ROOT, GRANDCHILD, "/root/file_counter/deep--dig"),
+                  _activity(ROOT, GRANDCHILD, "/root/file_counter/deep--dig", "interrupted"))
+    assert events == [SubagentStarted(CHILD, "File counter", "Delegated task for File counter"),
+                      SubagentStarted(GRANDCHILD, "Deep dig", "Delegated task for Deep dig", within=CHILD),
+                      SubagentFinished(GRANDCHILD, "cancelled")]

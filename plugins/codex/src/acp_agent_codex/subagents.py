@@ -10,7 +10,9 @@ the child's own notifications carry its thread id. As codex-acp 2.6.0 maps them
 announced (`SubagentStarted`) before any update of it, its notifications folded by a translator of
 its own (`OfSubagent`: nothing for a client without child sessions, which saw nothing of the child
 before), and ended (`SubagentFinished`) by its turn's end or by a terminal state a collab call
-reports. The core decides what each client sees (`acp_agent.sessions.subagents`).
+reports. With `features.multi_agent_v2` codex reports its children as `subAgentActivity` items
+instead, naming each by its agent path (`/root/<task name>`), which names the child. The core
+decides what each client sees (`acp_agent.sessions.subagents`).
 
 The table is filled by the runtime's reader, in wire order (`spawned`), so that a child's first
 notifications, which may come before the session's prompt has folded the spawn, are routed to the
@@ -19,6 +21,7 @@ session; `fold` runs in the session's order (its prompt's queue, or outside any 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -68,6 +71,10 @@ class Child:
     within: str | None
     """The child thread that spawned it (None: the session's own thread)."""
     task: str
+    name: str = ""
+    """What the client shows it as (blank: `Agent <last 8 of its id>`)."""
+    path: str | None = None
+    """Its agent path (`multi_agent_v2`: `/root/<task name>`)."""
     announced: bool = False
     translator: TurnTranslator = field(factory=TurnTranslator)
 
@@ -75,6 +82,23 @@ class Child:
 def _collab(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
     item = params.get("item")
     return item if isinstance(item, Mapping) and item.get("type") == "collabAgentToolCall" else None
+
+
+def _activity(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    item = params.get("item")
+    return item if isinstance(item, Mapping) and item.get("type") == "subAgentActivity" else None
+
+
+def _path(value: Any) -> str:
+    """An agent path, normalised (codex-acp `normalizeAgentPath`): no trailing slash, `/root` if blank."""
+    return json_text(value).strip().rstrip("/") or "/root"
+
+
+def _path_name(path: str) -> str:
+    """A child's name from its agent path (codex-acp `nameFromAgentPath`): the last part, `_`
+    and `-` as spaces, the first letter upper-case (blank when the part is)."""
+    words = " ".join(re.sub(r"[_-]+", " ", path.rsplit("/", 1)[-1]).split())
+    return words[:1].upper() + words[1:]
 
 
 def _of(child: Child, shown: list[Event]) -> list[Event]:
@@ -99,16 +123,35 @@ class Children:
     def spawned(self, method: str, params: Mapping[str, Any]) -> None:
         """(The reader, in wire order.) A notification of a session's thread or of a child: the
         children its `spawnAgent` call names join the table."""
-        item = _collab(params) if method in ("item/started", "item/completed") else None
         sender = params.get("threadId")
-        if item is None or item.get("tool") != "spawnAgent" or not isinstance(sender, str):
+        if method not in ("item/started", "item/completed") or not isinstance(sender, str):
             return
         parent = self.by_thread.get(sender)
         root = parent.root if parent is not None else sender
+        activity = _activity(params)
+        if activity is not None:
+            self._active(root, activity)
+        item = _collab(params)
+        if item is None or item.get("tool") != "spawnAgent":
+            return
         for child_id in json_list(item.get("receiverThreadIds")):
             if isinstance(child_id, str) and child_id.strip() and child_id not in (sender, root, *self.by_thread):
                 task = json_text(item.get("prompt")).strip() or "Delegated task"
                 self.by_thread[child_id] = Child(child_id, root, parent.thread_id if parent else None, task)
+
+    def _active(self, root: str, item: Mapping[str, Any]) -> None:
+        """codex's `multi_agent_v2` reports its children as `subAgentActivity` items naming the
+        child's thread and agent path: a child not known yet joins, named by its path, within
+        the child whose path holds it (codex-acp `materialize`, `parentForPath`)."""
+        child_id, path = item.get("agentThreadId"), _path(item.get("agentPath"))
+        if (not isinstance(child_id, str) or not child_id.strip() or child_id == root or child_id in self.by_thread
+                or path in ("/root", "root")):
+            return
+        above = path[:path.rfind("/")]
+        within = next((child.thread_id for child in self.by_thread.values()
+                       if child.root == root and child.path == above), None)
+        name = _path_name(path) or f"Agent {child_id[-8:]}"
+        self.by_thread[child_id] = Child(child_id, root, within, f"Delegated task for {name}", name=name, path=path)
 
     def forget(self, root: str) -> None:
         """The session of the thread `root` closed: its children are no longer routed."""
@@ -120,6 +163,13 @@ class Children:
         the subagent events it makes (none for the session's own notifications but its collab calls)."""
         item = _collab(params) if method in ("item/started", "item/completed") else None
         events = self._collab_events(item) if item is not None else []
+        activity = _activity(params) if method in ("item/started", "item/completed") else None
+        if activity is not None:
+            child_id = activity.get("agentThreadId")
+            active = self.by_thread.get(child_id) if isinstance(child_id, str) else None
+            events.extend(self._announce(active))
+            if active is not None and activity.get("kind") == "interrupted":
+                events.append(SubagentFinished(active.thread_id, "cancelled"))
         thread_id = params.get("threadId")
         child = self.by_thread.get(thread_id) if isinstance(thread_id, str) else None
         if child is not None:
@@ -159,7 +209,8 @@ class Children:
         if child is None or child.announced:
             return []
         child.announced = True
-        return [SubagentStarted(child.thread_id, f"Agent {child.thread_id[-8:]}", child.task, within=child.within)]
+        name = child.name or f"Agent {child.thread_id[-8:]}"
+        return [SubagentStarted(child.thread_id, name, child.task, within=child.within)]
 
 
 __all__ = ["Child", "Children"]
