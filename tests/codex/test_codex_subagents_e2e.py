@@ -180,3 +180,33 @@ async def test_a_multi_agent_v2_child_is_named_by_its_agent_path(tmp_path: Path)
     assert _said([u for _, sid, u in updates if sid == child]) == "v2 report"
     [ended] = [u for _, _, u in updates if u["sessionUpdate"] == "subagent_state_update"]
     assert ended["state"] == "completed"
+
+
+@pytest.mark.parametrize("client", [pytest.param({"meta": AIR}, id="air"), pytest.param({}, id="neither")])
+async def test_a_childs_approval_is_asked_in_its_session_and_not_of_a_client_that_never_saw_it(
+        tmp_path: Path, client: dict[str, Any]) -> None:
+    """The child's command needs approval (Workspace access: the user decides). A client of child
+    sessions is asked in the child's session; one that is not shown the child is not asked about
+    a call it never saw, and the command is declined, as before."""
+    work = workspace(tmp_path)
+    marker = Path(work) / "approved.txt"
+    child = [{"shell": ["bash", "-lc", f"echo approved > {marker}"], "justification": "Allow the marker?"},
+             {"reply": "child report"}]
+    with FakeResponsesAPI(SCRIPT, subagents=child) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, **client) as agent:
+            agent.client.permission = lambda options: "accept"
+            session = await agent.conn.new_session(cwd=work)
+            await agent.conn.set_session_mode(session_id=session.session_id, mode_id="auto")
+            outcome = await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate"))
+    assert outcome.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    thread = _child_thread(api)
+    asked = [frame["params"] for frame in agent.frames.incoming if frame.get("method") == "session/request_permission"]
+    if client:
+        [request] = asked
+        assert request["sessionId"] == thread and request["toolCall"]["title"] == f"echo approved > {marker}"
+        assert marker.read_text() == "approved\n"
+    else:
+        assert asked == [] and not marker.exists()
+        assert thread not in str(agent.frames.incoming)

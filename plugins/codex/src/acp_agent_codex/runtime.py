@@ -167,11 +167,13 @@ class CodexRuntime(ProviderRuntime):
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """An approval request (or a question) of a thread's running turn on this app-server."""
-        thread = self.sessions.thread_of(params.get("threadId"))  # (a child thread's is declined, as before)
+        thread_id = params.get("threadId")
+        thread = self.sessions.thread_of(thread_id) or self.sessions.thread_of(self.children.root_of(thread_id))
         active = thread.active if thread is not None else None
         if active is not None and active.generation != server.generation:
             active = None  # a prompt of an app-server now gone
-        return await approvals.answer(active, method, params)
+        # (a child thread's: asked in its session's running prompt, about the child's own item)
+        return await approvals.answer(active, method, params, self.children.items_of(thread_id))
 
     # -- sessions -----------------------------------------------------------------------------------
 

@@ -120,6 +120,11 @@ class Children:
     def is_child(self, params: Mapping[str, Any]) -> bool:
         return self.root_of(params.get("threadId")) is not None
 
+    def items_of(self, thread_id: Any) -> Mapping[str, Any] | None:
+        """A child thread's items of its current turn (None: not a known child)."""
+        child = self.by_thread.get(thread_id) if isinstance(thread_id, str) else None
+        return child.translator.items if child is not None else None
+
     def spawned(self, method: str, params: Mapping[str, Any]) -> None:
         """(The reader, in wire order.) A notification of a session's thread or of a child: the
         children its `spawnAgent` call names join the table."""
