@@ -210,3 +210,31 @@ async def test_a_childs_approval_is_asked_in_its_session_and_not_of_a_client_tha
     else:
         assert asked == [] and not marker.exists()
         assert thread not in str(agent.frames.incoming)
+
+
+async def test_a_cancelled_prompt_ends_its_running_child_cancelled(tmp_path: Path) -> None:
+    """The prompt is cancelled while its child's answer is held open (the parent waits for it):
+    a client of AIR's draft gets the child ended `cancelled`, once, before the prompt's answer."""
+    work = workspace(tmp_path)
+    with FakeResponsesAPI(SCRIPT, subagents=[{"reply": "never done", "hold": True}]) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, meta=AIR) as agent:
+            session = await agent.conn.new_session(cwd=work)
+            async with anyio.create_task_group() as group:
+                answers: list[Any] = []
+
+                async def prompt() -> None:
+                    answers.append(await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate")))
+
+                group.start_soon(prompt)
+                await agent.watched.wait_for(lambda frame: (frame.get("params") or {}).get("update", {}).get(
+                    "sessionUpdate") == "subagent_spawned")
+                await anyio.to_thread.run_sync(lambda: api.held.wait(30))
+                await agent.conn.cancel(session_id=session.session_id)
+            api.release()
+    [outcome] = answers
+    assert outcome.stop_reason == "cancelled"
+    assert agent.frames.problems == []
+    child = _child_thread(api)
+    ended = [u for _, _, u in _indexed(agent) if u["sessionUpdate"] == "subagent_state_update"]
+    assert ended == [{"sessionUpdate": "subagent_state_update", "subagentSessionId": child, "state": "cancelled"}]
