@@ -84,7 +84,7 @@ def codex_env(home: Path) -> dict[str, str]:
 async def codex_agent(home: Path, tmp_path: Path, *, capable: bool, env: dict[str, str] | None = None,
                       log_name: str = "agent", meta: dict[str, Any] | None = None,
                       elicitation: Any = None, session: dict[str, Any] | None = None,
-                      plan: bool = False) -> AsyncIterator[CodexAgent]:
+                      plan: bool = False, subagents: bool = False) -> AsyncIterator[CodexAgent]:
     """`acp-agent --provider codex` on this CODEX_HOME, initialized as a capable or legacy client."""
     full = {**codex_env(home), **(env or {})}
     log_dir = tmp_path / log_name
@@ -93,7 +93,7 @@ async def codex_agent(home: Path, tmp_path: Path, *, capable: bool, env: dict[st
         agent.frames.incoming = WatchedFrames(agent.frames.incoming)
         codex = CodexAgent(agent.conn, agent.process, agent.frames, agent.client, agent.log_path)
         codex.initialized = await agent.initialize(capable=capable, meta=meta, elicitation=elicitation,
-                                                   session=session, plan=plan)
+                                                   session=session, plan=plan, subagents=subagents)
         yield codex
 
 

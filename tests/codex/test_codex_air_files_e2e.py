@@ -40,7 +40,8 @@ async def test_a_patch_is_reported_and_shown_as_git_patches(tmp_path: Path, decl
     assert outcome.stop_reason == "end_turn"
     assert (work / "new.txt").read_text() == "hello\n" and (work / "m.txt").read_text() == "a\nB\nc\n"
     assert advertised(agent.initialized) == ["sessionFailure", "agentFileChangeReport", "recommendedValue",
-                                             "diffPatch", "rawInputRendering", "planContentDelta", "codexHooks", "goal"]
+                                             "diffPatch", "rawInputRendering", "planContentDelta",
+                                             "nativeSubagentSessions", "codexHooks", "goal"]
     assert agent.frames.problems == []
     real = os.path.realpath(work)
     if not declared:  # today's frames: the standard diffs, no report
@@ -100,7 +101,8 @@ async def test_config_options_name_codexs_recommended_values(tmp_path: Path, dec
         async with codex_agent(home, tmp_path, capable=False, meta=air_client(*capabilities)) as agent:
             await agent.conn.new_session(cwd=workspace(tmp_path))
     assert advertised(agent.initialized) == ["sessionFailure", "agentFileChangeReport", "recommendedValue",
-                                             "diffPatch", "rawInputRendering", "planContentDelta", "codexHooks", "goal"]
+                                             "diffPatch", "rawInputRendering", "planContentDelta",
+                                             "nativeSubagentSessions", "codexHooks", "goal"]
     options = {option["id"]: option for option in session_new_result(agent)["configOptions"]}
     assert agent.frames.problems == []
     if not declared:

@@ -82,3 +82,20 @@ def test_a_nested_child_is_announced_on_its_parent_child() -> None:
     nested = SubagentStarted("agent-2", "Deeper", "dig", tool_call_id="a2", within="agent-1")
     assert table.route(SubagentLaunch("a2", acp.ToolCall("a2", "Deeper"), within="agent-1"), "air") == []
     assert table.route(nested, "air") == [("agent-1", acp.SubagentSpawned("agent-2", "Deeper", "dig"))]
+
+
+def test_the_calls_of_a_child_the_client_is_not_shown_at_all_are_unseen() -> None:
+    """A child with no rendering in the parent (Codex's): its calls' permission requests are not
+    asked of a client without child sessions; a child shown there (Claude's) keeps them asked."""
+    call = acp.ToolCall("c1", "ls", kind="execute", status="in_progress")
+    table = SubagentTable()
+    assert table.route(STARTED, None) == []
+    assert table.route(OfSubagent("agent-1", (call,), ()), None) == []
+    assert table.unseen == {"c1"}
+    shown = SubagentTable()
+    assert shown.route(OfSubagent("agent-1", (call,), (LEGACY,)), None) == [(None, LEGACY)]
+    assert shown.unseen == set()
+    air = SubagentTable()
+    air.route(STARTED, "air")
+    air.route(OfSubagent("agent-1", (call,), ()), "air")
+    assert air.unseen == set() and air.running_owner("c1", "air") == "agent-1"

@@ -21,6 +21,10 @@ Steps (consumed in order by turn requests; side requests never consume one):
 - `{"function_call": {"name": "...", "arguments": {...}}}`: any other function call; with
   `"namespace": "mcp__<server>"` a call of a tool in a `namespace` tool (how codex 0.163 offers an
   MCP server's tools when the model has no `tool_search`: for a model slug outside its catalog).
+  Codex's multi-agent tools are in the namespace `multi_agent_v1` (`spawn_agent {message}`,
+  `wait_agent {targets}`, `send_input`, `close_agent`); the string `"<agent_id>"` in the arguments
+  stands for the agent id of the last `spawn_agent` output the request carries (a `wait_agent`
+  for the child the turn spawned).
 - `{"status": 500, "message": "...", "code": "...", "type": "..."}`: an HTTP error with OpenAI's
   error body `{"error": {"message", "type", "param", "code"}}` and `retry-after: 0`, so codex
   retries at once.
@@ -41,7 +45,10 @@ Steps (consumed in order by turn requests; side requests never consume one):
   `release()` once for it, the client disconnects, or the fake stops: a turn that is still running
   while a test sends a follow-up prompt or a steer. `held` is set once a held answer is out.
 
-Side requests (sub-agents, memory, compaction) are answered with a fixed text, except codex's
+Side requests (sub-agents, memory, compaction) are answered with a fixed text, except the model
+requests of the child threads codex's `spawn_agent` starts (`x-openai-subagent: collab_spawn`)
+when the fake was made with `subagents=[steps]`: they are served those steps in order (as turn
+requests are the script's; then the fixed text again), and codex's
 automatic approval reviewer (`x-openai-subagent: guardian`, a `codex_output_schema` JSON answer)
 when the fake was made with `review="allow"` or `"deny"`: then it answers that verdict as the JSON
 its schema asks for (`outcome`, `risk_level`, `user_authorization`, `rationale`).
@@ -82,6 +89,9 @@ SIDE_REPLY: Final[str] = "Fake side reply"
 FAKE_MODEL: Final[str] = "gpt-fake"
 TURN_METADATA_HEADER: Final[str] = "x-codex-turn-metadata"
 SIDE_REQUEST_HEADERS: Final[tuple[str, ...]] = ("x-openai-subagent", "x-openai-memgen-request")
+SPAWNED_SUBAGENT: Final[str] = "collab_spawn"
+"""`x-openai-subagent` of a child thread's model request (codex's `spawn_agent`)."""
+AGENT_ID: Final[str] = "<agent_id>"
 SHELL_WRAPPER_FLAGS: Final[tuple[str, ...]] = ("-lc", "-c")
 CONTEXT_WINDOW_MESSAGE: Final[str] = (
     "Your input exceeds the context window of this model. Please adjust your input and try again."
@@ -511,7 +521,8 @@ class _Handler(BaseHTTPRequestHandler):
             recorded.outcomes.append("completed")
             recorded.ended.set()
             return
-        step: Step = api.next_step() if kind == "turn" else {"reply": api.side_reply(headers)}
+        step: Step = api.next_step() if kind == "turn" else api.side_step(headers)
+        step = with_agent_id(step, body or {})
         if step.get("echo"):
             step = {**step, "reply": echo_text(body or {})}
         recorded = api.record(self, body, kind, step)
@@ -619,6 +630,27 @@ def echo_text(body: JsonObject) -> str:
     return f"echo: {texts[-1] if texts else ''}"
 
 
+def with_agent_id(step: Step, body: JsonObject) -> Step:
+    """The step with `AGENT_ID` in its function call's arguments replaced by the agent id of
+    the last `spawn_agent` output in the request's input (unchanged when there is none)."""
+    call = step.get("function_call")
+    if not isinstance(call, Mapping) or AGENT_ID not in json.dumps(call.get("arguments", {})):
+        return step
+    agent_id = None
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            try:
+                output = json.loads(str(item.get("output")))
+            except json.JSONDecodeError:
+                continue
+            if isinstance(output, dict) and isinstance(output.get("agent_id"), str):
+                agent_id = output["agent_id"]
+    if agent_id is None:
+        return step
+    arguments = json.loads(json.dumps(call.get("arguments", {})).replace(AGENT_ID, agent_id))
+    return {**step, "function_call": {**call, "arguments": arguments}}
+
+
 def _stream_answer(stream: _Stream, step: Step, tools: Mapping[str, str]) -> None:
     slow = step.get("slow_stream")
     if isinstance(slow, Mapping):
@@ -659,8 +691,10 @@ class FakeResponsesAPI(LoopbackFake):
     poll_interval_s = SHUTDOWN_POLL_INTERVAL_S
 
     def __init__(self, script: Sequence[Step] = (), *, port: int = 0, review: str | None = None,
-                 keys: Sequence[str] | None = None) -> None:
+                 keys: Sequence[str] | None = None, subagents: Sequence[Step] = ()) -> None:
         self.review = review
+        self._subagent_script: list[Step] = [dict(step) for step in subagents]
+        """The steps the child threads' model requests are served, in order (then the side reply)."""
         self.keys = frozenset(keys) if keys is not None else None
         """The API keys accepted (None: any); another `authorization` is answered 401
         `invalid_api_key` without consuming a step."""
@@ -709,6 +743,20 @@ class FakeResponsesAPI(LoopbackFake):
             return SIDE_REPLY
         return json.dumps({"outcome": self.review, "risk_level": "low" if self.review == "allow" else "high",
                            "user_authorization": "unknown", "rationale": f"fake reviewer: {self.review}"})
+
+    def side_step(self, headers: Mapping[str, str]) -> Step:
+        """A side request's step: a child thread's next scripted one, else the side reply."""
+        if headers.get("x-openai-subagent") == SPAWNED_SUBAGENT:
+            with self._changed:
+                if self._subagent_script:
+                    return self._subagent_script.pop(0)
+        return {"reply": self.side_reply(headers)}
+
+    @property
+    def subagent_requests(self) -> list[RecordedRequest]:
+        """The model requests of the child threads codex's `spawn_agent` started."""
+        return [request for request in self.requests
+                if request.headers.get("x-openai-subagent") == SPAWNED_SUBAGENT]
 
     @property
     def remaining_steps(self) -> int:

@@ -328,8 +328,7 @@ class Turn(_OfSession):
     async def request_permission(
         self, tool_call: acp.ToolCallUpdate | PlanFileCall, options: Sequence[acp.PermissionOption]
     ) -> str | None:
-        return await self.session.outbox.request_permission(self.session.asked_in(tool_call), tool_call, options,
-                                                            self)
+        return await self.session.ask_permission(tool_call, options, self)
 
     async def ask(self, question: Question | UrlQuestion) -> Answer:
         await self.session.outbox.flush_text(self.session_id)  # the text before the question first
@@ -431,7 +430,16 @@ class Session:
     async def request_permission(
         self, tool_call: acp.ToolCallUpdate | PlanFileCall, options: Sequence[acp.PermissionOption]
     ) -> str | None:
-        return await self.outbox.request_permission(self.asked_in(tool_call), tool_call, options, self.turn)
+        return await self.ask_permission(tool_call, options, self.turn)
+
+    async def ask_permission(self, tool_call: acp.ToolCallUpdate | PlanFileCall,
+                             options: Sequence[acp.PermissionOption], turn: Turn | None) -> str | None:
+        """`session/request_permission` in the session that showed the call (`asked_in`); None,
+        asking nothing, for a subagent's call the client was never shown (`SubagentTable.unseen`)."""
+        call_id = (tool_call.update if isinstance(tool_call, PlanFileCall) else tool_call).tool_call_id
+        if call_id in self.subagents.unseen:
+            return None
+        return await self.outbox.request_permission(self.asked_in(tool_call), tool_call, options, turn)
 
     def asked_in(self, tool_call: acp.ToolCallUpdate | PlanFileCall) -> str:
         """The session a permission request for `tool_call` goes to: a running child's, for a

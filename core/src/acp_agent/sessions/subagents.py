@@ -11,6 +11,8 @@ decides, once for every provider, what each becomes (`SubagentTable.route`):
   child's updates under its own session id, `subagent_state_update {subagentSessionId, state}` on
   the parent when it ends (once: later updates of an ended child are dropped, as AIR's draft
   ends a child for good); a cancelled turn ends its children still running as `cancelled`;
+- a subagent's tool call the client is not shown at all (a child without a rendering in the
+  parent, as Codex's): its permission requests are not asked (`unseen`);
 - ACP's unstable `subagent_update` (`subagents`): the child announced on its parent with its
   title, description and `{"state": "running"}`, its updates under its own id, and its end as an
   `idle` (or `unknown`) state. The launching tool call stays a tool call of the parent.
@@ -20,6 +22,7 @@ Knows nothing of providers or of the connection.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import attrs
@@ -72,6 +75,10 @@ class SubagentTable:
     """The launching tool calls a child started for."""
     owners: dict[str, str] = field(factory=dict)
     """The child each tool call shown in a child session belongs to."""
+    unseen: set[str] = field(factory=set)
+    """The tool calls of subagents the client is not shown at all (a child it takes no session
+    of, whose work has no rendering in the parent: Codex's): their permission requests are not
+    asked (the provider declines them), as before the provider reported them."""
 
     def child_ids(self) -> list[str]:
         return list(self.children)
@@ -86,7 +93,7 @@ class SubagentTable:
             if isinstance(event, SubagentLaunch):
                 return [(None, event.event)]
             if isinstance(event, OfSubagent):
-                return [(None, shown) for shown in event.legacy]
+                return self._legacy(event)
             return []
         if isinstance(event, SubagentStarted):
             return self._started(event, form)
@@ -102,15 +109,19 @@ class SubagentTable:
             return self._launch(event, form)
         child = self.children.get(event.subagent_id)
         if child is None:  # never announced: shown as before rather than lost
-            return [(None, shown) for shown in event.legacy]
+            return self._legacy(event)
         if child.ended and form == "air":
             return []  # AIR's draft ends a child for good
-        for shown in event.child:
-            call = getattr(shown, "call", shown)  # (a terminal's start carries its call)
-            call_id = getattr(call, "tool_call_id", None)
-            if isinstance(call_id, str):
-                self.owners[call_id] = child.subagent_id
+        for call_id in _call_ids(event.child):
+            self.owners[call_id] = child.subagent_id
         return [(child.subagent_id, shown) for shown in event.child]
+
+    def _legacy(self, event: OfSubagent) -> list[Routed]:
+        """A subagent's work as a client without its child session sees it (nothing at all: its
+        calls are `unseen`)."""
+        if not event.legacy:
+            self.unseen.update(_call_ids(event.child))
+        return [(None, shown) for shown in event.legacy]
 
     def running_owner(self, tool_call_id: str, form: Form) -> str | None:
         """The running child session that showed the call `tool_call_id` (None: none): its
@@ -166,6 +177,12 @@ class SubagentTable:
                        and name in attrs.fields_dict(acp.ToolCall)}
             return [(target, attrs.evolve(first, **changed))]
         return []
+
+
+def _call_ids(events: Iterable[object]) -> list[str]:
+    """The tool calls `events` show (a terminal's start carries its call)."""
+    found = (getattr(getattr(shown, "call", shown), "tool_call_id", None) for shown in events)
+    return [call_id for call_id in found if isinstance(call_id, str)]
 
 
 __all__ = ["Child", "Form", "SubagentTable"]

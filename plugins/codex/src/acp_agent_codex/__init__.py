@@ -152,6 +152,7 @@ def acp_agent_providers() -> list[ProviderSpec]:
                 goal_actions=("set", "pause", "resume", "clear"),  # thread/goal/set, thread/goal/clear
                 codex_hooks=True,  # hooks/list, config/batchWrite
                 mcp_http=True,  # `mcp_servers.<name>.url`: codex speaks streamable HTTP (no SSE)
+                subagents=True,  # spawn_agent's child threads (`acp_agent_codex.subagents`)
             ),
             gateways=(GATEWAY,),
             description="OpenAI Codex through `codex app-server`.",

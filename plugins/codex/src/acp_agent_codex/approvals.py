@@ -23,14 +23,20 @@ REQUESTS: Final = (*APPROVALS, *items.QUESTION_REQUESTS)
 """Every request app-server sends the runtime."""
 
 
-async def answer(active: ActiveTurn | None, method: str, params: Mapping[str, Any]) -> Any:
-    """The answer to a request of the running turn `active` (None: no turn of ours runs)."""
+async def answer(active: ActiveTurn | None, method: str, params: Mapping[str, Any],
+                 child_items: Mapping[str, Any] | None = None) -> Any:
+    """The answer to a request of the running turn `active` (None: no turn of ours runs);
+    `child_items`: the items of the child thread that asks (a subagent's; the core asks in its
+    child session, and not at all a client that is not shown the child), else the turn's own."""
     if method in items.QUESTION_REQUESTS:
+        if child_items is not None:
+            active = None  # (a child's question or elicitation: not asked, as before)
         return await _question(active, method, params)
     if active is None or not await caught_up(active):
         return {"decision": "decline"}
     item_id = params.get("itemId")
-    item = tool_items(active).get(item_id) if isinstance(item_id, str) else None
+    known = child_items if child_items is not None else tool_items(active)
+    item = known.get(item_id) if isinstance(item_id, str) else None
     tool_call, options = items.approval_request(method, params, item)
     choice = await active.channel.request_permission(tool_call, options)
     decision = choice if choice in {option.option_id for option in options} else "decline"

@@ -53,6 +53,7 @@ from acp_agent_codex.appserver import GLOBAL_NOTICES, NOTIFICATIONS, AppServer
 from acp_agent_codex.classify import notice_for, rpc_error_observation, spawn_failed
 from acp_agent_codex.modes import MODES, mode_of, user_config_sets_policy
 from acp_agent_codex.sessions import Sessions
+from acp_agent_codex.subagents import Children
 from acp_agent_codex.supervisor import Supervisor
 from acp_agent_codex.threads import Barrier, ThreadState, call_in, mcp_config, rollout_size, session_info
 from acp_agent_codex.turns import Turns
@@ -67,8 +68,9 @@ class CodexRuntime(ProviderRuntime):
         self._router = context.router
         self._router.serve(self._outside)
         self._servers = Supervisor(context, task_group, binary, early, self._methods, self._lost)
-        self.sessions = Sessions(self._servers, self._threads, self._router)
-        self.turns = Turns(self._servers, self.sessions, self._router, task_group)
+        self.children = Children()
+        self.sessions = Sessions(self._servers, self._threads, self._router, self.children)
+        self.turns = Turns(self._servers, self.sessions, self._router, task_group, self.children)
 
     @property
     def context(self) -> RuntimeContext:
@@ -130,16 +132,18 @@ class CodexRuntime(ProviderRuntime):
                 # Into a running prompt if there is one, else kept for the next session.
                 await self._router.notice(notice, lambda event: notice)
             return
-        thread = self.sessions.thread_of(thread_id)
+        own = self.sessions.thread_of(thread_id)
+        thread = own or self.sessions.thread_of(self.children.root_of(thread_id))  # (a child thread's: its session's)
         if thread is None:
             if method == "warning" and self.sessions.opening:
                 notice = notice_for(method, params)
                 if notice is not None:
                     self._router.keep_notice(notice)  # a thread being created right now
             return
-        if method == "thread/tokenUsage/updated" and isinstance(params.get("tokenUsage"), Mapping):
+        self.children.spawned(method, params)  # here, in wire order: before the children's own notifications
+        if own is not None and method == "thread/tokenUsage/updated" and isinstance(params.get("tokenUsage"), Mapping):
             thread.usage = params["tokenUsage"]
-        if method == "thread/name/updated":
+        if own is not None and method == "thread/name/updated":
             thread.titled = True  # named (by us, or by another client of this app-server)
         active = thread.active
         if active is not None and active.generation != server.generation:
@@ -163,11 +167,13 @@ class CodexRuntime(ProviderRuntime):
 
     async def _on_approval(self, server: AppServer, method: str, params: Mapping[str, Any]) -> Any:
         """An approval request (or a question) of a thread's running turn on this app-server."""
-        thread = self.sessions.thread_of(params.get("threadId"))
+        thread_id = params.get("threadId")
+        thread = self.sessions.thread_of(thread_id) or self.sessions.thread_of(self.children.root_of(thread_id))
         active = thread.active if thread is not None else None
         if active is not None and active.generation != server.generation:
             active = None  # a prompt of an app-server now gone
-        return await approvals.answer(active, method, params)
+        # (a child thread's: asked in its session's running prompt, about the child's own item)
+        return await approvals.answer(active, method, params, self.children.items_of(thread_id))
 
     # -- sessions -----------------------------------------------------------------------------------
 

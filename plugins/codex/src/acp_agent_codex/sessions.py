@@ -41,6 +41,7 @@ from acp_agent_codex.appserver import AppServer
 from acp_agent_codex.classify import rpc_error_observation, transport_lost
 from acp_agent_codex.gateway import SLOT, route_config
 from acp_agent_codex.modes import DEFAULT_MODE, MODES, mode_of, policy_params, user_config_sets_policy
+from acp_agent_codex.subagents import Children
 from acp_agent_codex.supervisor import Supervisor
 from acp_agent_codex.threads import RESUME_BYTES, ThreadState, mcp_config, rollout_size, session_info
 
@@ -58,8 +59,10 @@ class Sessions:
     """Opens and closes the sessions of `table` (the runtime's, by session id) on the app-server
     `servers` keeps; `router` tells them when that app-server was replaced."""
 
-    def __init__(self, servers: Supervisor, table: dict[str, ThreadState], router: SessionRouter) -> None:
+    def __init__(self, servers: Supervisor, table: dict[str, ThreadState], router: SessionRouter,
+                 children: Children) -> None:
         self._servers = servers
+        self._children = children
         self._table = table
         self._router = router
         self.clock: PhaseClock = servers.clock
@@ -348,6 +351,8 @@ class Sessions:
         """The session leaves the table; app-server stops sending its thread's notifications (one
         that does not answer within the grace is frozen, and is replaced, as for a cancel)."""
         thread = self._table.pop(session_id, None)
+        if thread is not None:
+            self._children.forget(thread.codex_id)
         server = self._servers.server
         if thread is None or server is None or not server.alive or server.generation != thread.generation:
             return

@@ -36,6 +36,7 @@ from acp_agent_codex import commands, items, modes, settings, titles
 from acp_agent_codex.appserver import AppServer
 from acp_agent_codex.classify import classify_error, notice_for, rpc_error_observation, transport_lost
 from acp_agent_codex.sessions import PROVIDER, Sessions
+from acp_agent_codex.subagents import Children
 from acp_agent_codex.supervisor import Supervisor
 from acp_agent_codex.threads import ActiveTurn, Barrier, QueueItem, ThreadState
 from acp_agent_codex.translate import TurnTranslator, turn_id_of
@@ -52,8 +53,9 @@ class Turns:
     `router` hands each turn its notifications; interrupts and titles run in `task_group`."""
 
     def __init__(self, servers: Supervisor, sessions: Sessions, router: SessionRouter,
-                 task_group: anyio.abc.TaskGroup) -> None:
+                 task_group: anyio.abc.TaskGroup, children: Children) -> None:
         self._servers = servers
+        self._children = children
         self._sessions = sessions
         self._router = router
         self._tg = task_group
@@ -156,6 +158,10 @@ class Turns:
             await active.channel.emit(entry)
             return None
         method, params = entry
+        for event in self._children.fold(method, params):  # a child thread's, or a collab call's
+            await active.channel.emit(event)
+        if self._children.is_child(params):
+            return None
         turn_id = turn_id_of(method, params)
         if active.turn_id is None and method == "turn/started" and turn_id is not None:
             active.turn_id = turn_id
@@ -190,7 +196,12 @@ class Turns:
                             lambda: self._sessions.thread_of(codex_id) is not None)
 
     async def outside(self, thread: ThreadState, method: str, params: Mapping[str, Any]) -> None:
-        """A thread's notification that belongs to no running prompt of ours."""
+        """A thread's notification that belongs to no running prompt of ours (or one of its
+        child threads', which may work on after the prompt that spawned them)."""
+        for event in self._children.fold(method, params):
+            await self._router.emit(thread.thread_id, event)
+        if self._children.is_child(params):
+            return
         if method == "turn/started" and thread.orphaned:
             turn_id = turn_id_of(method, params)
             server = self._servers.server
