@@ -159,9 +159,9 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
                      index: bool = False) -> list[str]:
     """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
     order claude-agent-acp lists them; advertised to a client of the extension only (the session
-    index's to a client that declared `sessionIndex`, `index`; `customInstructions` only to one
-    that `declared` it, its only user). Not `diffPatch` on ACP v2, whose diffs carry their own git
-    patch (as codex-acp)."""
+    index's to a client that declared `sessionIndex`, `index`; `customInstructions` and
+    `asyncTasks` only to one that `declared` it, its only user). Not `diffPatch` on ACP v2,
+    whose diffs carry their own git patch (as codex-acp)."""
     served: list[str] = []
     if index and caps.list_sessions and caps.set_title:
         served.extend(INDEX_CAPABILITIES)
@@ -179,6 +179,8 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
         served.append("planFile")
     if caps.subagents:
         served.append("nativeSubagentSessions")
+    if caps.async_tasks and "asyncTasks" in declared:
+        served.append("asyncTasks")
     if caps.codex_hooks:
         served.append("codexHooks")
     if caps.goal_actions:

@@ -156,7 +156,8 @@ def provider_spec() -> ProviderSpec:
                                          raw_input=True,  # no display copy of a tool's input
                                          plan_file=True,
                                          subagents=True,
-                                         custom_instructions=True),
+                                         custom_instructions=True,
+                                         async_tasks=True),  # background commands (`background`)
         gateways=(GATEWAY,),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
         classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks

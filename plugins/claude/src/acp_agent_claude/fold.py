@@ -15,6 +15,7 @@ from attrs import define, field
 
 from acp_agent.provider import (
     AuthConfirmed,
+    BackgroundedCall,
     Event,
     FailureKind,
     FailureObservation,
@@ -30,6 +31,7 @@ from acp_agent.provider import (
     thought_text,
 )
 from acp_agent_claude import classify, content, subagents
+from acp_agent_claude.background import BashTasks
 from acp_agent_claude.compacting import CompactionFold
 from acp_agent_claude.subagents import LAUNCH_TOOLS, Children, Launch
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
@@ -70,6 +72,8 @@ class TurnFold:
     subagent_tools: set[str] = field(factory=set)
     children: Children = field(factory=Children)
     """The session's subagents (the runtime passes the session's own)."""
+    background: BashTasks = field(factory=BashTasks)
+    """The session's background tasks (the runtime passes the session's own)."""
     mcp: classify.McpWatch = field(factory=classify.McpWatch)
     """The client's MCP servers and which were told of (the runtime passes the session's own)."""
     usage: TurnUsage | None = None
@@ -90,7 +94,7 @@ class TurnFold:
 
     def _end(self, message: Mapping[str, Any]) -> list[Event]:
         self.outcome = self._result(message)
-        events = self._usage(message)
+        events = [*self.background.turn_result(), *self._usage(message)]
         if self.outcome == TurnEnd("refusal") and self.refusal_text:
             events.insert(0, agent_text(self.refusal_text, self.refusal_id))
         if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
@@ -179,13 +183,17 @@ class TurnFold:
         if self._parent is not None:
             update = subagents.mark(update, self._parent)
         shown: Event = update
+        tasks: list[Event] = []
         if name == "Bash":
-            shown = TerminalExited(tool_id, update, content.exit_code(body, is_error),
-                                   content.shell_output(body, is_error, result))
+            exited = TerminalExited(tool_id, update, content.exit_code(body, is_error),
+                                    content.shell_output(body, is_error, result))
+            tasks, backgrounded = self.background.tool_result(
+                tool_id, body, result, self.inputs.get(tool_id, {}), bool(is_error))
+            shown = BackgroundedCall(tool_id, exited) if backgrounded else exited
         if name == content.EXIT_PLAN_TOOL:
             return self.children.own(list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result,
                                                                   is_error, main=self._parent is None)), tool_id)
-        return self.children.own([shown], tool_id)
+        return tasks + self.children.own([shown], tool_id)
 
     def _progress(self, beat: Mapping[str, Any]) -> list[Event]:
         """A running tool's heartbeat (elapsed time only: stream-json carries no Bash output), as
@@ -275,9 +283,13 @@ class TurnFold:
             return self._compact_boundary(data)
         if subtype == "task_started":
             started = self.children.started(data)
-            return [started] if started is not None else []
+            return ([started] if started is not None else []) + self.background.started(data)
         if subtype == "task_notification":
-            return self.children.ended(data)
+            return self.children.ended(data) + self.background.notification(data)
+        if subtype == "task_updated":
+            return self.background.updated(data)
+        if subtype == "task_progress":
+            return self.background.progress(data)
         return []
 
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
