@@ -167,3 +167,24 @@ async def test_the_client_stops_a_background_command(tmp_path: Path) -> None:
                         "description": f"{DESCRIPTION}."}]
     assert second.stop_reason == "end_turn"
     assert agent.frames.problems == []
+
+
+async def test_a_prompt_sent_while_the_clis_own_turn_runs_gets_its_own_answer(tmp_path: Path) -> None:
+    """The prompt reaches the CLI while its own turn (held 2 s at the fake) runs: the CLI queues
+    it behind that turn (`command_lifecycle queued`), whose lines are not the prompt's."""
+    script = _script("sleep 0.5; echo done")
+    script[2] = {**script[2], "delay_first_byte_s": 2}
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=False, meta=AIR_TASKS) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.prompt(session_id=sid, prompt=text("Run it in the background"))
+            await _until(agent, lambda: any(u.get("state") == "completed" for u in _tasks(_updates(agent, sid))))
+            second = await agent.conn.prompt(session_id=sid, prompt=text("And now?"))
+    assert second.stop_reason == "end_turn"
+    updates = _updates(agent, sid)
+    own, own_ended = [u for u in _tasks(updates) if u["asyncTaskId"].startswith("autonomous-turn-")]
+    assert own_ended["state"] == "completed"
+    assert _said(updates[updates.index(own):updates.index(own_ended)]) == "the task finished"
+    assert _said(updates[updates.index(own_ended):]) == "second answer"
+    assert agent.frames.problems == []

@@ -267,6 +267,8 @@ class LiveCLIs:
         session.version = version if isinstance(version, str) else None
         session.cli = cli
         session.between, session.queued_behind = None, False  # (what the last CLI ran on its own is over)
+        for event in session.background.finish_all():  # the last CLI's background commands died with it
+            await self.context.router.emit(session.session_id, event)
         session.dead = session.released = False
         session.prompted = session.prompted or resume
         session.last_used = time.monotonic()
