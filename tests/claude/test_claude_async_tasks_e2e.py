@@ -188,3 +188,30 @@ async def test_a_prompt_sent_while_the_clis_own_turn_runs_gets_its_own_answer(tm
     assert _said(updates[updates.index(own):updates.index(own_ended)]) == "the task finished"
     assert _said(updates[updates.index(own_ended):]) == "second answer"
     assert agent.frames.problems == []
+
+
+async def test_the_client_stops_the_clis_own_turn(tmp_path: Path) -> None:
+    """The CLI's own turn (its answer held at the fake) is a task the client can stop: the CLI is
+    interrupted, the task ends `stopped`, and the next prompt is answered as usual."""
+    script = _script("sleep 0.5; echo done")
+    script[2] = {**script[2], "hang_after_events": 2}
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=False, meta=AIR_TASKS) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.prompt(session_id=sid, prompt=text("Run it in the background"))
+
+            def own() -> list[dict[str, Any]]:
+                return [u for u in _tasks(_updates(agent, sid)) if u["asyncTaskId"].startswith("autonomous-turn-")]
+
+            await _until(agent, lambda: bool(own()))
+            stopped = await agent.conn._conn.send_request(
+                "_session/async_task/stop", {"sessionId": sid, "asyncTaskId": own()[0]["asyncTaskId"]})
+            await _until(agent, lambda: len(own()) == 2)
+            second = await agent.conn.prompt(session_id=sid, prompt=text("And now?"))
+    assert stopped == {"stopped": True}
+    assert own()[1] == {"sessionUpdate": "async_task_state_update", "asyncTaskId": own()[0]["asyncTaskId"],
+                        "state": "stopped"}
+    assert second.stop_reason == "end_turn"
+    assert _said(_updates(agent, sid)).endswith("second answer")
+    assert agent.frames.problems == []

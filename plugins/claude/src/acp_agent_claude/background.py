@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from attrs import define, field
@@ -26,8 +26,10 @@ from acp_agent.provider import (
     AsyncTaskProgress,
     AsyncTaskSpawned,
     AsyncTaskStateUpdate,
+    BackgroundedCall,
     Event,
     Notice,
+    TerminalExited,
 )
 
 State = Literal["running", "paused", "completed", "failed", "stopped"]
@@ -74,6 +76,20 @@ class BashTasks:
     last_summary: str | None = None
 
     # -- what the CLI reports -------------------------------------------------------------------
+
+    def line(self, data: Mapping[str, Any]) -> list[Event]:
+        """A `system` line of a task (`task_started`, `task_updated`, `task_progress`,
+        `task_notification`); any other line: nothing."""
+        fold = _LINES.get(data.get("subtype"))
+        return fold(self, data) if fold is not None else []
+
+    def bash_result(self, exited: TerminalExited, body: Any, result: Any, tool_input: Mapping[str, Any],
+                    is_error: bool) -> tuple[list[Event], TerminalExited | BackgroundedCall]:
+        """A Bash call's result (`exited`): its background task's updates, and the result as
+        shown, marked when the command went on in the background."""
+        tool_id = exited.tool_call_id
+        events, backgrounded = self.tool_result(tool_id, body, result, tool_input, is_error)
+        return events, BackgroundedCall(tool_id, exited) if backgrounded else exited
 
     def started(self, data: Mapping[str, Any]) -> list[Event]:
         """`task_started` (or a Bash result naming its background task)."""
@@ -325,6 +341,11 @@ class BashTasks:
     def _state(self, task: BashTask, state: State, summary: str | None) -> list[Event]:
         changed = self._changed(task, {"output_file_path": task.output_file_path, "tool_call_id": task.tool_call_id})
         return [AsyncTask(AsyncTaskStateUpdate(task.task_id, state, summary=summary or UNSET, **changed))]
+
+
+_LINES: dict[Any, Callable[[BashTasks, Mapping[str, Any]], list[Event]]] = {
+    "task_started": BashTasks.started, "task_updated": BashTasks.updated, "task_progress": BashTasks.progress,
+    "task_notification": BashTasks.notification}
 
 
 def _subagent(data: Mapping[str, Any]) -> bool:

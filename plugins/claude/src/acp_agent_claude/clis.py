@@ -266,7 +266,7 @@ class LiveCLIs:
         version = info.get("claude_code_version")
         session.version = version if isinstance(version, str) else None
         session.cli = cli
-        session.between, session.queued_behind = None, False  # (what the last CLI ran on its own is over)
+        session.own_turn, session.queued_behind = None, False  # (what the last CLI ran on its own is over)
         for event in session.background.finish_all():  # the last CLI's background commands died with it
             await self.context.router.emit(session.session_id, event)
         session.dead = session.released = False

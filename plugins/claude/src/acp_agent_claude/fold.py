@@ -15,7 +15,6 @@ from attrs import define, field
 
 from acp_agent.provider import (
     AuthConfirmed,
-    BackgroundedCall,
     Event,
     FailureKind,
     FailureObservation,
@@ -72,8 +71,7 @@ class TurnFold:
     subagent_tools: set[str] = field(factory=set)
     children: Children = field(factory=Children)
     """The session's subagents (the runtime passes the session's own)."""
-    background: BashTasks = field(factory=BashTasks)
-    """The session's background tasks (the runtime passes the session's own)."""
+    background: BashTasks = field(factory=BashTasks)  # the session's background tasks (the runtime's own)
     mcp: classify.McpWatch = field(factory=classify.McpWatch)
     """The client's MCP servers and which were told of (the runtime passes the session's own)."""
     usage: TurnUsage | None = None
@@ -182,18 +180,15 @@ class TurnFold:
         update = content.tool_result(tool_id, body, is_error, name, result)
         if self._parent is not None:
             update = subagents.mark(update, self._parent)
-        shown: Event = update
-        tasks: list[Event] = []
-        if name == "Bash":
+        if name == "Bash":  # (its background task's updates on the session itself)
             exited = TerminalExited(tool_id, update, content.exit_code(body, is_error),
                                     content.shell_output(body, is_error, result))
-            tasks, backgrounded = self.background.tool_result(
-                tool_id, body, result, self.inputs.get(tool_id, {}), bool(is_error))
-            shown = BackgroundedCall(tool_id, exited) if backgrounded else exited
+            tasks, shown = self.background.bash_result(exited, body, result, self.inputs.get(tool_id, {}), is_error)
+            return tasks + self.children.own([shown], tool_id)
         if name == content.EXIT_PLAN_TOOL:
             return self.children.own(list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result,
                                                                   is_error, main=self._parent is None)), tool_id)
-        return tasks + self.children.own([shown], tool_id)
+        return self.children.own([update], tool_id)
 
     def _progress(self, beat: Mapping[str, Any]) -> list[Event]:
         """A running tool's heartbeat (elapsed time only: stream-json carries no Bash output), as
@@ -281,16 +276,9 @@ class TurnFold:
             return self.compaction.status(data)
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
-        if subtype == "task_started":
-            started = self.children.started(data)
-            return ([started] if started is not None else []) + self.background.started(data)
-        if subtype == "task_notification":
-            return self.children.ended(data) + self.background.notification(data)
-        if subtype == "task_updated":
-            return self.background.updated(data)
-        if subtype == "task_progress":
-            return self.background.progress(data)
-        return []
+        if subtype == "task_started" and (started := self.children.started(data)) is not None:
+            return [started, *self.background.line(data)]  # (a task's lines: also a background command's)
+        return (self.children.ended(data) if subtype == "task_notification" else []) + self.background.line(data)
 
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
         """The boundary's completed compaction, and the context's new size at once where the

@@ -287,7 +287,7 @@ class ClaudeRuntime(ProviderRuntime):
         """AIR's `_session/async_task/stop`: a background command of the session's CLI stopped
         (`stop_task`), or the turn the CLI runs on its own interrupted; a running prompt goes on."""
         session = self.sessions.get(session_id)
-        return await self.turns.stop_task(session, task_id) if session is not None else None
+        return await self.turns.between.stop_task(session, task_id) if session is not None else None
 
     async def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)

@@ -88,7 +88,7 @@ class ClaudeSession:
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     children: Children = field(factory=Children)  # its subagents, across turns
     background: BashTasks = field(factory=BashTasks)  # its background commands, across turns
-    between: TurnFold | None = None
+    own_turn: TurnFold | None = None
     """The turn the CLI runs on its own (after a background task ended), read between prompts."""
     queued_behind: bool = False  # the prompt's message waits in the CLI behind a turn of its own
     listening: tuple[anyio.CancelScope, anyio.Event] | None = None  # the reader between prompts

@@ -1,13 +1,7 @@
 """A Claude turn: the user message submitted to the session's CLI, its lines folded into events
 (`TurnFold`) until the result that ends it, messages steered into it, its interrupt, the
-locally answered commands (`/mcp`, `/status`), and the title asked for after it.
-
-Between prompts the CLI may still write: a background command's end (`task_updated`,
-`task_notification`), then a turn it starts on its own to tell the model. A reader per session
-takes those lines while no prompt runs (`listen`; a prompt stops it first, `quiet`) and folds
-them into session updates; a prompt whose message the CLI queued behind such a turn
-(`command_lifecycle queued`, until `started`) hands that turn's lines on the same way, so they
-never end the prompt."""
+locally answered commands (`/mcp`, `/status`), and the title asked for after it. What the CLI
+writes between prompts is `between`'s."""
 
 from __future__ import annotations
 
@@ -34,20 +28,16 @@ from acp_agent.provider import (
     TextContent,
     TurnChannel,
     TurnEnd,
-    TurnUsage,
     bound,
 )
 from acp_agent_claude import classify, commands, content, settings, titles
+from acp_agent_claude.between import INTERRUPT_BUDGET_S, BetweenPrompts
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession
 from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
-
-INTERRUPT_BUDGET_S = 5.0
-_OPENS_TURN = frozenset({"assistant", "stream_event", "user", "tool_progress"})
-"""Lines of a turn: between prompts, the CLI runs a turn of its own."""
 
 
 class _NotSubmitted(Exception):
@@ -60,6 +50,7 @@ class Turns:
     def __init__(self, clis: LiveCLIs, task_group: anyio.abc.TaskGroup) -> None:
         self._clis = clis
         self._tg = task_group
+        self.between = BetweenPrompts(lambda: clis.context, task_group, self._fold)
 
     def _fold(self, session: ClaudeSession) -> TurnFold:
         return TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
@@ -74,12 +65,12 @@ class Turns:
                   turn: TurnChannel) -> TurnEnd | FailureObservation:
         """One prompt on the session (whose lock the caller holds): its CLI made ready (replaced
         if it died, revived if released, renewed for new credentials), then the turn. The CLI
-        is read between prompts before and after (`listen`)."""
-        await self.quiet(session)
+        is read between prompts before and after (`BetweenPrompts.listen`)."""
+        await self.between.quiet(session)
         try:
             return await self._run(session, prompt, turn)
         finally:
-            self.listen(session)
+            self.between.listen(session)
 
     async def _run(self, session: ClaudeSession, prompt: Sequence[ContentBlock],
                    turn: TurnChannel) -> TurnEnd | FailureObservation:
@@ -166,13 +157,13 @@ class Turns:
             state = message.get("state")
             if state == "cancelled" and session.queued_behind and fold.outcome is None:
                 fold.outcome = TurnEnd("cancelled" if fold.cancel_requested else "end_turn")  # never started
-            if state == "started" and session.between is not None:  # the CLI's own turn is over
-                session.between = None
-                await self._publish(session, session.background.own_turn_ended(failed=False))
+            if state == "started" and session.own_turn is not None:  # the CLI's own turn is over
+                session.own_turn = None
+                await self.between.publish(session, session.background.own_turn_ended(failed=False))
             session.queued_behind = state == "queued"
             return
-        if session.queued_behind or session.between is not None:
-            await self._outside(session, message)  # the CLI's own turn, before this prompt's
+        if session.queued_behind or session.own_turn is not None:
+            await self.between.outside(session, message)  # the CLI's own turn, before this prompt's
             return
         if message.get("type") == "command_lifecycle" and isinstance(steered, str) and steered in session.steers:
             # The CLI took up (or dropped) a steered message; a started one owes a result.
@@ -183,97 +174,6 @@ class Turns:
             session.steer_running = False
         for event in fold.feed(message):
             await turn.emit(event)
-
-    # -- between prompts --------------------------------------------------------------------------
-
-    def listen(self, session: ClaudeSession) -> None:
-        """Read what the session's CLI writes while no prompt runs (until `quiet`)."""
-        cli = session.cli
-        if session.listening is not None or cli is None:
-            return
-        scope, done = anyio.CancelScope(), anyio.Event()
-        session.listening = (scope, done)
-        self._tg.start_soon(self._between_prompts, session, cli, scope, done)
-
-    async def quiet(self, session: ClaudeSession) -> None:
-        """Stop the reader between prompts (a prompt reads the CLI from now on). A line it has
-        taken is handled first."""
-        listening, session.listening = session.listening, None
-        if listening is not None:
-            listening[0].cancel()
-            await listening[1].wait()
-
-    async def _between_prompts(self, session: ClaudeSession, cli: ClaudeCLI, scope: anyio.CancelScope,
-                               done: anyio.Event) -> None:
-        try:
-            with scope:
-                while True:
-                    try:
-                        message = await cli.receive()
-                    except anyio.EndOfStream:
-                        break
-                    with anyio.CancelScope(shield=True):  # a line taken is never lost
-                        await self._outside(session, message)
-            if not scope.cancel_called:  # the CLI is gone, and what it ran in the background with it
-                with anyio.CancelScope(shield=True):
-                    session.between = None
-                    await self._publish(session, session.background.finish_all())
-        finally:
-            done.set()
-            if session.listening is not None and session.listening[1] is done:
-                session.listening = None
-
-    async def _outside(self, session: ClaudeSession, message: dict[str, Any]) -> None:
-        """A line no prompt owns: a background task's report, or the CLI's own turn (its text
-        and tool calls as session updates, and for a client of AIR's `asyncTasks` a task
-        "Claude is working" from its first line to its result)."""
-        kind = message.get("type")
-        if kind == "command_lifecycle":
-            return
-        events: list[Event] = []
-        fold = session.between
-        opens = kind in _OPENS_TURN or (kind == "system" and message.get("subtype") == "init")
-        if fold is None and opens and message.get("parent_tool_use_id") is None:
-            fold = session.between = self._fold(session)
-            events.extend(session.background.own_turn_started())
-        try:
-            events.extend((fold or self._fold(session)).feed(message))
-        except Exception as exc:  # a line the fold cannot take must not end the reader
-            log.warning("claude CLI line between prompts not folded: %s", type(exc).__name__)
-        if fold is not None and fold is session.between and fold.finished:
-            session.between = None
-            events.extend(session.background.own_turn_ended(failed=not isinstance(fold.outcome, TurnEnd)))
-        await self._publish(session, events)
-
-    async def _publish(self, session: ClaudeSession, events: Sequence[Event]) -> None:
-        router = self._clis.context.router
-        for event in events:
-            if not isinstance(event, TurnUsage):  # (no prompt's usage)
-                await router.emit(session.session_id, event)
-
-    async def stop_task(self, session: ClaudeSession, task_id: str) -> bool | None:
-        """AIR's `_session/async_task/stop`: the CLI's `stop_task` (as claude-agent-sdk's
-        `stop_task`), or, for the CLI's own turn, its interrupt."""
-        tasks = session.background
-        if not tasks.known(task_id):
-            return None
-        task = tasks.claim_stop(task_id)
-        cli = session.cli
-        if task is None or cli is None or not session.live:
-            if task is not None:
-                tasks.release_stop(task_id)
-            return False
-        try:
-            if task.autonomous:
-                await cli.request("interrupt", timeout_s=INTERRUPT_BUDGET_S)
-            else:
-                await cli.request("stop_task", task_id=task_id)
-        except (ChildGone, ControlError) as exc:
-            log.info("claude CLI did not stop task %s: %s", task_id, type(exc).__name__)
-            tasks.release_stop(task_id)
-            return False
-        await self._publish(session, tasks.stopped(task_id))
-        return True
 
     @staticmethod
     def _turn_ended(session: ClaudeSession, fold: TurnFold) -> bool:
