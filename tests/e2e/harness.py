@@ -50,7 +50,15 @@ class SteeringResponse(pydantic.BaseModel):
     reason: Literal["noRunningTurn"] | None = None
 
 
+class AsyncTaskStopResponse(pydantic.BaseModel):
+    """The `_session/async_task/stop` answer, as claude-agent-acp's `stopAsyncTask` returns it."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    stopped: bool
+
+
 RESPONSE_MODELS["_session/steering"] = SteeringResponse
+RESPONSE_MODELS["_session/async_task/stop"] = AsyncTaskStopResponse
 if hasattr(schema, "LogoutResponse"):
     RESPONSE_MODELS["logout"] = schema.LogoutResponse
 if hasattr(schema, "ForkSessionResponse"):  # unstable in ACP, but validated like the rest
@@ -71,8 +79,20 @@ SCHEMA_ONLY_UPDATES = {"notice", "compaction_update", "compaction_summary_chunk"
 UNSTABLE_UPDATES = frozenset({"subagent_update", "plan_update"})
 """Session updates only the unstable schema has: sent only to a client that declared the unstable
 capability (`clientCapabilities.plan`, `.subagents`), checked against that schema alone."""
-AIR_UPDATES = {"subagent_spawned", "subagent_state_update"}
-"""AIR's own session updates (its draft of child sessions): no published schema, checked here."""
+AIR_UPDATES = {"subagent_spawned", "subagent_state_update", "async_task_spawned", "async_task_progress",
+               "async_task_state_update"}
+"""AIR's own session updates (its draft of child sessions, its background tasks): no published
+schema, checked here."""
+ASYNC_TASK_FIELDS = {
+    "async_task_spawned": ({"asyncTaskId", "name", "taskType", "description", "showInTranscript", "canStop"},
+                           {"outputFilePath", "toolCallId"}),
+    "async_task_progress": ({"asyncTaskId"}, {"description", "summary", "lastToolName", "usage", "outputFilePath",
+                                              "toolCallId"}),
+    "async_task_state_update": ({"asyncTaskId", "state"}, {"summary", "outputFilePath", "toolCallId"}),
+}
+"""AIR's `asyncTasks` updates as claude-agent-acp sends them (dist/async-tasks.js): required and
+optional fields besides `sessionUpdate`."""
+AIR_TASK_STATES = {"running", "paused", "completed", "failed", "stopped"}
 SCHEMA_ONLY_FIELDS: dict[str, tuple[str, ...]] = {
     "initialize": ("agentCapabilities.auth.status", "agentCapabilities.sessionCapabilities.title")}
 """Unstable fields the models do not know yet; a frame that has them is checked against the JSON
@@ -101,11 +121,19 @@ AIR_SUBAGENT_STATES = {"completed", "failed", "cancelled", "disconnected"}
 def air_update_problems(params: Any) -> list[str]:
     """AIR's `subagent_spawned {subagentSessionId, name, task, prompt?, capabilities}` and
     `subagent_state_update {subagentSessionId, state}` as claude-agent-acp sends them
-    (dist/native-subagents.js `announceNativeSubagent`, `finishNativeSubagent`)."""
+    (dist/native-subagents.js `announceNativeSubagent`, `finishNativeSubagent`), and the
+    `asyncTasks` updates (`ASYNC_TASK_FIELDS`)."""
     update = params.get("update") if isinstance(params, dict) else None
     if not isinstance(update, dict) or not isinstance(params.get("sessionId"), str) or set(params) != {
             "sessionId", "update"}:
         return [f"AIR session/update params: {params!r}"]
+    if update["sessionUpdate"] in ASYNC_TASK_FIELDS:
+        required, optional = ASYNC_TASK_FIELDS[update["sessionUpdate"]]
+        fields = set(update) - {"sessionUpdate"}
+        good = (required <= fields <= required | optional and update.get("state", "running") in AIR_TASK_STATES
+                and all(isinstance(update[name], bool if name in ("showInTranscript", "canStop") else str)
+                        for name in fields - {"usage"}))
+        return [] if good else [f"AIR {update['sessionUpdate']}: {update!r}"]
     if not isinstance(update.get("subagentSessionId"), str):
         return [f"AIR {update.get('sessionUpdate')}: {update!r}"]
     if update["sessionUpdate"] == "subagent_spawned":
@@ -206,6 +234,8 @@ class FrameLog:
         self.outgoing: list[dict[str, Any]] = []
         self.problems: list[str] = []
         self._methods: dict[Any, str] = {}
+        self.on_frame: Callable[[], None] | None = None
+        """Called after each frame of the agent's is kept (also one the SDK's models cannot read)."""
 
     def __call__(self, event: StreamEvent) -> None:
         message = event.message
@@ -217,6 +247,8 @@ class FrameLog:
         self.incoming.append(message)
         self.problems.extend(self.validate(message))
         self.problems.extend(self.against_the_schema(message))
+        if self.on_frame is not None:
+            self.on_frame()
 
     def against_the_schema(self, message: dict[str, Any]) -> list[str]:
         """Every agent frame against the sdk's JSON schema too (v1, unstable): a request's or

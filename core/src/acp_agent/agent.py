@@ -84,6 +84,8 @@ class Agent(Initialization, AirMethods):
             handlers[M.SESSION_STEERING] = self.steer
         if caps.goal_actions:  # AIR's goal (method-not-found unless declared)
             handlers[M.SESSION_GOAL] = self.goal
+        if caps.async_tasks:  # AIR's asyncTasks (method-not-found unless declared)
+            handlers[M.SESSION_ASYNC_TASK_STOP] = self.stop_async_task
         if caps.codex_hooks:  # AIR's codexHooks (method-not-found unless declared)
             handlers.update({M.CODEX_HOOKS_LIST: self.list_hooks, M.CODEX_HOOKS_TRUST: self.trust_hooks})
         if caps.list_sessions and caps.set_title:  # AIR's session index (method-not-found unless declared)

@@ -1,5 +1,6 @@
 """JetBrains AIR's own session methods: the session index (`_session/batch_get`, rename,
-archive, the list subscription), the goal (`_session/goal`) and codex's hooks."""
+archive, the list subscription), the goal (`_session/goal`), the stop of a background task
+(`_session/async_task/stop`) and codex's hooks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from acp_agent.prompt_methods import PromptMethods
 from acp_agent.wire import acp
 from acp_agent.wire.acp import MethodNames as M
+from acp_agent.wire.convert import clip
 from acp_agent.wire.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Reply, RpcError
 
 if TYPE_CHECKING:  # a session's machinery loads with the first session, after `initialize`
@@ -127,6 +129,31 @@ class AirMethods(PromptMethods):
         command = f"/goal {objective.strip()}" if isinstance(objective, str) and action == "set" else f"/goal {action}"
         result = await self._queued_prompt(session, [acp.TextContent(command)])
         return Reply({}, result.on_written) if isinstance(result, Reply) else {}
+
+    async def stop_async_task(self, params: Any) -> Any:
+        """`_session/async_task/stop {sessionId, asyncTaskId}` → `{stopped}` (claude-agent-acp's
+        answer): the task is stopped through the backend and the running turn, if any, goes on;
+        `{stopped: false}` for a task that already ended (or whose stop is under way). A session
+        this agent does not hold, or a task the session never reported, is invalid (-32602)."""
+        if not self.outbox.features.async_tasks:
+            raise _not_offered(M.SESSION_ASYNC_TASK_STOP)
+        if not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "async task stop params must be an object")
+        ids = {}
+        for name in ("sessionId", "asyncTaskId"):
+            value = params.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise RpcError(INVALID_PARAMS, f"async task stop params require a non-empty {name}", {"field": name})
+            ids[name] = value.strip()
+        session_id, task_id = ids["sessionId"], ids["asyncTaskId"]
+        if session_id not in self.sessions:
+            raise RpcError(INVALID_PARAMS, f"Unknown session: {clip(session_id)}", {"field": "sessionId"})
+        async with self._provider_call(M.SESSION_ASYNC_TASK_STOP):
+            runtime = await self.runtime()
+            stopped = await runtime.stop_async_task(session_id, task_id)
+        if stopped is None:
+            raise RpcError(INVALID_PARAMS, f"Unknown async task: {clip(task_id)}", {"field": "asyncTaskId"})
+        return {"stopped": stopped}
 
     async def list_hooks(self, params: Any) -> Any:
         """`_codex/hooks/list {cwd}` → `{cwd, hooks, warnings, errors}` (codex-acp's)."""

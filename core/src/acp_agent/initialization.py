@@ -159,9 +159,10 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
                      index: bool = False) -> list[str]:
     """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
     order claude-agent-acp lists them; advertised to a client of the extension only (the session
-    index's to a client that declared `sessionIndex`, `index`; `customInstructions` only to one
-    that `declared` it, its only user). Not `diffPatch` on ACP v2, whose diffs carry their own git
-    patch, nor `planContentDelta` (as codex-acp)."""
+    index's to a client that declared `sessionIndex`, `index`; `customInstructions` and
+    `asyncTasks` only to one that `declared` it, its only user). Not `diffPatch` on ACP v2,
+    whose diffs carry their own git patch, nor `planContentDelta` (as codex-acp), nor
+    `asyncTasks`."""
     served: list[str] = []
     if index and caps.list_sessions and caps.set_title:
         served.extend(INDEX_CAPABILITIES)
@@ -181,6 +182,8 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
         served.append("planContentDelta")
     if caps.subagents:
         served.append("nativeSubagentSessions")
+    if caps.async_tasks and "asyncTasks" in declared and not v2:  # (claude-agent-acp's v2 drops it too)
+        served.append("asyncTasks")
     if caps.codex_hooks:
         served.append("codexHooks")
     if caps.goal_actions:

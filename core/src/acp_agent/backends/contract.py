@@ -165,6 +165,9 @@ class RuntimeCapabilities:
     """The backend keeps a goal per session: the actions of AIR's `_session/goal` it carries (of
     `set`, `pause`, `resume`, `clear`), run as the prompt `/goal <objective>` (`/goal pause`, ...)
     in the session's line; it reports the goal as `GoalSnapshot` events. Empty: no goals."""
+    async_tasks: bool = False
+    """The runtime reports its backend's background tasks (`events.AsyncTask`) and stops one with
+    `ProviderRuntime.stop_async_task`: the agent serves AIR's `asyncTasks`."""
     codex_hooks: bool = False
     """`ProviderRuntime.list_hooks` and `trust_hooks` work: the agent serves AIR's `codexHooks`
     (`_codex/hooks/list`, `_codex/hooks/trust`)."""
@@ -422,6 +425,13 @@ class ProviderRuntime(abc.ABC):
         """AIR's `_codex/hooks/trust`: record each hook (`{key, currentHash}`, as listed) as
         trusted; True when every one of them is trusted now. Only with `codex_hooks`."""
         raise NotSupported("_codex/hooks/trust")
+
+    async def stop_async_task(self, session_id: str, task_id: str) -> bool | None:
+        """AIR's `_session/async_task/stop`: stop the background task `task_id` of the session
+        (the turn goes on). True once stopped, False when it cannot be stopped (it ended, or a
+        stop of it is under way), None when the session never reported such a task. Only with
+        `RuntimeCapabilities.async_tasks`."""
+        raise NotSupported("_session/async_task/stop")
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         """Switch to `mode_id`, always one of the modes the session advertised (the core checked)."""

@@ -15,7 +15,15 @@ from acp_agent.failures.protocol import Category, FailureKind, FailureObservatio
 from acp_agent.wire.records import frozen
 
 if TYPE_CHECKING:  # the session wire types load on first use (`acp_agent.wire.acp`), not with these
-    from acp_agent.wire.acp import SessionUpdate, StopReason, ToolCall, ToolCallUpdate
+    from acp_agent.wire.acp import (
+        AsyncTaskProgress,
+        AsyncTaskSpawned,
+        AsyncTaskStateUpdate,
+        SessionUpdate,
+        StopReason,
+        ToolCall,
+        ToolCallUpdate,
+    )
 
 
 @frozen
@@ -223,8 +231,29 @@ class GoalSnapshot:
     goal: Mapping[str, Any] | None
 
 
+@frozen
+class AsyncTask:
+    """A background task's lifecycle (Claude Code's background commands), as AIR's `asyncTasks`
+    carries it: `update` is the wire update claude-agent-acp sends (`async_task_spawned`,
+    `async_task_progress`, `async_task_state_update`), sent only to a client that declared
+    `asyncTasks`; other clients get nothing (the tool call that started it shows as before)."""
+
+    update: AsyncTaskSpawned | AsyncTaskProgress | AsyncTaskStateUpdate
+
+
+@frozen
+class BackgroundedCall:
+    """The result of a tool call whose command went on in the background (`event`, today's
+    rendering): a client of `asyncTasks` gets its `tool_call_update` marked
+    `_meta.jetbrains.air.asyncTasks.backgrounded: true` (its task's lifecycle comes as `AsyncTask`
+    events), every other client the event as it is."""
+
+    tool_call_id: str
+    event: TerminalExited | ToolCallUpdate
+
+
 Presented = (SessionTitle | TerminalStarted | TerminalOutput | TerminalExited | Compaction | CompactionSummaryChunk
-             | PlanFileCall | PlanDocument | GoalSnapshot)
+             | PlanFileCall | PlanDocument | GoalSnapshot | AsyncTask | BackgroundedCall)
 """Events whose wire form depends on what the client negotiated (`acp_agent.sessions.presentation`)."""
 
 SubagentState = Literal["completed", "failed", "cancelled", "disconnected"]

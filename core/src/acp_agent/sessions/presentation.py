@@ -28,6 +28,8 @@ import attrs
 from attrs import define, field
 
 from acp_agent.backends.events import (
+    AsyncTask,
+    BackgroundedCall,
     Compaction,
     CompactionSummaryChunk,
     GoalSnapshot,
@@ -132,6 +134,12 @@ class ClientFeatures:
         return "goal" in self.air
 
     @property
+    def async_tasks(self) -> bool:
+        """AIR's `asyncTasks`: background tasks as `async_task_*` updates, stopped with
+        `_session/async_task/stop`."""
+        return "asyncTasks" in self.air
+
+    @property
     def codex_hooks(self) -> bool:
         """AIR's `codexHooks`: `_codex/hooks/list` and `_codex/hooks/trust`."""
         return "codexHooks" in self.air
@@ -222,6 +230,10 @@ class Presenter:
     def render(self, event: Presented, features: ClientFeatures, capable: bool) -> list[acp.SessionUpdate]:
         if isinstance(event, GoalSnapshot):
             return self._goal(event.goal) if features.goal else []
+        if isinstance(event, AsyncTask):
+            return [event.update] if features.async_tasks else []
+        if isinstance(event, BackgroundedCall):
+            return self._backgrounded(event, features, capable)
         if isinstance(event, SessionTitle):
             title = session_title(event.title)
             if self.titled and title == self.title:
@@ -288,6 +300,27 @@ class Presenter:
             meta = {"jetbrains": {"air": {"version": 1, PLAN_CONTENT_DELTA_META: text[len(reported):]}}}
             return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, ""), meta=meta)]
         return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, text))]
+
+    def _backgrounded(self, event: BackgroundedCall, features: ClientFeatures,
+                      capable: bool) -> list[acp.SessionUpdate]:
+        """The call's result as the client sees it; for a client of `asyncTasks` its update marked
+        backgrounded, as claude-agent-acp marks it (`tool-calls/background.js`)."""
+        inner = event.event
+        updates: list[acp.SessionUpdate] = (self.render(inner, features, capable)
+                                            if isinstance(inner, TerminalExited) else [inner])
+        if not features.async_tasks:
+            return updates
+        marked: list[acp.SessionUpdate] = []
+        for update in updates:
+            if isinstance(update, acp.ToolCallUpdate) and update.tool_call_id == event.tool_call_id:
+                meta = dict(update.meta) if isinstance(update.meta, dict) else {}
+                jetbrains = dict(meta.get("jetbrains") or {})
+                air = {**(jetbrains.get("air") or {}), "version": 1, "asyncTasks": {"backgrounded": True}}
+                meta["jetbrains"] = {**jetbrains, "air": air}
+                marked.append(attrs.evolve(update, meta=meta))
+            else:
+                marked.append(update)
+        return marked
 
     def _goal(self, goal: Mapping[str, Any] | None) -> list[acp.SessionUpdate]:
         """As codex-acp: a report that changes neither objective, status, budget nor creation

@@ -235,6 +235,7 @@ class MethodNames:
     SESSION_SET_CONFIG_OPTION: ClassVar[str] = "session/set_config_option"
     SESSION_STEERING: ClassVar[str] = "_session/steering"
     SESSION_GOAL: ClassVar[str] = "_session/goal"
+    SESSION_ASYNC_TASK_STOP: ClassVar[str] = "_session/async_task/stop"
     CODEX_HOOKS_LIST: ClassVar[str] = "_codex/hooks/list"
     CODEX_HOOKS_TRUST: ClassVar[str] = "_codex/hooks/trust"
     """The steering extension of claude-agent-acp and codex-acp: input into the running turn."""

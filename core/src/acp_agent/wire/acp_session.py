@@ -402,6 +402,46 @@ class SubagentStateUpdate:
 
 
 @frozen
+class AsyncTaskSpawned:
+    """AIR's `asyncTasks`: a background task started (claude-agent-acp's `async_task_spawned`)."""
+
+    async_task_id: str
+    name: str
+    task_type: str
+    description: str
+    show_in_transcript: bool
+    can_stop: bool
+    output_file_path: str | Unset = UNSET
+    tool_call_id: str | Unset = UNSET
+    session_update: Literal["async_task_spawned"] = "async_task_spawned"
+
+
+@frozen
+class AsyncTaskProgress:
+    """AIR's `asyncTasks`: what changed of a running task (only the fields that changed)."""
+
+    async_task_id: str
+    description: str | Unset = UNSET
+    summary: str | Unset = UNSET
+    output_file_path: str | Unset = UNSET
+    tool_call_id: str | Unset = UNSET
+    session_update: Literal["async_task_progress"] = "async_task_progress"
+
+
+@frozen
+class AsyncTaskStateUpdate:
+    """AIR's `asyncTasks`: a task's state (`running`, `paused`, or once `completed`, `failed`,
+    `stopped`), with its summary and the output path or tool call when they changed."""
+
+    async_task_id: str
+    state: Literal["running", "paused", "completed", "failed", "stopped"]
+    summary: str | Unset = UNSET
+    output_file_path: str | Unset = UNSET
+    tool_call_id: str | Unset = UNSET
+    session_update: Literal["async_task_state_update"] = "async_task_state_update"
+
+
+@frozen
 class SubagentUpdate:
     """ACP's unstable `subagent_update` (client `subagents`): announces a child session on its
     parent (the first one) and patches its labels and work state (`state`: `{"state": "running"}`,
@@ -434,6 +474,9 @@ SessionUpdate = (
     | SubagentSpawned
     | SubagentStateUpdate
     | SubagentUpdate
+    | AsyncTaskSpawned
+    | AsyncTaskProgress
+    | AsyncTaskStateUpdate
 )
 
 
@@ -744,6 +787,9 @@ __all__ = [
     "CONTENT_TYPES",
     "AgentMessageChunk",
     "AgentThoughtChunk",
+    "AsyncTaskProgress",
+    "AsyncTaskSpawned",
+    "AsyncTaskStateUpdate",
     "AudioContent",
     "AvailableCommand",
     "AvailableCommandInput",

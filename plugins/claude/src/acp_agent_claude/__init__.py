@@ -157,7 +157,8 @@ def provider_spec() -> ProviderSpec:
                                          plan_file=True,
                                          subagents=True,
                                          custom_instructions=True,
-                                         recommended_values=True),  # the default model, medium effort
+                                         recommended_values=True,  # the default model, medium effort
+                                         async_tasks=True),  # background commands (`background`)
         gateways=(GATEWAY,),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
         classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks

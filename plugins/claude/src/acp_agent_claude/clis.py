@@ -266,6 +266,9 @@ class LiveCLIs:
         version = info.get("claude_code_version")
         session.version = version if isinstance(version, str) else None
         session.cli = cli
+        session.own_turn, session.queued_behind = None, False  # (what the last CLI ran on its own is over)
+        for event in session.background.finish_all():  # the last CLI's background commands died with it
+            await self.context.router.emit(session.session_id, event)
         session.dead = session.released = False
         session.prompted = session.prompted or resume
         session.last_used = time.monotonic()
@@ -332,7 +335,8 @@ class LiveCLIs:
 
     @staticmethod
     def _idle(session: ClaudeSession) -> bool:
-        return session.live and session.turn is None and not session.lock.locked()
+        """A CLI between prompts, with no background command (which would die with it) running."""
+        return session.live and session.turn is None and not session.lock.locked() and not session.background.running()
 
     def _idle_since(self) -> Iterator[tuple[ClaudeSession, float]]:
         return ((s, s.last_used) for s in self._sessions.values() if self._idle(s))

@@ -30,6 +30,7 @@ from acp_agent.provider import (
     thought_text,
 )
 from acp_agent_claude import classify, content, subagents
+from acp_agent_claude.background import BashTasks
 from acp_agent_claude.compacting import CompactionFold
 from acp_agent_claude.subagents import LAUNCH_TOOLS, Children, Launch
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
@@ -70,6 +71,7 @@ class TurnFold:
     subagent_tools: set[str] = field(factory=set)
     children: Children = field(factory=Children)
     """The session's subagents (the runtime passes the session's own)."""
+    background: BashTasks = field(factory=BashTasks)  # the session's background tasks (the runtime's own)
     mcp: classify.McpWatch = field(factory=classify.McpWatch)
     """The client's MCP servers and which were told of (the runtime passes the session's own)."""
     usage: TurnUsage | None = None
@@ -90,7 +92,7 @@ class TurnFold:
 
     def _end(self, message: Mapping[str, Any]) -> list[Event]:
         self.outcome = self._result(message)
-        events = self._usage(message)
+        events = [*self.background.turn_result(), *self._usage(message)]
         if self.outcome == TurnEnd("refusal") and self.refusal_text:
             events.insert(0, agent_text(self.refusal_text, self.refusal_id))
         if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
@@ -178,14 +180,15 @@ class TurnFold:
         update = content.tool_result(tool_id, body, is_error, name, result)
         if self._parent is not None:
             update = subagents.mark(update, self._parent)
-        shown: Event = update
-        if name == "Bash":
-            shown = TerminalExited(tool_id, update, content.exit_code(body, is_error),
-                                   content.shell_output(body, is_error, result))
+        if name == "Bash":  # (its background task's updates on the session itself)
+            exited = TerminalExited(tool_id, update, content.exit_code(body, is_error),
+                                    content.shell_output(body, is_error, result))
+            tasks, shown = self.background.bash_result(exited, body, result, self.inputs.get(tool_id, {}), is_error)
+            return tasks + self.children.own([shown], tool_id)
         if name == content.EXIT_PLAN_TOOL:
             return self.children.own(list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result,
                                                                   is_error, main=self._parent is None)), tool_id)
-        return self.children.own([shown], tool_id)
+        return self.children.own([update], tool_id)
 
     def _progress(self, beat: Mapping[str, Any]) -> list[Event]:
         """A running tool's heartbeat (elapsed time only: stream-json carries no Bash output), as
@@ -273,12 +276,9 @@ class TurnFold:
             return self.compaction.status(data)
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
-        if subtype == "task_started":
-            started = self.children.started(data)
-            return [started] if started is not None else []
-        if subtype == "task_notification":
-            return self.children.ended(data)
-        return []
+        if subtype == "task_started" and (started := self.children.started(data)) is not None:
+            return [started, *self.background.line(data)]  # (a task's lines: also a background command's)
+        return (self.children.ended(data) if subtype == "task_notification" else []) + self.background.line(data)
 
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
         """The boundary's completed compaction, and the context's new size at once where the

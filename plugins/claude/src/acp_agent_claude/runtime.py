@@ -291,6 +291,12 @@ class ClaudeRuntime(ProviderRuntime):
         session = self.sessions.get(session_id)
         return session is not None and await self.turns.steer(session, prompt, turn)
 
+    async def stop_async_task(self, session_id: str, task_id: str) -> bool | None:
+        """AIR's `_session/async_task/stop`: a background command of the session's CLI stopped
+        (`stop_task`), or the turn the CLI runs on its own interrupted; a running prompt goes on."""
+        session = self.sessions.get(session_id)
+        return await self.turns.between.stop_task(session, task_id) if session is not None else None
+
     async def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
         if session is not None:

@@ -22,6 +22,7 @@ from acp_agent.provider import (
     TurnChannel,
 )
 from acp_agent_claude import content, settings
+from acp_agent_claude.background import BashTasks
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.prestart import bypass_allowed, environment
 from acp_agent_claude.subagents import Children
@@ -87,6 +88,11 @@ class ClaudeSession:
     asking: int = 0  # permission requests and questions open: a steer waits for them
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     children: Children = field(factory=Children)  # its subagents, across turns
+    background: BashTasks = field(factory=BashTasks)  # its background commands, across turns
+    own_turn: TurnFold | None = None
+    """The turn the CLI runs on its own (after a background task ended), read between prompts."""
+    queued_behind: bool = False  # the prompt's message waits in the CLI behind a turn of its own
+    listening: tuple[anyio.CancelScope, anyio.Event] | None = None  # the reader between prompts
     window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
     chosen_title: str | None = None  # set by the client before the CLI kept a transcript

@@ -1,6 +1,7 @@
 """A Claude turn: the user message submitted to the session's CLI, its lines folded into events
 (`TurnFold`) until the result that ends it, messages steered into it, its interrupt, the
-locally answered commands (`/mcp`, `/status`), and the title asked for after it."""
+locally answered commands (`/mcp`, `/status`), and the title asked for after it. What the CLI
+writes between prompts is `between`'s."""
 
 from __future__ import annotations
 
@@ -30,14 +31,13 @@ from acp_agent.provider import (
     bound,
 )
 from acp_agent_claude import classify, commands, content, settings, titles
+from acp_agent_claude.between import INTERRUPT_BUDGET_S, BetweenPrompts
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession
 from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
-
-INTERRUPT_BUDGET_S = 5.0
 
 
 class _NotSubmitted(Exception):
@@ -50,10 +50,11 @@ class Turns:
     def __init__(self, clis: LiveCLIs, task_group: anyio.abc.TaskGroup) -> None:
         self._clis = clis
         self._tg = task_group
+        self.between = BetweenPrompts(lambda: clis.context, task_group, self._fold)
 
     def _fold(self, session: ClaudeSession) -> TurnFold:
         return TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
-                        children=session.children, window=session.window,
+                        children=session.children, window=session.window, background=session.background,
                         mcp=classify.McpWatch(tuple(session.mcp_servers), session.mcp_reported))
 
     def _user_message(self, session: ClaudeSession, prompt: Sequence[ContentBlock], message_id: str) -> dict[str, Any]:
@@ -63,7 +64,16 @@ class Turns:
     async def run(self, session: ClaudeSession, prompt: Sequence[ContentBlock],
                   turn: TurnChannel) -> TurnEnd | FailureObservation:
         """One prompt on the session (whose lock the caller holds): its CLI made ready (replaced
-        if it died, revived if released, renewed for new credentials), then the turn."""
+        if it died, revived if released, renewed for new credentials), then the turn. The CLI
+        is read between prompts before and after (`BetweenPrompts.listen`)."""
+        await self.between.quiet(session)
+        try:
+            return await self._run(session, prompt, turn)
+        finally:
+            self.between.listen(session)
+
+    async def _run(self, session: ClaudeSession, prompt: Sequence[ContentBlock],
+                   turn: TurnChannel) -> TurnEnd | FailureObservation:
         if session.live and session.cli is not None and not session.cli.alive:
             await self._lost_while_idle(session, turn)
         if session.renew:
@@ -79,6 +89,7 @@ class Turns:
             await turn.emit(AgentMessageChunk(TextContent(answer)))
             return TurnEnd("end_turn")
         session.fold, session.turn = self._fold(session), turn
+        session.queued_behind = False
         session.steers.clear()
         session.steer_running = session.turn_over = False
         try:
@@ -140,9 +151,20 @@ class Turns:
             return fold.finish_without_result()
         return fold.outcome
 
-    @staticmethod
-    async def _handle(session: ClaudeSession, fold: TurnFold, message: dict[str, Any], turn: TurnChannel) -> None:
+    async def _handle(self, session: ClaudeSession, fold: TurnFold, message: dict[str, Any], turn: TurnChannel) -> None:
         steered = message.get("command_uuid")
+        if message.get("type") == "command_lifecycle" and steered == turn.turn_id:
+            state = message.get("state")
+            if state == "cancelled" and session.queued_behind and fold.outcome is None:
+                fold.outcome = TurnEnd("cancelled" if fold.cancel_requested else "end_turn")  # never started
+            if state == "started" and session.own_turn is not None:  # the CLI's own turn is over
+                session.own_turn = None
+                await self.between.publish(session, session.background.own_turn_ended(failed=False))
+            session.queued_behind = state == "queued"
+            return
+        if session.queued_behind or session.own_turn is not None:
+            await self.between.outside(session, message)  # the CLI's own turn, before this prompt's
+            return
         if message.get("type") == "command_lifecycle" and isinstance(steered, str) and steered in session.steers:
             # The CLI took up (or dropped) a steered message; a started one owes a result.
             if message.get("state") in ("started", "cancelled", "completed"):
