@@ -162,6 +162,10 @@ class RuntimeCapabilities:
     """The backend keeps a goal per session: the actions of AIR's `_session/goal` it carries (of
     `set`, `pause`, `resume`, `clear`), run as the prompt `/goal <objective>` (`/goal pause`, ...)
     in the session's line; it reports the goal as `GoalSnapshot` events. Empty: no goals."""
+    goal_if_declared: bool = False
+    """AIR's `goal` (and `_meta.jetbrains.air.goal`) is advertised only to a client that declared
+    it, whose `initialize` answer alone changes (Claude), not to every client of the extension
+    (Codex, as codex-acp)."""
     codex_hooks: bool = False
     """`ProviderRuntime.list_hooks` and `trust_hooks` work: the agent serves AIR's `codexHooks`
     (`_codex/hooks/list`, `_codex/hooks/trust`)."""

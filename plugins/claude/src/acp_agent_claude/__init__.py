@@ -156,7 +156,9 @@ def provider_spec() -> ProviderSpec:
                                          raw_input=True,  # no display copy of a tool's input
                                          plan_file=True,
                                          subagents=True,
-                                         custom_instructions=True),
+                                         custom_instructions=True,
+                                         # Claude Code's `/goal` (a session Stop hook): no pause
+                                         goal_actions=("set", "clear"), goal_if_declared=True),
         gateways=(GATEWAY,),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
         classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks

@@ -23,6 +23,7 @@ from acp_agent.provider import (
 )
 from acp_agent_claude import content, settings
 from acp_agent_claude.fold import TurnFold
+from acp_agent_claude.goals import Goals
 from acp_agent_claude.prestart import bypass_allowed, environment
 from acp_agent_claude.subagents import Children
 from acp_agent_claude.tasks import TaskPlan
@@ -86,6 +87,7 @@ class ClaudeSession:
     asking: int = 0  # permission requests and questions open: a steer waits for them
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     children: Children = field(factory=Children)  # its subagents, across turns
+    goals: Goals = field(factory=Goals)  # its goal (`/goal`), as published
     window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
     chosen_title: str | None = None  # set by the client before the CLI kept a transcript
