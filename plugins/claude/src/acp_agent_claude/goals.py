@@ -23,6 +23,8 @@ from acp_agent.provider import ContentBlock, Event, GoalSnapshot, TextContent
 CONTROL_METHOD = "_session/goal"
 CLEAR_WORDS = frozenset({"clear", "stop", "off", "reset", "none", "cancel"})
 """The `/goal` arguments Claude Code takes for ending the goal (case-insensitive)."""
+MAX_CONDITION = 4000
+"""The longest condition Claude Code's `/goal` sets (a longer one is refused with a message)."""
 _COMMAND = re.compile(r"/goal(?:\s+([\s\S]*))?")
 
 Goal = Mapping[str, Any] | None
@@ -30,11 +32,11 @@ Goal = Mapping[str, Any] | None
 
 def requested(prompt: Sequence[ContentBlock]) -> tuple[bool, Goal]:
     """Whether the prompt is a `/goal` command that sets or ends the goal (a bare `/goal` only
-    shows it), and the goal it asks for (None: cleared)."""
+    shows it, a too long condition is refused), and the goal it asks for (None: cleared)."""
     first = prompt[0] if prompt else None
     match = _COMMAND.fullmatch(first.text) if isinstance(first, TextContent) else None
     argument = (match.group(1) or "").strip() if match else ""
-    if not argument:
+    if not argument or len(argument) > MAX_CONDITION:
         return False, None
     if argument.lower() in CLEAR_WORDS:
         return True, None
