@@ -60,7 +60,7 @@ async def test_goal_set_runs_the_goal_turn_and_clear_ends_it(tmp_path: Path) -> 
     assert "goal" in meta["capabilities"]
     assert meta["goal"] == {"version": 1, "controlMethod": "_session/goal", "actions": ["set", "clear"]}
     assert after_set == [ACTIVE]  # before `set` answered, when the goal's turn had ended
-    assert goals(agent, sid) == [ACTIVE, None]
+    assert goals(agent, sid) == [ACTIVE, None]  # claude-agent-acp 0.101.0 on this fake: the same
     # Claude Code ran its goal: the model was told the condition and the Stop hook judged it
     [turn] = turns
     assert 'Stop hook is now active with condition: "write a haiku"' in turn.last_user_text
@@ -99,6 +99,7 @@ async def test_a_remote_clis_goal_reports_reach_the_client(tmp_path: Path) -> No
             assert await send("_session/goal", {"sessionId": sid, "action": "set",
                                                 "objective": "write a haiku"}) == {}
     seen = goals(agent, sid)
+    # claude-agent-acp 0.101.0 on this fake (CLAUDE_CODE_REMOTE=1) sends these four snapshots too
     assert seen[0] == ACTIVE  # the command's, as soon as it is submitted
     reported = seen[1:-1]
     assert [(g["objective"], g["status"], g["iterations"], g["lastReason"]) for g in reported] == [
