@@ -59,10 +59,14 @@ conversation (prompt suggestions, compaction) keep the tools but end with a user
 starts the side task (`[SUGGESTION MODE: ...`, `Your task is to create a detailed summary of ...`,
 `CRITICAL: Respond with TEXT ONLY. ...` for automatic compaction).
 Side requests get a short harmless answer (schema-shaped JSON when a JSON schema is asked for, a
-`<summary>` for compaction). Every HTTP attempt of a turn takes a step: the CLI's retries, its
-non-streaming fallback after repeated stream failures, its silent re-sends after a generic 400 and
-its automatic continuation after `max_tokens` or `refusal` each consume one. The README beside the
-Claude fixtures (`tests/claude/fixtures/README.md`) has the evidence.
+`<summary>` for compaction). A prompt hook's evaluation (Claude Code's `/goal` is a session Stop
+hook whose condition a side call judges, its system prompt `You are evaluating a stop-condition
+hook ...`) is answered with the next of `FakeAnthropicAPI.verdicts` (`{"ok": false, "reason":
+...}` keeps the goal going), `{"ok": true, "reason": ...}` (the condition holds) once they run
+out. Every HTTP attempt of a turn takes a step: the CLI's retries, its non-streaming fallback
+after repeated stream failures, its silent re-sends after a generic 400 and its automatic
+continuation after `max_tokens` or `refusal` each consume one. The README beside the Claude
+fixtures (`tests/claude/fixtures/README.md`) has the evidence.
 
 Run standalone: `python -m tests.fakes.anthropic_api --port 0 --script '[{"reply": "hi"}]'`;
 it prints `{"base_url": ..., "port": ...}` and then one JSON line per request on stderr.
@@ -106,6 +110,10 @@ SIDE_PROMPT_MARKERS: Final[tuple[str, ...]] = (
     "Your task is to create a detailed summary of",
     "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.",  # automatic compaction's summary
 )
+HOOK_EVALUATOR: Final[str] = "You are evaluating a stop-condition hook"
+"""How the system prompt of a prompt hook's evaluation starts (Claude Code 2.1.332's `/goal`)."""
+MET: Final[JsonObject] = {"ok": True, "reason": "The transcript shows the condition holds (fake)."}
+"""The verdict of a hook evaluation once `FakeAnthropicAPI.verdicts` run out."""
 SIDE_SUMMARY: Final[str] = "<analysis>Fake analysis.</analysis>\n<summary>Fake summary of the conversation.</summary>"
 STEP_KEYS: Final[frozenset[str]] = frozenset(
     {
@@ -367,6 +375,14 @@ def _schema_value(schema: Any) -> Any:
     if kind == "null":
         return None
     return SIDE_TITLE
+
+
+def is_hook_evaluation(body: JsonObject | None) -> bool:
+    """Whether a side request judges a prompt hook's condition (a `/goal` Stop hook)."""
+    system = (body or {}).get("system")
+    blocks = system if isinstance(system, list) else [{"text": system}]
+    return any(isinstance(block, dict) and str(block.get("text", "")).startswith(HOOK_EVALUATOR)
+               for block in blocks)
 
 
 def side_reply_text(body: JsonObject | None) -> str:
@@ -735,7 +751,7 @@ class _Handler(BaseHTTPRequestHandler):
             step,
             model,
             input_tokens,
-            side_reply_text(body) if side else None,
+            self._side_text(body) if side else None,
             self.server.api.new_id,
         )
         if not body.get("stream"):
@@ -772,6 +788,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(payload)
         self._chunk(b"")
         return outcome
+
+    def _side_text(self, body: JsonObject) -> str:
+        if is_hook_evaluation(body):
+            return json.dumps(self.server.api.take_verdict())
+        return side_reply_text(body)
 
     def _serve_json(self, step: Step, answer: _Answer, extra_headers: Mapping[str, str]) -> str:
         """A non-streaming answer (the CLI falls back to one after repeated stream failures).
@@ -894,6 +915,9 @@ class FakeAnthropicAPI(LoopbackFake):
         self._init_loopback(port)
         self.released = threading.Event()
         self.on_request: Callable[[RecordedRequest], None] | None = None  # called as each request ends
+        self.verdicts: list[JsonObject] = []
+        """The answers of the next prompt-hook evaluations, in order (`{"ok", "reason",
+        "impossible"?}`); `MET` once they run out."""
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -988,6 +1012,11 @@ class FakeAnthropicAPI(LoopbackFake):
                     if (step.get("for_prompt") == prompt) if wanted else "for_prompt" not in step:
                         return self._script.pop(index)
             return DEFAULT_STEP
+
+    def take_verdict(self) -> JsonObject:
+        """The next hook evaluation's verdict."""
+        with self._lock:
+            return self.verdicts.pop(0) if self.verdicts else dict(MET)
 
     def record(
         self,

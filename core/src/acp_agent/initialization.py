@@ -72,9 +72,9 @@ class Initialization(AgentBase):
             # `_meta` of the initialize response, beside `agentCapabilities`.
             meta["steering"] = {"supported": True}
         if self.capable:
-            meta.update(advertised_meta(*air_capabilities(caps, declared_air(client_meta), v2=v2,
-                                                                  index=index_declared)))
-            if caps.goal_actions:  # where both anchors describe `_session/goal`
+            declared = declared_air(client_meta)
+            meta.update(advertised_meta(*air_capabilities(caps, declared, v2=v2, index=index_declared)))
+            if goal_advertised(caps, declared):  # where both anchors describe `_session/goal`
                 meta["jetbrains"]["air"]["goal"] = {"version": 1, "controlMethod": "_session/goal",
                                                     "actions": list(caps.goal_actions)}
         elif index_declared:  # AIR without sessionFailure: the index alone
@@ -160,9 +160,9 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
     """The AIR capabilities besides `sessionFailure` this agent serves for its provider, in the
     order claude-agent-acp lists them; advertised to a client of the extension only (the session
     index's to a client that declared `sessionIndex`, `index`; `customInstructions` and
-    `asyncTasks` only to one that `declared` it, its only user). Not `diffPatch` on ACP v2,
-    whose diffs carry their own git patch, nor `planContentDelta` (as codex-acp), nor
-    `asyncTasks`."""
+    `asyncTasks` only to one that `declared` it, its only user; `goal` so where the provider asks
+    it). Not `diffPatch` on ACP v2, whose diffs carry their own git patch, nor `planContentDelta`
+    (as codex-acp), nor `asyncTasks`."""
     served: list[str] = []
     if index and caps.list_sessions and caps.set_title:
         served.extend(INDEX_CAPABILITIES)
@@ -186,6 +186,11 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
         served.append("asyncTasks")
     if caps.codex_hooks:
         served.append("codexHooks")
-    if caps.goal_actions:
+    if goal_advertised(caps, declared):
         served.append("goal")
     return served
+
+
+def goal_advertised(caps: RuntimeCapabilities, declared: frozenset[str]) -> bool:
+    """Whether `initialize` names AIR's `goal` to a client of the extension that `declared` these."""
+    return bool(caps.goal_actions) and (not caps.goal_if_declared or "goal" in declared)

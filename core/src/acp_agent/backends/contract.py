@@ -168,6 +168,10 @@ class RuntimeCapabilities:
     async_tasks: bool = False
     """The runtime reports its backend's background tasks (`events.AsyncTask`) and stops one with
     `ProviderRuntime.stop_async_task`: the agent serves AIR's `asyncTasks`."""
+    goal_if_declared: bool = False
+    """AIR's `goal` (and `_meta.jetbrains.air.goal`) is advertised only to a client that declared
+    it, whose `initialize` answer alone changes (Claude), not to every client of the extension
+    (Codex, as codex-acp)."""
     codex_hooks: bool = False
     """`ProviderRuntime.list_hooks` and `trust_hooks` work: the agent serves AIR's `codexHooks`
     (`_codex/hooks/list`, `_codex/hooks/trust`)."""

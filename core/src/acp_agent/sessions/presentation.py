@@ -324,7 +324,8 @@ class Presenter:
 
     def _goal(self, goal: Mapping[str, Any] | None) -> list[acp.SessionUpdate]:
         """As codex-acp: a report that changes neither objective, status, budget nor creation
-        (usage only, after each goal turn) is not sent again."""
+        (usage only, after each goal turn) is not sent again; Claude's `iterations` and
+        `lastReason` (each evaluation the goal failed) are changes."""
         if self.goal is not UNSET and _same_goal(self.goal, goal):
             return []
         self.goal = None if goal is None else dict(goal)
@@ -424,7 +425,8 @@ def _plan_file_call(event: PlanFileCall, features: ClientFeatures) -> list[acp.S
 def _same_goal(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> bool:
     if left is None or right is None:
         return left is right
-    return all(left.get(key) == right.get(key) for key in ("objective", "status", "tokenBudget", "createdAt"))
+    return all(left.get(key) == right.get(key)
+               for key in ("objective", "status", "tokenBudget", "createdAt", "iterations", "lastReason"))
 
 
 def _compaction_facts(event: Compaction, *, air: bool = True) -> dict[str, Any]:

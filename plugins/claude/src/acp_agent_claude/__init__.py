@@ -158,7 +158,9 @@ def provider_spec() -> ProviderSpec:
                                          subagents=True,
                                          custom_instructions=True,
                                          recommended_values=True,  # the default model, medium effort
-                                         async_tasks=True),  # background commands (`background`)
+                                         async_tasks=True,  # background commands (`background`)
+                                         # Claude Code's `/goal` (a session Stop hook): no pause
+                                         goal_actions=("set", "clear"), goal_if_declared=True),
         gateways=(GATEWAY,),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",
         classify_failure="acp_agent_claude.classify:classify_failure",  # after any plugin's failure hooks

@@ -24,6 +24,7 @@ from acp_agent.provider import (
 from acp_agent_claude import content, settings
 from acp_agent_claude.background import BashTasks
 from acp_agent_claude.fold import TurnFold
+from acp_agent_claude.goals import Goals
 from acp_agent_claude.prestart import bypass_allowed, environment
 from acp_agent_claude.subagents import Children
 from acp_agent_claude.tasks import TaskPlan
@@ -93,6 +94,7 @@ class ClaudeSession:
     """The turn the CLI runs on its own (after a background task ended), read between prompts."""
     queued_behind: bool = False  # the prompt's message waits in the CLI behind a turn of its own
     listening: tuple[anyio.CancelScope, anyio.Event] | None = None  # the reader between prompts
+    goals: Goals = field(factory=Goals)  # its goal (`/goal`), as published
     window: content.ContextWindow = field(factory=content.ContextWindow)  # as last reported
     titled: bool = False  # its title was asked for (and published) or is being asked for
     chosen_title: str | None = None  # set by the client before the CLI kept a transcript

@@ -127,6 +127,8 @@ class Turns:
                     log.info("claude CLI took no input")
                     raise _NotSubmitted from None
                 session.prompted = True
+                for event in session.goals.submitted(prompt, turn.turn_id):
+                    await turn.emit(event)
                 first = await cli.receive()
             await self._handle(session, fold, first, turn)
             if not self._turn_ended(session, fold):
@@ -172,7 +174,7 @@ class Turns:
                 session.steer_running = session.steer_running or message.get("state") == "started"
         elif message.get("type") == "result":
             session.steer_running = False
-        for event in fold.feed(message):
+        for event in [*session.goals.line(message), *fold.feed(message)]:
             await turn.emit(event)
 
     @staticmethod
@@ -205,6 +207,8 @@ class Turns:
             session.steers.discard(steer_id)
             log.info("claude CLI took no steered input")
             return False
+        for event in session.goals.submitted(prompt, steer_id):
+            await turn.emit(event)
         return True
 
     @staticmethod
