@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from acp_agent.backends.events import (
     Compaction,
@@ -254,3 +254,28 @@ def test_a_streamed_plan_is_sent_as_it_grows_as_new_text_only_for_plan_content_d
         "sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p1", "content": ""},
         "_meta": {"jetbrains": {"air": {"version": 1, "contentDelta": "\n- a"}}}}]
     assert sent(NONE) == wire([text])  # the completed plan as text for a client without `plan`
+
+
+def test_a_partial_plan_sent_whole_is_throttled_and_its_final_text_always_sent() -> None:
+    """A `plan` client (no `planContentDelta`) gets a streaming plan whole: at most every
+    `PLAN_RESEND_S` while it is partial, and its final text at once; deltas are not throttled."""
+    from acp_agent.sessions.presentation import PLAN_RESEND_S
+
+    now = [100.0]
+    texts = ["# P", "# P\n- a", "# P\n- a\n- b", "# P\n- a\n- b\n- c"]
+    stream = [(0.0, PlanDocument("p1", texts[0], streamed=True, partial=True)),
+              (0.01, PlanDocument("p1", texts[1], streamed=True, partial=True)),
+              (PLAN_RESEND_S, PlanDocument("p1", texts[2], streamed=True, partial=True)),
+              (0.01, PlanDocument("p1", texts[3], streamed=True))]
+
+    def sent(features: ClientFeatures) -> list[dict[str, Any]]:
+        presenter = Presenter(clock=lambda: now[0])
+        out: list[dict[str, Any]] = []
+        for step, document in stream:
+            now[0] += step
+            out.extend(wire(presenter.render(document, features, False)))
+        return out
+
+    assert [u["plan"]["content"] for u in sent(ClientFeatures(plan=True))] == [texts[0], texts[2], texts[3]]
+    deltas = ClientFeatures(plan=True, air_client=True, air=frozenset({"planContentDelta"}))
+    assert [u["_meta"]["jetbrains"]["air"]["contentDelta"] for u in sent(deltas)[1:]] == ["\n- a", "\n- b", "\n- c"]

@@ -212,13 +212,15 @@ class PlanDocument:
 
     `streamed`: `text` is the whole plan so far, reported again as it grows: a plan client is
     sent nothing when it did not change, and a client of AIR's `planContentDelta` only the new
-    text (`_meta.jetbrains.air.contentDelta`, an empty `content`), as codex-acp's plan stream."""
+    text (`_meta.jetbrains.air.contentDelta`, an empty `content`), as codex-acp's plan stream;
+    `partial`: more of it is to come (a client sent it whole gets a partial plan throttled)."""
 
     plan_id: str
     text: str
     review_call_id: str | None = None
     streamed: bool = False
     otherwise: SessionUpdate | None = None
+    partial: bool = False
 
 
 

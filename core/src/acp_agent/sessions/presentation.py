@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -57,6 +57,9 @@ PLAN_FILE_RELEASED_TITLE = "Exited Plan Mode"
 PLAN_CONTENT_DELTA = "planContentDelta"
 PLAN_CONTENT_DELTA_META = "contentDelta"
 """The key of a streamed plan's new text in `plan_update`'s `_meta.jetbrains.air`."""
+PLAN_RESEND_S = 0.15
+"""A client sent a streaming plan whole again gets it at most this often (codex-acp's throttle),
+and its final text always."""
 NATIVE_SUBAGENT_SESSIONS = "nativeSubagentSessions"
 TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
 """A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
@@ -226,6 +229,8 @@ class Presenter:
     """The goal snapshot last published (UNSET: none yet; None: cleared)."""
     plans: dict[str, str] = field(factory=dict)
     """`plan` clients: the text each streamed plan was last sent with."""
+    plans_sent_at: dict[str, float] = field(factory=dict)
+    clock: Callable[[], float] = time.monotonic
 
     def render(self, event: Presented, features: ClientFeatures, capable: bool) -> list[acp.SessionUpdate]:
         if isinstance(event, GoalSnapshot):
@@ -259,7 +264,7 @@ class Presenter:
             air = features.air_client or capable
             plan_id = f"{event.plan_id}:{event.review_call_id}" if air and event.review_call_id else event.plan_id
             if event.streamed:
-                return self._plan_update(plan_id, event.text, features.plan_content_delta)
+                return self._plan_update(plan_id, event.text, features.plan_content_delta, event.partial)
             return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, event.text))]
         if not features.terminals:
             return self._legacy(event)
@@ -288,16 +293,21 @@ class Presenter:
                                     meta=exit_meta))
         return updates
 
-    def _plan_update(self, plan_id: str, text: str, deltas: bool) -> list[acp.SessionUpdate]:
+    def _plan_update(self, plan_id: str, text: str, deltas: bool, partial: bool) -> list[acp.SessionUpdate]:
         """A streamed plan's next `plan_update`: none when the client has this text; only the new
         text (AIR's `contentDelta`) for a client of `planContentDelta` when it extends what the
-        client has; else the whole plan."""
+        client has; else the whole plan, a `partial` one at most every `PLAN_RESEND_S` (so a long
+        plan's bytes do not grow with the square of its length)."""
         reported = self.plans.get(plan_id)
         if reported == text:
             return []
-        self.plans[plan_id] = text
-        if deltas and reported and text.startswith(reported):
-            meta = {"jetbrains": {"air": {"version": 1, PLAN_CONTENT_DELTA_META: text[len(reported):]}}}
+        extends = bool(reported) and text.startswith(reported or "")
+        now = self.clock()
+        if partial and not (deltas and extends) and now - self.plans_sent_at.get(plan_id, -PLAN_RESEND_S) < PLAN_RESEND_S:
+            return []
+        self.plans[plan_id], self.plans_sent_at[plan_id] = text, now
+        if deltas and extends:
+            meta = {"jetbrains": {"air": {"version": 1, PLAN_CONTENT_DELTA_META: text[len(reported or ""):]}}}
             return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, ""), meta=meta)]
         return [acp.PlanUpdate(acp.MarkdownPlan(plan_id, text))]
 

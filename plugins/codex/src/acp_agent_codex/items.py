@@ -316,7 +316,7 @@ def plan_document(item_id: str, text: str, *, completed: bool) -> PlanDocument:
     (the plan item's id as plan id), another the completed plan as agent text, as codex-acp's
     `CodexPlanStream` sends it to a client of neither `plan` nor AIR."""
     otherwise = agent_text(text, item_id) if completed and text else None
-    return PlanDocument(item_id, text, streamed=True, otherwise=otherwise)
+    return PlanDocument(item_id, text, streamed=True, otherwise=otherwise, partial=not completed)
 
 
 def turn_usage(at_start: Any, params: JsonObject) -> TurnUsage | None:
