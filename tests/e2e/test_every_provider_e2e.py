@@ -323,3 +323,37 @@ async def test_the_air_session_index_spans_providers(tmp_path: Path) -> None:
         second.session_id]
     assert [p for p in agent.frames.problems if not p.startswith(
         ("response to unknown request", "unexpected agent method _session/list/changes"))] == []
+
+
+async def test_air_goal_through_the_front_reaches_each_providers_session(tmp_path: Path) -> None:
+    """`_session/goal` through the front: on a session moved to Codex (its thread known by
+    another id) and on a Claude session; each one's snapshots come under the client's id."""
+    meta = {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "goal"]}}}
+    done = {"function_call": {"name": "update_goal", "arguments": {"status": "complete"}}}
+
+    def goals(agent: AgentProcess, session_id: str) -> list[Any]:
+        return [u["_meta"]["jetbrains"]["air"]["goal"] for u in agent.frames.updates(session_id)
+                if u["sessionUpdate"] == "session_info_update" and "goal" in u.get("_meta", {}).get(
+                    "jetbrains", {}).get("air", {})]
+
+    with FakeAnthropicAPI([{"reply": "A haiku from Claude"}]) as claude, \
+            FakeResponsesAPI([done, {"reply": "A haiku from Codex"}]) as codex:
+        env = every_env(claude, codex, tmp_path)
+        async with every_agent(env, tmp_path, capable=False, meta=meta) as agent:
+            send = agent.conn._conn.send_request
+            on_claude = await new_session(agent, tmp_path)
+            on_codex = await new_session(agent, tmp_path)
+            await set_option(agent, on_codex.session_id, "provider", "codex")
+            codex_set = await send("_session/goal", {"sessionId": on_codex.session_id, "action": "set",
+                                                     "objective": "a haiku"})
+            claude_set = await send("_session/goal", {"sessionId": on_claude.session_id, "action": "set",
+                                                      "objective": "a haiku"})
+            claude_clear = await send("_session/goal", {"sessionId": on_claude.session_id, "action": "clear"})
+    assert codex_set == claude_set == claude_clear == {}
+    assert [(g["objective"], g["status"]) for g in goals(agent, on_codex.session_id)] == [
+        ("a haiku", "active"), ("a haiku", "complete")]
+    assert goals(agent, on_claude.session_id) == [
+        {"objective": "a haiku", "status": "active", "controlMethod": "_session/goal"}, None]
+    assert "A haiku from Codex" in said(agent, on_codex.session_id)
+    assert "A haiku from Claude" in said(agent, on_claude.session_id)
+    assert [p for p in agent.frames.problems if not p.startswith("response to unknown request")] == []
