@@ -12,7 +12,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -50,12 +50,21 @@ if TYPE_CHECKING:  # a session's machinery loads with the first session, after `
     from acp_agent.sessions.instructions import InstructionStore
     from acp_agent.sessions.routing import SessionRouter
     from acp_agent.sessions.session import Outbox, Session
-    from acp_agent.v2 import V2Surface
 
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class Surface(Protocol):
+    """A connection's translation to the protocol version `initialize` negotiated
+    (`acp_agent.v2.V2Surface`): its method table and how the sessions write to the client."""
+
+    def methods(self, v1: Methods) -> Methods: ...
+
+    def client(self, connection: Connection) -> ClientLink: ...
+
 RESOURCE_NOT_FOUND = -32002
 
 
@@ -110,7 +119,7 @@ class AgentBase:
         self.shared_client: ClientLink | None = None
         """Where the sessions write when this agent serves beside others on one connection (the
         front of every provider, `acp_agent.federation`); None: its own connection."""
-        self.surface: V2Surface | None = None
+        self.surface: Surface | None = None
         """The v2 translation of the connection, when `initialize` negotiated ACP v2 (`acp_agent.v2`)."""
         self._task_group: anyio.abc.TaskGroup | None = None
         self.backend = RuntimeHome(self.provider, self.settings.prestarted)

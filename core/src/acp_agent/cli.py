@@ -275,9 +275,19 @@ def _run(args: argparse.Namespace, prestarted: Prestarted, settle: Callable[[], 
     _setup_logging(args.log_file, args.log_level, redactor)
     registry = _registry()
     if args.cli is None and args.provider in (None, ALL):
-        from acp_agent.federation.serving import serve_every_provider
+        from acp_agent.federation.serving import every_provider_front
 
-        return serve_every_provider(registry, args, redactor, settle)
+        front = every_provider_front(registry, args, redactor)
+        if isinstance(front, int):
+            return front
+        if sys.stdin.isatty():
+            import json
+
+            print(EDITOR_HINT.format(entry=json.dumps(editor_entry(None, None))), file=sys.stderr)
+        import anyio
+
+        anyio.run(serve_stdio, front, args.max_line_bytes, settle, b"")
+        return 0
     loaded = registry.get(args.provider) if args.provider else None
     if loaded is None:
         return _unknown_provider(args.provider, registry)

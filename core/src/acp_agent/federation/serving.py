@@ -12,19 +12,19 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from acp_agent.backends.plugins import ProviderRegistry
     from acp_agent.failures.redaction import Redactor
+    from acp_agent.federation.front import Front
 
 log = logging.getLogger(__name__)
 
 
-def serve_every_provider(registry: ProviderRegistry, args: argparse.Namespace, redactor: Redactor,
-                         settle: Callable[[], None]) -> int:
-    """Serve stdin/stdout for every usable provider; 2 when none can serve, or on a bad option."""
+def every_provider_front(registry: ProviderRegistry, args: argparse.Namespace, redactor: Redactor) -> Front | int:
+    """The front of every usable provider, for the command line to serve; 2 when none can
+    serve, or on a bad option."""
     from acp_agent.backends.phases import DeadlineConfigError, Deadlines, PhaseClock
 
     for name in registry.secret_env_vars:
@@ -67,23 +67,11 @@ def serve_every_provider(registry: ProviderRegistry, args: argparse.Namespace, r
             provider=loaded.spec, environ=dict(os.environ), clock=PhaseClock(deadlines, loaded.spec.title),
             redact=redactor, keyring=keyring, agent_version=loaded.version, hooks=registry.hooks,
             agent_command=agent_command()))
-    if sys.stdin.isatty():
-        import json
-
-        from acp_agent.cli import EDITOR_HINT, editor_entry
-
-        print(EDITOR_HINT.format(entry=json.dumps(editor_entry(None, None))), file=sys.stderr)
-    import anyio
-
     from acp_agent import __version__
     from acp_agent.federation.directory import KnownModels, SessionDirectory
     from acp_agent.federation.front import Front
     from acp_agent.sessions.holds import state_directory
 
     state = state_directory(os.environ)
-    front = Front(agents, default=default, directory=SessionDirectory(state), models=KnownModels(state),
-                  agent_version=__version__)
-    from acp_agent.cli import serve_stdio
-
-    anyio.run(serve_stdio, front, args.max_line_bytes, settle, b"")
-    return 0
+    return Front(agents, default=default, directory=SessionDirectory(state), models=KnownModels(state),
+                 agent_version=__version__)
