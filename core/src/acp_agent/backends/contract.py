@@ -309,6 +309,13 @@ def recommends_values(channel: SessionChannel) -> bool:
     return getattr(channel, "recommended_values", False) is True
 
 
+def takes_subagents(channel: SessionChannel) -> bool:
+    """Whether the client takes subagents as child sessions (AIR's `nativeSubagentSessions` or
+    ACP's `subagents`): only then is a subagent's stored history worth reading for a replay (the
+    core drops it for any other client). Only with `RuntimeCapabilities.subagents`."""
+    return getattr(channel, "subagent_sessions", False) is True
+
+
 class TurnChannel(SessionChannel, Protocol):
     """The core's side of one turn."""
 
