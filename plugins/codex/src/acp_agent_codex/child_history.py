@@ -5,11 +5,12 @@ A `spawnAgent` collab call in a stored turn names the child threads it started
 reads like any thread's, also on an app-server that never ran it (codex 0.163). For a client
 that takes child sessions, each child replays where its spawn was, as the live path shows it
 (`acp_agent_codex.subagents`): started (`Agent <last 8 of its id>`, the spawn's prompt as its
-task), its stored transcript under its id (its prompt, as Claude's replayed subagents show theirs,
-its messages, thoughts, commands, edits and plan), its own children in their places, and its end from its last turn (`completed`,
-`cancelled` when interrupted, `failed`; `disconnected` when its end is not stored, as codex-acp
-ends a replayed child it saw no end of). A child whose thread cannot be read replays as started
-and `disconnected`, as does every child past `CHILD_LIMIT` in one load (not read at all).
+task), its stored transcript under its id (its prompt, as Claude's replayed subagents show
+theirs, its messages, thoughts, commands, edits and plan), its own children in their places,
+and its end from its last turn (`completed`, `cancelled` when interrupted, `failed`;
+`disconnected` when its end is not stored, as codex-acp ends a replayed child it saw no end
+of). A child whose thread cannot be read replays as started and `disconnected`, as does every
+child past `CHILD_LIMIT` in one load (not read at all).
 """
 
 from __future__ import annotations
@@ -54,21 +55,26 @@ def _no_failure(turn: Mapping[str, Any], user_message_id: str | None) -> History
 
 
 def _receivers(item: Mapping[str, Any]) -> list[str]:
-    return [child for child in json_list(item.get("receiverThreadIds")) if isinstance(child, str) and child.strip()]
+    receivers = json_list(item.get("receiverThreadIds"))
+    return [child for child in receivers if isinstance(child, str) and child.strip()]
 
 
 @define
 class ChildHistory:
-    """One load's replay: its parent's pages with their children, `left` children still to read."""
+    """One load's replay: its session's pages with their children, `left` children still to read
+    (each child once: a loop or a second spawn naming it replays nothing more)."""
 
     server: AppServer
     clock: PhaseClock
     redact: Callable[[str], str]
+    root: str
+    """The session's own thread (never a child of its own)."""
     left: int = CHILD_LIMIT
     replayed: set[str] = field(factory=set)
 
-    async def page(self, turns: Sequence[Any], last: bool, recogniser: items.Recogniser = items.recognise_turn,
-                   *, thread_id: str | None = None, ancestry: tuple[str, ...] = ()) -> list[Event]:
+    async def page(self, turns: Sequence[Any], last: bool,
+                   recogniser: items.Recogniser = items.recognise_turn, *, thread_id: str | None = None,
+                   ancestry: tuple[str, ...] = ()) -> list[Event]:
         """A page of the stored turns of the session (`thread_id` None) or of a child, each spawn's
         children replayed in its place."""
         children: dict[str, list[Event]] = {}
@@ -77,7 +83,7 @@ class ChildHistory:
                 if isinstance(item, Mapping) and item.get("type") == "collabAgentToolCall" and item.get(
                         "tool") == "spawnAgent":
                     for child_id in _receivers(item):
-                        if child_id not in self.replayed and child_id not in ancestry and child_id != thread_id:
+                        if child_id not in self.replayed and child_id not in (self.root, *ancestry):
                             self.replayed.add(child_id)
                             children[child_id] = await self._child(child_id, item, thread_id, ancestry)
 
@@ -101,7 +107,8 @@ class ChildHistory:
                 events.append(OfSubagent(child_id, tuple(shown), ()))
                 shown.clear()
 
-        pages = self.clock.paced(Phase.READING, threads.pages(self.server, child_id), label="thread/turns/list")
+        pages = self.clock.paced(Phase.READING, threads.pages(self.server, child_id),
+                                 label="thread/turns/list")
         try:
             async with aclosing(pages):
                 async for turns, last in pages:

@@ -258,7 +258,8 @@ class Sessions:
         of the one before (a deadline on progress: a long thread is never cut off). A client of
         child sessions gets each spawned child thread's history in its place (`child_history`)."""
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
-        children = ChildHistory(server, self.clock, self.context.redact) if takes_subagents(channel) else None
+        children = (ChildHistory(server, self.clock, self.context.redact, session_id)
+                    if takes_subagents(channel) else None)
         pages = self.clock.paced(Phase.READING, threads.pages(server, session_id), label="thread/turns/list")
         async with aclosing(pages):
             async for turns, last in pages:
