@@ -134,7 +134,8 @@ class RuntimeCapabilities:
     subagents: bool = False
     """The runtime reports its subagents (`events.SubagentStarted` and the rest), which the core
     shows as child sessions to a client that takes them (AIR's `nativeSubagentSessions`, ACP's
-    `subagents`)."""
+    `subagents`); `takes_subagents(channel)` says whether this client does (a replay need not
+    read stored subagent histories for one that does not)."""
     custom_instructions: bool = False
     """The runtime hands `custom_instructions(channel)` to the model through the backend's own
     instruction mechanism (an appended system prompt, developer instructions) whenever it starts
