@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         custom_instructions,
         fork_at,
         recommends_values,
+        takes_subagents,
     )
     from acp_agent.backends.events import (
         AsyncTask,
@@ -164,7 +165,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "BackendStatus", "CredentialSpec", "MessageNotFound", "NotSupported", "PrestartedBackends", "ProviderRuntime",
         "ProviderSpec", "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing",
         "SessionNotFound", "SessionStart", "SessionTable", "TerminalLogin", "TurnChannel", "TurnFailed",
-        "additional_directories", "custom_instructions", "fork_at", "recommends_values",
+        "additional_directories", "custom_instructions", "fork_at", "recommends_values", "takes_subagents",
     ),
     "acp_agent.backends.events": (
         "AsyncTask", "AttemptBoundary", "AuthConfirmed", "BackgroundedCall", "Compaction", "CompactionSummaryChunk",
@@ -375,6 +376,7 @@ __all__ = [
     "split_title",
     "split_unified_diff",
     "stop_in_background",
+    "takes_subagents",
     "text_blocks",
     "text_content",
     "thought_text",

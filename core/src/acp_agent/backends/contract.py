@@ -134,7 +134,8 @@ class RuntimeCapabilities:
     subagents: bool = False
     """The runtime reports its subagents (`events.SubagentStarted` and the rest), which the core
     shows as child sessions to a client that takes them (AIR's `nativeSubagentSessions`, ACP's
-    `subagents`)."""
+    `subagents`); `takes_subagents(channel)` says whether this client does (a replay need not
+    read stored subagent histories for one that does not)."""
     custom_instructions: bool = False
     """The runtime hands `custom_instructions(channel)` to the model through the backend's own
     instruction mechanism (an appended system prompt, developer instructions) whenever it starts
@@ -307,6 +308,13 @@ def recommends_values(channel: SessionChannel) -> bool:
     so an option may leave out an entry that means "the backend decides" and run the recommended
     value instead, as claude-agent-acp does for it."""
     return getattr(channel, "recommended_values", False) is True
+
+
+def takes_subagents(channel: SessionChannel) -> bool:
+    """Whether the client takes subagents as child sessions (AIR's `nativeSubagentSessions` or
+    ACP's `subagents`): only then is a subagent's stored history worth reading for a replay (the
+    core drops it for any other client). Only with `RuntimeCapabilities.subagents`."""
+    return getattr(channel, "subagent_sessions", False) is True
 
 
 class TurnChannel(SessionChannel, Protocol):

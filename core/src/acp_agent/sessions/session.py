@@ -289,6 +289,10 @@ class _OfSession:
     def recommended_values(self) -> bool:
         return self.session.outbox.features.recommended_value
 
+    @property
+    def subagent_sessions(self) -> bool:
+        return self.session.outbox.features.subagent_form is not None
+
 
 @define(eq=False)
 class Turn(_OfSession):

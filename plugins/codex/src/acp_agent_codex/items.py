@@ -495,13 +495,15 @@ Recogniser = Callable[[Mapping[str, Any], str | None], HistoryFailure | None]
 
 
 def history_events(turns: Sequence[Any], redact: Callable[[str], str],
-                   recogniser: Recogniser = recognise_turn, *, last: bool = True) -> list[Event]:
+                   recogniser: Recogniser = recognise_turn, *, last: bool = True,
+                   at_spawn: Callable[[JsonObject], Sequence[Event]] | None = None) -> list[Event]:
     """Stored turns (`itemsView: full`) as the replay of `session/load`.
 
     Each turn is offered to `recogniser` (the runtime passes the core's history hook): a failed
     turn's error is replayed as a typed record in place of text; legacy clients see the (redacted)
     error text as agent text. Only the last turn's failure stays active (`last`: these turns end
-    the thread; a page that others follow has none active).
+    the thread; a page that others follow has none active). `at_spawn`: what a `spawnAgent`
+    collab call replays as, in its place (its children: `acp_agent_codex.child_history`).
     """
     events: list[Event] = []
     for index, turn in enumerate(turns):
@@ -526,6 +528,8 @@ def history_events(turns: Sequence[Any], redact: Callable[[str], str],
                                          "completed"))
             elif kind == "commandExecution":
                 events.extend(replayed_command(item))
+            elif kind == "collabAgentToolCall" and item.get("tool") == "spawnAgent" and at_spawn is not None:
+                events.extend(at_spawn(item))
             else:
                 call = tool_call(item, final=True)
                 if call is not None:

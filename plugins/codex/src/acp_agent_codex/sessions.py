@@ -35,9 +35,11 @@ from acp_agent.provider import (
     custom_instructions,
     fork_at,
     gateway_route,
+    takes_subagents,
 )
 from acp_agent_codex import codex_home, commands, items, settings, threads, titles
 from acp_agent_codex.appserver import AppServer
+from acp_agent_codex.child_history import ChildHistory
 from acp_agent_codex.classify import rpc_error_observation, transport_lost
 from acp_agent_codex.gateway import SLOT, route_config
 from acp_agent_codex.modes import DEFAULT_MODE, MODES, mode_of, policy_params, user_config_sets_policy
@@ -253,12 +255,17 @@ class Sessions:
 
     async def _replay(self, server: AppServer, session_id: str, channel: SessionChannel) -> None:
         """Send the stored turns on page by page, as they come: each page within the read budget
-        of the one before (a deadline on progress: a long thread is never cut off)."""
+        of the one before (a deadline on progress: a long thread is never cut off). A client of
+        child sessions gets each spawned child thread's history in its place (`child_history`)."""
         recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
+        children = (ChildHistory(server, self.clock, self.context.redact, session_id)
+                    if takes_subagents(channel) else None)
         pages = self.clock.paced(Phase.READING, threads.pages(server, session_id), label="thread/turns/list")
         async with aclosing(pages):
             async for turns, last in pages:
-                for event in items.history_events(turns, self.context.redact, recogniser, last=last):
+                replayed = (await children.page(turns, last, recogniser) if children is not None
+                            else items.history_events(turns, self.context.redact, recogniser, last=last))
+                for event in replayed:
                     await channel.emit(event)
 
     async def fork(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
