@@ -125,3 +125,23 @@ async def test_a_child_whose_thread_cannot_be_read_replays_as_spawned_and_discon
     assert ended == {"sessionUpdate": "subagent_state_update", "subagentSessionId": child, "state": "disconnected"}
     assert not [u for _, sid, u in updates if sid == child]
     assert _said([u for _, sid, u in updates if sid == parent]) == "parent done"
+
+
+async def test_a_session_loaded_again_in_the_same_process_replays_its_ended_child(tmp_path: Path) -> None:
+    """A load of a session this agent process still has open (its child ended live) replays the
+    child again: the replay is the client's whole view of the session."""
+    work = workspace(tmp_path)
+    with FakeResponsesAPI(SCRIPT, subagents=CHILD) as api:
+        home = write_codex_home(api, tmp_path)
+        async with codex_agent(home, tmp_path, capable=False, meta=AIR) as agent:
+            session = await agent.conn.new_session(cwd=work)
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate"))
+            live = len(agent.frames.incoming)
+            await agent.conn.load_session(cwd=work, session_id=session.session_id)
+        child = _child_thread(api)
+    replayed = [frame["params"]["update"] for frame in agent.frames.incoming[live:]
+                if frame.get("method") == "session/update"]
+    kinds = [u["sessionUpdate"] for u in replayed]
+    assert kinds.count("subagent_spawned") == 1 and kinds.count("subagent_state_update") == 1
+    assert [u["subagentSessionId"] for u in replayed if u["sessionUpdate"] == "subagent_spawned"] == [child]
+    assert agent.frames.problems == []

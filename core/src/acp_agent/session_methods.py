@@ -171,6 +171,8 @@ class SessionMethods(AgentBase):
         directories = requested_directories(self.provider, request.additional_directories)
         self._hold(request.session_id)  # (an open session is already held here)
         session = existing or self._new_session_state(request.session_id, request.cwd)
+        if replay:
+            session.subagents.replaying()
         if credentials:
             session.credentials = credentials
         # ACP: the request's list is the session's complete list of additional roots from now on.

@@ -83,6 +83,14 @@ class SubagentTable:
     def child_ids(self) -> list[str]:
         return list(self.children)
 
+    def replaying(self) -> None:
+        """The session's history is replayed again (a `session/load` of a session open here):
+        the client is shown its ended children anew; a running child keeps its session."""
+        ended = {child_id for child_id, child in self.children.items() if child.ended}
+        for child_id in ended:
+            del self.children[child_id]
+        self.owners = {call_id: owner for call_id, owner in self.owners.items() if owner not in ended}
+
     def presenter(self, child_id: str) -> Presenter:
         return self.children[child_id].presenter
 
