@@ -409,7 +409,7 @@ async def test_modes_and_model_reach_the_next_turn(tmp_path: Path) -> None:
             with pytest.raises(acp.RequestError) as unknown:
                 await agent.conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
         requests = api.turn_requests
-    assert changed.config_options[0].current_value == other
+    assert next(o for o in changed.config_options if o.id == "model").current_value == other
     assert unknown.value.code == -32602
     sandboxes = [turn_metadata(request).get("sandbox_mode") for request in requests]
     assert sandboxes == ["workspace-write", "read-only", "danger-full-access"]
