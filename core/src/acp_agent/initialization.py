@@ -179,6 +179,8 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
         served.append("planFile")
     if caps.subagents:
         served.append("nativeSubagentSessions")
+    if caps.background_subagents and "backgroundSubagents" in declared and not v2:
+        served.append("backgroundSubagents")
     if caps.codex_hooks:
         served.append("codexHooks")
     if caps.goal_actions:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         TurnChannel,
         TurnFailed,
         additional_directories,
+        background_subagents,
         custom_instructions,
         fork_at,
     )
@@ -158,7 +159,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "BackendStatus", "CredentialSpec", "MessageNotFound", "NotSupported", "PrestartedBackends", "ProviderRuntime",
         "ProviderSpec", "RuntimeCapabilities", "RuntimeContext", "SessionChannel", "SessionListing",
         "SessionNotFound", "SessionStart", "SessionTable", "TerminalLogin", "TurnChannel", "TurnFailed",
-        "additional_directories", "custom_instructions", "fork_at",
+        "additional_directories", "background_subagents", "custom_instructions", "fork_at",
     ),
     "acp_agent.backends.events": (
         "AttemptBoundary", "AuthConfirmed", "Compaction", "CompactionSummaryChunk", "Event",
@@ -328,6 +329,7 @@ __all__ = [
     "additional_directories",
     "adopt_child",
     "agent_text",
+    "background_subagents",
     "bound",
     "count_setting",
     "custom_instructions",

@@ -135,6 +135,10 @@ class RuntimeCapabilities:
     """The runtime reports its subagents (`events.SubagentStarted` and the rest), which the core
     shows as child sessions to a client that takes them (AIR's `nativeSubagentSessions`, ACP's
     `subagents`)."""
+    background_subagents: bool = False
+    """A turn's subagents may run in the background past the turn's end (Claude's Agent tool
+    with `run_in_background`): the runtime holds a turn's answer until they end, unless the
+    client takes them after it (`background_subagents(channel)`): AIR's `backgroundSubagents`."""
     custom_instructions: bool = False
     """The runtime hands `custom_instructions(channel)` to the model through the backend's own
     instruction mechanism (an appended system prompt, developer instructions) whenever it starts
@@ -289,6 +293,14 @@ def custom_instructions(channel: SessionChannel) -> str | None:
     with `RuntimeCapabilities.custom_instructions`."""
     value = getattr(channel, "custom_instructions", None)
     return value if isinstance(value, str) and value else None
+
+
+def background_subagents(channel: SessionChannel) -> bool:
+    """Whether the client takes a turn's background subagents after the turn's answer (AIR's
+    `backgroundSubagents`, with `RuntimeCapabilities.background_subagents`): the turn answers at
+    its own end and their updates follow on the session. False: the runtime holds the answer
+    until they end, so nothing of the turn comes after it."""
+    return getattr(channel, "background_subagents", False) is True
 
 
 class TurnChannel(SessionChannel, Protocol):

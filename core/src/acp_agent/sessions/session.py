@@ -285,6 +285,10 @@ class _OfSession:
     def custom_instructions(self) -> str | None:
         return self.session.custom_instructions
 
+    @property
+    def background_subagents(self) -> bool:
+        return self.session.outbox.features.background_subagents
+
 
 @define(eq=False)
 class Turn(_OfSession):

@@ -156,6 +156,7 @@ def provider_spec() -> ProviderSpec:
                                          raw_input=True,  # no display copy of a tool's input
                                          plan_file=True,
                                          subagents=True,
+                                         background_subagents=True,  # Agent's run_in_background
                                          custom_instructions=True),
         gateways=(GATEWAY,),
         description="Claude Code: its CLI (shipped with claude-agent-sdk) over stream-json",

@@ -332,7 +332,8 @@ class LiveCLIs:
 
     @staticmethod
     def _idle(session: ClaudeSession) -> bool:
-        return session.live and session.turn is None and not session.lock.locked()
+        return (session.live and session.turn is None and not session.lock.locked()
+                and not session.children.background)  # a background subagent runs in its CLI
 
     def _idle_since(self) -> Iterator[tuple[ClaudeSession, float]]:
         return ((s, s.last_used) for s in self._sessions.values() if self._idle(s))

@@ -74,6 +74,14 @@ class TurnFold:
     """The client's MCP servers and which were told of (the runtime passes the session's own)."""
     usage: TurnUsage | None = None
     """The turn's tokens so far: its results' `usage` summed (steered messages end in results too)."""
+    prompts: set[str] = field(factory=set)
+    """The uuids of the turn's user messages (its prompt, its steers): `subagents.autonomous`."""
+    spawned: set[str] = field(factory=set)
+    """The subagents this turn started in the background."""
+    results: int = 0
+    """The results read: the turn's own and those of the CLI's own cycles."""
+    drained: bool = False
+    """The CLI said it is idle (`session_state_changed`): nothing runs, in the background neither."""
     _parent: str | None = None
 
     @property
@@ -89,6 +97,9 @@ class TurnFold:
         return fold(self, message) if fold is not None else []
 
     def _end(self, message: Mapping[str, Any]) -> list[Event]:
+        self.results += 1
+        if subagents.autonomous(message, self.prompts):
+            return self._usage(message, turn=False)  # a cycle the CLI ran itself: not the turn's end
         self.outcome = self._result(message)
         events = self._usage(message)
         if self.outcome == TurnEnd("refusal") and self.refusal_text:
@@ -273,8 +284,13 @@ class TurnFold:
             return self.compaction.status(data)
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
+        if subtype == "session_state_changed":
+            self.drained = data.get("state") == "idle"
+            return []
         if subtype == "task_started":
             started = self.children.started(data)
+            if started is not None and data.get("is_backgrounded") is True:
+                self.spawned.add(started.subagent_id)
             return [started] if started is not None else []
         if subtype == "task_notification":
             return self.children.ended(data)
@@ -293,10 +309,13 @@ class TurnFold:
                 events.append(UsageUpdate(used=kept, size=self.window.size))
         return events
 
-    def _usage(self, result: Mapping[str, Any]) -> list[Event]:
+    def _usage(self, result: Mapping[str, Any], *, turn: bool = True) -> list[Event]:
+        """The context's size, and (`turn`: a result of the turn's own) the turn's tokens."""
         update = content.usage_update(result.get("usage"), result.get("modelUsage"), self.window,
                                       used=self.compacted_used, cost_usd=result.get("total_cost_usd"))
         events: list[Event] = [update] if update is not None else []
+        if not turn:
+            return events
         usage = content.add_turn_usage(self.usage, result.get("usage"))
         if usage is not None and usage != self.usage:
             self.usage = usage

@@ -80,6 +80,7 @@ class ClaudeRuntime(ProviderRuntime):
         return await self._opened(session, channel)
 
     async def _opened(self, session: ClaudeSession, channel: SessionChannel) -> SessionStart:
+        session.channel = channel  # what its background subagents do between turns goes here
         await session.announce(channel)
         return SessionStart(session.session_id, session.mode_state(self.context.environ), session.config_options())
 

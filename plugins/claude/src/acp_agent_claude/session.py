@@ -20,6 +20,7 @@ from acp_agent.provider import (
     SessionMode,
     SessionModeState,
     TurnChannel,
+    TurnEnd,
 )
 from acp_agent_claude import content, settings
 from acp_agent_claude.fold import TurnFold
@@ -29,6 +30,17 @@ from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI
 
 PROVIDER = "claude"
+
+
+@define
+class Hold:
+    """A turn held for the subagents it started in the background: its own outcome, the results
+    read when it began (a later one is of a cycle the CLI ran on their notifications), and the
+    scope of the read a cancel ends."""
+
+    outcome: TurnEnd
+    results: int
+    scope: anyio.CancelScope | None = None
 MODES: tuple[tuple[str, str, str], ...] = (
     ("default", "Default", "Ask before running commands and editing files"),
     ("acceptEdits", "Accept edits", "Edit files without asking; still ask before commands"),
@@ -92,6 +104,10 @@ class ClaudeSession:
     renamed: bool = False  # the client set the title: no generated one is published
     untitled: bool = False  # a new session yet to show a title: its first turn's prompt is one
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
+    channel: SessionChannel | None = None  # the core's side of it, kept from its opening
+    hold: Hold | None = None  # its turn's result is in, the answer waits for its background subagents
+    follower: anyio.CancelScope | None = None  # reads its CLI between turns (`Turns.follow`)
+    followed: anyio.Event | None = None  # set once the follower is gone
 
 
     def overrides(self) -> dict[str, str]:

@@ -1,6 +1,12 @@
 """A Claude turn: the user message submitted to the session's CLI, its lines folded into events
 (`TurnFold`) until the result that ends it, messages steered into it, its interrupt, the
-locally answered commands (`/mcp`, `/status`), and the title asked for after it."""
+locally answered commands (`/mcp`, `/status`), and the title asked for after it.
+
+A turn that started subagents in the background is held past its result (`Hold`) until they end
+and the CLI's own cycle on their notifications is over (or the CLI says it is idle), so nothing
+of it comes after the answer; a client that takes them after the answer (AIR's
+`backgroundSubagents`) is answered at the result. What the CLI writes between turns while
+background work runs is read by the session's follower (`follow`) and goes to the session."""
 
 from __future__ import annotations
 
@@ -27,12 +33,13 @@ from acp_agent.provider import (
     TextContent,
     TurnChannel,
     TurnEnd,
+    background_subagents,
     bound,
 )
-from acp_agent_claude import classify, commands, content, settings, titles
+from acp_agent_claude import classify, commands, content, settings, subagents, titles
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.fold import TurnFold
-from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession
+from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession, Hold
 from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
@@ -52,9 +59,15 @@ class Turns:
         self._tg = task_group
 
     def _fold(self, session: ClaudeSession) -> TurnFold:
-        return TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
+        fold = TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
                         children=session.children, window=session.window,
                         mcp=classify.McpWatch(tuple(session.mcp_servers), session.mcp_reported))
+        previous = session.fold
+        if previous is not None and session.children.background:
+            # the calls of a subagent still running in the background end in this turn
+            fold.tools, fold.inputs, fold.answered_tools = previous.tools, previous.inputs, previous.answered_tools
+            fold.subagent_tools, fold.subagent_texts = previous.subagent_tools, previous.subagent_texts
+        return fold
 
     def _user_message(self, session: ClaudeSession, prompt: Sequence[ContentBlock], message_id: str) -> dict[str, Any]:
         return {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},
@@ -64,6 +77,7 @@ class Turns:
                   turn: TurnChannel) -> TurnEnd | FailureObservation:
         """One prompt on the session (whose lock the caller holds): its CLI made ready (replaced
         if it died, revived if released, renewed for new credentials), then the turn."""
+        await self._stop_following(session)
         if session.live and session.cli is not None and not session.cli.alive:
             await self._lost_while_idle(session, turn)
         if session.renew:
@@ -98,11 +112,13 @@ class Turns:
         finally:
             session.turn = None
             session.turn_over = True
+            session.hold = None
             if session.steers:
                 # A steered message the CLI never started (the turn was cancelled or cut
                 # off): it could still run and answer into the next prompt. Replaced first.
                 session.dead = True
             session.last_used = time.monotonic()
+            self._follow_after(session)
 
     async def _submit(self, session: ClaudeSession, prompt: Sequence[ContentBlock],
                       turn: TurnChannel) -> TurnEnd | FailureObservation:
@@ -110,6 +126,7 @@ class Turns:
         assert fold is not None and cli is not None
         try:
             async with clock.phase(Phase.SUBMITTING, label="claude"):
+                fold.prompts.add(turn.turn_id)
                 try:
                     await cli.write(self._user_message(session, prompt, turn.turn_id))
                 except ChildGone:
@@ -117,11 +134,17 @@ class Turns:
                     raise _NotSubmitted from None
                 session.prompted = True
                 first = await cli.receive()
+                while _idle_line(first):  # the end of what ran before: no answer to this prompt yet
+                    await self._handle(session, fold, first, turn)
+                    first = await cli.receive()
             await self._handle(session, fold, first, turn)
-            if not self._turn_ended(session, fold):
+            if not self._turn_ended(session, fold, turn):
                 async with clock.phase(Phase.RUNNING, label="claude"):
-                    while not self._turn_ended(session, fold):
-                        await self._handle(session, fold, await cli.receive(), turn)
+                    while not self._turn_ended(session, fold, turn):
+                        message = await self._next(session, cli)
+                        if message is None:
+                            break  # cancelled while held for its background subagents
+                        await self._handle(session, fold, message, turn)
         except anyio.EndOfStream:
             pass
         except PhaseDeadlineExceeded as exc:
@@ -148,22 +171,99 @@ class Turns:
             if message.get("state") in ("started", "cancelled", "completed"):
                 session.steers.discard(steered)
                 session.steer_running = session.steer_running or message.get("state") == "started"
-        elif message.get("type") == "result":
+        elif message.get("type") == "result" and not subagents.autonomous(message, fold.prompts):
             session.steer_running = False
         for event in fold.feed(message):
             await turn.emit(event)
 
     @staticmethod
-    def _turn_ended(session: ClaudeSession, fold: TurnFold) -> bool:
+    def _turn_ended(session: ClaudeSession, fold: TurnFold, turn: TurnChannel) -> bool:
         """Whether the turn is over: its result is in and no steered message is queued or running
-        (the aborted cycle's result comes before the steer's own). A cancel ends it at once."""
+        (the aborted cycle's result comes before the steer's own). A cancel ends it at once. A
+        turn that started subagents in the background is held past its result (`_held`)."""
+        hold = session.hold
+        if hold is not None:
+            return Turns._held(session, fold, hold)
         if not fold.finished:
             return False
         if (session.steers or session.steer_running) and not fold.cancel_requested:
             fold.outcome = None  # the aborted cycle's result: the turn goes on with the steer
             return False
-        session.turn_over = True
+        session.turn_over = True  # (a held turn takes no steer either)
+        outcome = fold.outcome
+        if (fold.spawned and isinstance(outcome, TurnEnd) and outcome.stop_reason != "cancelled"
+                and not fold.cancel_requested and not background_subagents(turn)):
+            session.hold, fold.drained = Hold(outcome, fold.results), False
+            return False
         return True
+
+    @staticmethod
+    def _held(session: ClaudeSession, fold: TurnFold, hold: Hold) -> bool:
+        """A held turn ends, with its own outcome, once the CLI is idle, or at the result of a
+        cycle the CLI ran itself when none of the turn's background subagents runs any more;
+        cancelled by a cancel (its subagents go on)."""
+        if fold.cancel_requested:
+            fold.outcome = TurnEnd("cancelled")
+            return True
+        running = fold.spawned & session.children.background
+        if fold.drained or (fold.results > hold.results and not running):
+            fold.outcome = hold.outcome
+            return True
+        return False
+
+    @staticmethod
+    async def _next(session: ClaudeSession, cli: ClaudeCLI) -> dict[str, Any] | None:
+        """The CLI's next line; None when a cancel ended the hold while it waited for one (the
+        read is cancelled before it takes a line, so the line goes to whoever reads next)."""
+        hold = session.hold
+        if hold is None:
+            return await cli.receive()
+        with anyio.CancelScope() as hold.scope:
+            if session.cancelling():
+                hold.scope.cancel()
+            return await cli.receive()
+        return None
+
+    # -- between turns: background work -----------------------------------------------------------
+
+    def _follow_after(self, session: ClaudeSession) -> None:
+        """After a turn: while subagents it (or an earlier one) started still run in the
+        background, the session's follower reads its CLI."""
+        fold = session.fold
+        if (fold is None or session.channel is None or not session.live or session.follower is not None
+                or not (session.children.background or (fold.spawned and not fold.drained))):
+            return
+        session.follower, session.followed = anyio.CancelScope(), anyio.Event()
+        fold.drained = False
+        self._tg.start_soon(self._follow, session, fold)
+
+    @staticmethod
+    async def _follow(session: ClaudeSession, fold: TurnFold) -> None:
+        """Fold what the CLI writes between turns into the session's events (a background
+        subagent's work, its end, the cycle the CLI runs on its notification), until the CLI is
+        idle, the next prompt takes over (`_stop_following`) or the CLI is gone. A line taken is
+        handled whole (shielded): the next reader goes on after it."""
+        cli, channel, scope, done = session.cli, session.channel, session.follower, session.followed
+        assert cli is not None and channel is not None and scope is not None and done is not None
+        try:
+            with scope:
+                while not fold.drained:
+                    message = await cli.receive()
+                    with anyio.CancelScope(shield=True):
+                        for event in fold.feed(message):
+                            await channel.emit(event)
+        except anyio.EndOfStream:
+            pass
+        finally:
+            session.follower = None
+            done.set()
+
+    @staticmethod
+    async def _stop_following(session: ClaudeSession) -> None:
+        """The next prompt reads the CLI from here: the follower stops after the line it handles."""
+        if session.follower is not None and session.followed is not None:
+            session.follower.cancel()
+            await session.followed.wait()
 
     async def steer(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
         """A user message into the running turn: priority `now` (the CLI aborts the current cycle
@@ -176,6 +276,7 @@ class Turns:
         steer_id = str(uuid.uuid4())
         message = {**self._user_message(session, prompt, steer_id), "priority": "later" if session.asking else "now"}
         session.steers.add(steer_id)  # before the write: the turn must not end without it
+        session.fold.prompts.add(steer_id)
         try:
             async with self._clis.context.clock.phase(Phase.SUBMITTING, label="claude steer"):
                 await session.cli.write(message)
@@ -190,6 +291,9 @@ class Turns:
         if session.fold is None or session.turn is None:
             return
         session.fold.cancel_requested = True
+        if session.hold is not None and session.hold.scope is not None:
+            session.hold.scope.cancel()  # held for background subagents: answered now, they go on
+            return
         if session.cli is not None and not session.dead:
             try:
                 await session.cli.request("interrupt", timeout_s=INTERRUPT_BUDGET_S)
@@ -265,3 +369,9 @@ class Turns:
             session.titled = await titles.publish(cli, text, emit)
 
         self._tg.start_soon(ask, session.cli)
+
+
+def _idle_line(message: dict[str, Any]) -> bool:
+    """The CLI's `session_state_changed` to `idle`."""
+    return (message.get("type") == "system" and message.get("subtype") == "session_state_changed"
+            and message.get("state") == "idle")
