@@ -166,3 +166,69 @@ async def test_a_background_subagents_client_is_answered_at_the_result(tmp_path:
     assert _said(updates, parent, before=first_answer) == "main answer"
     _, second_answer = _answers(agent)
     assert _said(updates, parent, after=ended_at, before=second_answer) == "after notificationecho: Again"
+
+
+ASKING: list[dict[str, Any]] = [
+    SCRIPT[0],
+    {"for_prompt": "find files", "hang_after_events": 3,
+     "tool_use": {"name": "Bash", "input": {"command": "echo sub-marker > marker.txt"}}},
+    {"reply": "main answer"},
+    {"reply": "subagent report"},  # the subagent's answer once its command ran
+    {"reply": "after notification"},
+]
+
+
+async def test_a_background_subagent_asks_on_its_child_session_after_the_answer(tmp_path: Path) -> None:
+    """`backgroundSubagents`: the subagent's permission request comes after the prompt's answer, on
+    the child session; allowed, its command runs and its call completes there."""
+    with FakeAnthropicAPI(ASKING) as api:
+        async with claude_agent(api, tmp_path, capable=False, meta=_air(BACKGROUND)) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            parent = session.session_id
+            with anyio.fail_after(30):
+                await agent.conn.prompt(session_id=parent, prompt=text("Delegate"))
+            [first_answer] = _answers(agent)
+            api.release()
+            await _until(agent, lambda: _said(_updates(agent), parent, after=first_answer) == "after notification")
+    assert agent.frames.problems == []
+    assert (tmp_path / "marker.txt").read_text().strip() == "sub-marker"
+    updates = _updates(agent)
+    [child] = [u["subagentSessionId"] for _, _, u in updates if u["sessionUpdate"] == "subagent_spawned"]
+    [(asked_at, asked)] = [(i, frame["params"]) for i, frame in enumerate(agent.frames.incoming)
+                           if frame.get("method") == "session/request_permission"]
+    assert asked_at > first_answer and asked["sessionId"] == child
+    call_id = asked["toolCall"]["toolCallId"]
+    assert [u.get("status") for _, sid, u in updates if sid == child and u.get("toolCallId") == call_id][-1] == \
+        "completed"
+    assert _said(updates, child) == "subagent report"
+
+
+async def test_a_cancel_answers_a_held_turn_and_the_next_prompt_gets_its_own_answer(tmp_path: Path) -> None:
+    """A plain client's turn held for its background subagent: `session/cancel` answers it
+    `cancelled` at once; the subagent goes on after the answer, and the next prompt (sent once the
+    CLI's own cycle on its notification is over) is answered with its own answer."""
+    with FakeAnthropicAPI(SCRIPT) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            parent = session.session_id
+            results: list[Any] = []
+
+            async def first() -> None:
+                results.append(await agent.conn.prompt(session_id=parent, prompt=text("Delegate")))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(first)
+                await wait_for_requests(api, 2, finished=True)
+                # the main loop's result is in (its context usage): the turn is held
+                await _until(agent, lambda: any(u["sessionUpdate"] == "usage_update" for _, _, u in _updates(agent)))
+                await agent.conn.cancel(session_id=parent)
+            assert [r.stop_reason for r in results] == ["cancelled"]
+            [first_answer] = _answers(agent)
+            api.release()
+            await _until(agent, lambda: _said(_updates(agent), parent, after=first_answer) == "after notification")
+            second = await agent.conn.prompt(session_id=parent, prompt=text("Again"))
+    assert second.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    updates = _updates(agent)
+    _, second_answer = _answers(agent)
+    assert _said(updates, parent, after=first_answer, before=second_answer) == "after notificationecho: Again"
