@@ -74,14 +74,7 @@ class TurnFold:
     """The client's MCP servers and which were told of (the runtime passes the session's own)."""
     usage: TurnUsage | None = None
     """The turn's tokens so far: its results' `usage` summed (steered messages end in results too)."""
-    prompts: set[str] = field(factory=set)
-    """The uuids of the turn's user messages (its prompt, its steers): `subagents.autonomous`."""
-    spawned: set[str] = field(factory=set)
-    """The subagents this turn started in the background."""
-    results: int = 0
-    """The results read: the turn's own and those of the CLI's own cycles."""
-    drained: bool = False
-    """The CLI said it is idle (`session_state_changed`): nothing runs, in the background neither."""
+    prompts: set[str] = field(factory=set)  # its user messages' uuids (`subagents.autonomous`)
     _parent: str | None = None
 
     @property
@@ -97,9 +90,8 @@ class TurnFold:
         return fold(self, message) if fold is not None else []
 
     def _end(self, message: Mapping[str, Any]) -> list[Event]:
-        self.results += 1
-        if subagents.autonomous(message, self.prompts):
-            return self._usage(message, turn=False)  # a cycle the CLI ran itself: not the turn's end
+        if subagents.autonomous(message, self.prompts):  # a cycle the CLI ran itself: not the turn's end
+            return self._usage(message, turn=False)
         self.outcome = self._result(message)
         events = self._usage(message)
         if self.outcome == TurnEnd("refusal") and self.refusal_text:
@@ -284,16 +276,8 @@ class TurnFold:
             return self.compaction.status(data)
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
-        if subtype == "session_state_changed":
-            self.drained = data.get("state") == "idle"
-            return []
-        if subtype == "task_started":
-            started = self.children.started(data)
-            if started is not None and data.get("is_backgrounded") is True:
-                self.spawned.add(started.subagent_id)
-            return [started] if started is not None else []
-        if subtype == "task_notification":
-            return self.children.ended(data)
+        if subtype in ("task_started", "task_notification", "session_state_changed"):
+            return self.children.system(data)
         return []
 
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
@@ -310,13 +294,10 @@ class TurnFold:
         return events
 
     def _usage(self, result: Mapping[str, Any], *, turn: bool = True) -> list[Event]:
-        """The context's size, and (`turn`: a result of the turn's own) the turn's tokens."""
         update = content.usage_update(result.get("usage"), result.get("modelUsage"), self.window,
                                       used=self.compacted_used, cost_usd=result.get("total_cost_usd"))
         events: list[Event] = [update] if update is not None else []
-        if not turn:
-            return events
-        usage = content.add_turn_usage(self.usage, result.get("usage"))
+        usage = content.add_turn_usage(self.usage, result.get("usage")) if turn else None  # not a cycle's
         if usage is not None and usage != self.usage:
             self.usage = usage
             events.append(usage)

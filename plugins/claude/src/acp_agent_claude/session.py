@@ -35,11 +35,11 @@ PROVIDER = "claude"
 @define
 class Hold:
     """A turn held for the subagents it started in the background: its own outcome, the results
-    read when it began (a later one is of a cycle the CLI ran on their notifications), and the
-    scope of the read a cancel ends."""
+    read since (of cycles the CLI ran on their notifications), and the scope of the read a cancel
+    ends."""
 
     outcome: TurnEnd
-    results: int
+    results: int = 0
     scope: anyio.CancelScope | None = None
 MODES: tuple[tuple[str, str, str], ...] = (
     ("default", "Default", "Ask before running commands and editing files"),

@@ -91,6 +91,10 @@ class Children:
     """The last text each subagent's messages said."""
     background: set[str] = field(factory=set)
     """The subagents running in the background (started so, not ended yet)."""
+    spawned: set[str] = field(factory=set)
+    """The subagents the running (or last) turn started in the background."""
+    idle: bool = False
+    """The CLI said it is idle (`session_state_changed`): nothing runs, in the background neither."""
 
     def child_of(self, launch_id: str | None) -> str | None:
         return self.by_launch.get(launch_id) if launch_id is not None else None
@@ -107,12 +111,25 @@ class Children:
             self.by_launch[launch_id] = task_id
         if data.get("is_backgrounded") is True:
             self.background.add(task_id)
+            self.spawned.add(task_id)
         description = _text(asked.get("description")) or _text(data.get("description"))
         role = _text(asked.get("subagent_type")) or role
         prompt = _prompt(data.get("prompt")) or _prompt(asked.get("prompt"))
         name = _text(asked.get("name")) or description or role or f"Agent {task_id[-8:]}"
         return SubagentStarted(task_id, name, (prompt or description or "Delegated task").strip(), prompt=prompt,
                                role=role, tool_call_id=launch_id, within=launch.within if launch else None)
+
+    def system(self, data: Mapping[str, Any]) -> list[Event]:
+        """A `system` line of the subagents' and the CLI's state: `task_started`,
+        `task_notification`, `session_state_changed`."""
+        subtype = data.get("subtype")
+        if subtype == "session_state_changed":
+            self.idle = data.get("state") == "idle"
+            return []
+        if subtype == "task_notification":
+            return self.ended(data)
+        started = self.started(data)
+        return [started] if started is not None else []
 
     def own(self, events: list[Event], tool_id: str) -> list[Event]:
         """A tool call's events, said to be a launch's (Agent/Task) or a subagent's own (its

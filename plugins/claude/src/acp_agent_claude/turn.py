@@ -2,11 +2,9 @@
 (`TurnFold`) until the result that ends it, messages steered into it, its interrupt, the
 locally answered commands (`/mcp`, `/status`), and the title asked for after it.
 
-A turn that started subagents in the background is held past its result (`Hold`) until they end
-and the CLI's own cycle on their notifications is over (or the CLI says it is idle), so nothing
-of it comes after the answer; a client that takes them after the answer (AIR's
-`backgroundSubagents`) is answered at the result. What the CLI writes between turns while
-background work runs is read by the session's follower (`follow`) and goes to the session."""
+A turn that started subagents in the background is held past its result until they end, unless
+the client takes them after the answer; between turns, while they run, the session's follower
+reads the CLI (`background`)."""
 
 from __future__ import annotations
 
@@ -33,13 +31,12 @@ from acp_agent.provider import (
     TextContent,
     TurnChannel,
     TurnEnd,
-    background_subagents,
     bound,
 )
-from acp_agent_claude import classify, commands, content, settings, subagents, titles
+from acp_agent_claude import background, classify, commands, content, settings, subagents, titles
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.fold import TurnFold
-from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession, Hold
+from acp_agent_claude.session import MODES, PROVIDER, ClaudeSession
 from acp_agent_claude.transport import ClaudeCLI, ControlError
 
 log = logging.getLogger(__name__)
@@ -77,7 +74,7 @@ class Turns:
                   turn: TurnChannel) -> TurnEnd | FailureObservation:
         """One prompt on the session (whose lock the caller holds): its CLI made ready (replaced
         if it died, revived if released, renewed for new credentials), then the turn."""
-        await self._stop_following(session)
+        await background.stop_following(session)
         if session.live and session.cli is not None and not session.cli.alive:
             await self._lost_while_idle(session, turn)
         if session.renew:
@@ -93,6 +90,7 @@ class Turns:
             await turn.emit(AgentMessageChunk(TextContent(answer)))
             return TurnEnd("end_turn")
         session.fold, session.turn = self._fold(session), turn
+        session.children.spawned.clear()  # the subagents this turn starts in the background
         session.steers.clear()
         session.steer_running = session.turn_over = False
         try:
@@ -118,7 +116,7 @@ class Turns:
                 # off): it could still run and answer into the next prompt. Replaced first.
                 session.dead = True
             session.last_used = time.monotonic()
-            self._follow_after(session)
+            background.follow_after(session, self._tg)
 
     async def _submit(self, session: ClaudeSession, prompt: Sequence[ContentBlock],
                       turn: TurnChannel) -> TurnEnd | FailureObservation:
@@ -141,7 +139,7 @@ class Turns:
             if not self._turn_ended(session, fold, turn):
                 async with clock.phase(Phase.RUNNING, label="claude"):
                     while not self._turn_ended(session, fold, turn):
-                        message = await self._next(session, cli)
+                        message = await background.next_line(session, cli)
                         if message is None:
                             break  # cancelled while held for its background subagents
                         await self._handle(session, fold, message, turn)
@@ -171,8 +169,11 @@ class Turns:
             if message.get("state") in ("started", "cancelled", "completed"):
                 session.steers.discard(steered)
                 session.steer_running = session.steer_running or message.get("state") == "started"
-        elif message.get("type") == "result" and not subagents.autonomous(message, fold.prompts):
-            session.steer_running = False
+        elif message.get("type") == "result":
+            if session.hold is not None:
+                session.hold.results += 1
+            if not subagents.autonomous(message, fold.prompts):
+                session.steer_running = False
         for event in fold.feed(message):
             await turn.emit(event)
 
@@ -180,90 +181,17 @@ class Turns:
     def _turn_ended(session: ClaudeSession, fold: TurnFold, turn: TurnChannel) -> bool:
         """Whether the turn is over: its result is in and no steered message is queued or running
         (the aborted cycle's result comes before the steer's own). A cancel ends it at once. A
-        turn that started subagents in the background is held past its result (`_held`)."""
+        turn that started subagents in the background is held past its result (`background`)."""
         hold = session.hold
         if hold is not None:
-            return Turns._held(session, fold, hold)
+            return background.held_ended(session, fold, hold)
         if not fold.finished:
             return False
         if (session.steers or session.steer_running) and not fold.cancel_requested:
             fold.outcome = None  # the aborted cycle's result: the turn goes on with the steer
             return False
         session.turn_over = True  # (a held turn takes no steer either)
-        outcome = fold.outcome
-        if (fold.spawned and isinstance(outcome, TurnEnd) and outcome.stop_reason != "cancelled"
-                and not fold.cancel_requested and not background_subagents(turn)):
-            session.hold, fold.drained = Hold(outcome, fold.results), False
-            return False
-        return True
-
-    @staticmethod
-    def _held(session: ClaudeSession, fold: TurnFold, hold: Hold) -> bool:
-        """A held turn ends, with its own outcome, once the CLI is idle, or at the result of a
-        cycle the CLI ran itself when none of the turn's background subagents runs any more;
-        cancelled by a cancel (its subagents go on)."""
-        if fold.cancel_requested:
-            fold.outcome = TurnEnd("cancelled")
-            return True
-        running = fold.spawned & session.children.background
-        if fold.drained or (fold.results > hold.results and not running):
-            fold.outcome = hold.outcome
-            return True
-        return False
-
-    @staticmethod
-    async def _next(session: ClaudeSession, cli: ClaudeCLI) -> dict[str, Any] | None:
-        """The CLI's next line; None when a cancel ended the hold while it waited for one (the
-        read is cancelled before it takes a line, so the line goes to whoever reads next)."""
-        hold = session.hold
-        if hold is None:
-            return await cli.receive()
-        with anyio.CancelScope() as hold.scope:
-            if session.cancelling():
-                hold.scope.cancel()
-            return await cli.receive()
-        return None
-
-    # -- between turns: background work -----------------------------------------------------------
-
-    def _follow_after(self, session: ClaudeSession) -> None:
-        """After a turn: while subagents it (or an earlier one) started still run in the
-        background, the session's follower reads its CLI."""
-        fold = session.fold
-        if (fold is None or session.channel is None or not session.live or session.follower is not None
-                or not (session.children.background or (fold.spawned and not fold.drained))):
-            return
-        session.follower, session.followed = anyio.CancelScope(), anyio.Event()
-        fold.drained = False
-        self._tg.start_soon(self._follow, session, fold)
-
-    @staticmethod
-    async def _follow(session: ClaudeSession, fold: TurnFold) -> None:
-        """Fold what the CLI writes between turns into the session's events (a background
-        subagent's work, its end, the cycle the CLI runs on its notification), until the CLI is
-        idle, the next prompt takes over (`_stop_following`) or the CLI is gone. A line taken is
-        handled whole (shielded): the next reader goes on after it."""
-        cli, channel, scope, done = session.cli, session.channel, session.follower, session.followed
-        assert cli is not None and channel is not None and scope is not None and done is not None
-        try:
-            with scope:
-                while not fold.drained:
-                    message = await cli.receive()
-                    with anyio.CancelScope(shield=True):
-                        for event in fold.feed(message):
-                            await channel.emit(event)
-        except anyio.EndOfStream:
-            pass
-        finally:
-            session.follower = None
-            done.set()
-
-    @staticmethod
-    async def _stop_following(session: ClaudeSession) -> None:
-        """The next prompt reads the CLI from here: the follower stops after the line it handles."""
-        if session.follower is not None and session.followed is not None:
-            session.follower.cancel()
-            await session.followed.wait()
+        return not background.hold_at_result(session, fold, turn)
 
     async def steer(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
         """A user message into the running turn: priority `now` (the CLI aborts the current cycle
