@@ -232,3 +232,31 @@ async def test_a_cancel_answers_a_held_turn_and_the_next_prompt_gets_its_own_ans
     updates = _updates(agent)
     _, second_answer = _answers(agent)
     assert _said(updates, parent, after=first_answer, before=second_answer) == "after notificationecho: Again"
+
+
+async def test_a_load_replays_the_background_subagent_as_its_child_session(tmp_path: Path) -> None:
+    """`session/load` of a session whose subagent ran in the background: the child where its
+    launch was, its own transcript under its id, its end, before the load's answer."""
+    with FakeAnthropicAPI(SCRIPT) as api:
+        async with claude_agent(api, tmp_path, capable=False, meta=_air(BACKGROUND)) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            await agent.conn.prompt(session_id=session.session_id, prompt=text("Delegate"))
+            [first_answer] = _answers(agent)
+            api.release()
+            await _until(agent, lambda: _said(_updates(agent), session.session_id, after=first_answer)
+                         == "after notification")
+        async with claude_agent(api, tmp_path, capable=False, meta=_air(NATIVE)) as reloaded:
+            await reloaded.conn.load_session(cwd=str(tmp_path), session_id=session.session_id)
+    assert reloaded.frames.problems == []
+    updates = _updates(reloaded)
+    [(spawned_at, _, spawned)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_spawned"]
+    child = spawned["subagentSessionId"]
+    [(ended_at, _, ended)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_state_update"]
+    assert (ended["subagentSessionId"], ended["state"]) == (child, "completed")
+    of_child = [i for i, sid, _ in updates if sid == child]
+    assert of_child and all(spawned_at < i < ended_at for i in of_child)
+    assert _said(updates, child) == "subagent report"
+    [load_id] = [frame["id"] for frame in reloaded.frames.outgoing if frame.get("method") == "session/load"]
+    [answer_at] = [i for i, frame in enumerate(reloaded.frames.incoming) if frame.get("id") == load_id
+                   and "method" not in frame]
+    assert ended_at < answer_at
