@@ -266,6 +266,7 @@ class LiveCLIs:
         version = info.get("claude_code_version")
         session.version = version if isinstance(version, str) else None
         session.cli = cli
+        session.children.background.clear()  # what ran in the background died with the CLI before
         session.dead = session.released = False
         session.prompted = session.prompted or resume
         session.last_used = time.monotonic()

@@ -106,7 +106,7 @@ class ClaudeSession:
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
     channel: SessionChannel | None = None  # the core's side of it, kept from its opening
     hold: Hold | None = None  # its turn's result is in, the answer waits for its background subagents
-    follower: anyio.CancelScope | None = None  # reads its CLI between turns (`Turns.follow`)
+    follower: anyio.CancelScope | None = None  # reads its CLI between turns (`background`)
     followed: anyio.Event | None = None  # set once the follower is gone
 
 

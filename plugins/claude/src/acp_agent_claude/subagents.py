@@ -157,9 +157,9 @@ class Children:
     def finished(self, data: Mapping[str, Any]) -> SubagentFinished | None:
         """A `task_notification` line: a subagent's end, when it is one this session started."""
         task_id, state = _text(data.get("task_id")), _STATES.get(data.get("status"))
+        self.background.discard(task_id or "")
         if task_id is None or state is None or task_id not in self.by_launch.values():
             return None
-        self.background.discard(task_id)
         return SubagentFinished(task_id, state)
 
 
