@@ -260,3 +260,34 @@ async def test_a_load_replays_the_background_subagent_as_its_child_session(tmp_p
     [answer_at] = [i for i, frame in enumerate(reloaded.frames.incoming) if frame.get("id") == load_id
                    and "method" not in frame]
     assert ended_at < answer_at
+
+
+async def test_a_prompt_sent_while_a_turn_is_held_takes_it_over(tmp_path: Path) -> None:
+    """A plain client's turn held for its background subagent: a second prompt sent meanwhile
+    answers the first at once with its own outcome (as claude-agent-acp hands a held turn over),
+    runs while the subagent still works, and gets its own answer; the subagent goes on after."""
+    script = [*SCRIPT[:3], {"echo": True, "times": 2}]  # the second prompt, then the CLI's own cycle
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=False) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            parent = session.session_id
+            results: list[Any] = []
+
+            async def prompt(words: str) -> None:
+                results.append(await agent.conn.prompt(session_id=parent, prompt=text(words)))
+
+            with anyio.fail_after(60):  # the subagent's request is held by the fake throughout
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(prompt, "Delegate")
+                    await wait_for_requests(api, 2, finished=True)
+                    await _until(agent, lambda: any(u["sessionUpdate"] == "usage_update" for _, _, u in _updates(agent)))
+                    await prompt("Again")
+            assert [r.stop_reason for r in results] == ["end_turn", "end_turn"]
+            first_answer, second_answer = _answers(agent)
+            api.release()
+            await wait_for_requests(api, 5, finished=True)  # the subagent's and the CLI's own cycle
+            await _until(agent, lambda: _said(_updates(agent), parent, after=second_answer).startswith("echo: "))
+    assert agent.frames.problems == []
+    updates = _updates(agent)
+    assert _said(updates, parent, before=first_answer) == "main answer"
+    assert _said(updates, parent, after=first_answer, before=second_answer) == "echo: Again"

@@ -360,6 +360,12 @@ class ProviderRuntime(abc.ABC):
     async def cancel(self, session_id: str) -> None:
         """Ask the backend to stop the running turn; `prompt` then returns `cancelled`."""
 
+    async def prompt_waiting(self, session_id: str) -> None:
+        """A prompt waits behind the session's running turn: a turn that goes on only for
+        background work (subagents it started, `RuntimeCapabilities.background_subagents`) may
+        answer now with its own outcome. By default nothing happens."""
+        return None
+
     async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
         """Add input to the running turn `turn` (the backend takes input mid-turn); its output
         streams into that turn. False when that turn is already over on the backend (the core

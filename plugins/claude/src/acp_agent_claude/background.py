@@ -46,23 +46,36 @@ def held_ended(session: ClaudeSession, fold: TurnFold, hold: Hold) -> bool:
         fold.outcome = TurnEnd("cancelled")
         return True
     children = session.children
-    if children.idle or (hold.results and not children.spawned & children.background):
+    if hold.handed_over or children.idle or (hold.results and not children.spawned & children.background):
         fold.outcome = hold.outcome
         return True
     return False
 
 
-async def next_line(session: ClaudeSession, cli: ClaudeCLI) -> dict[str, Any] | None:
-    """The CLI's next line; None when a cancel ended the hold while it waited for one (the read is
-    cancelled before it takes a line, so the line goes to whoever reads next)."""
+async def next_line(session: ClaudeSession, fold: TurnFold, cli: ClaudeCLI) -> dict[str, Any] | None:
+    """The CLI's next line; None when a cancel or the next prompt ended the hold while it waited
+    for one (`fold.outcome` then set; the read is cancelled before it takes a line, so the line
+    goes to whoever reads next)."""
     hold = session.hold
     if hold is None:
         return await cli.receive()
     with anyio.CancelScope() as hold.scope:
-        if session.cancelling():
+        if session.cancelling() or hold.handed_over:
             hold.scope.cancel()
         return await cli.receive()
+    held_ended(session, fold, hold)
     return None
+
+
+def hand_over(session: ClaudeSession) -> None:
+    """A prompt waits behind the session's turn: a held turn answers now, with its own outcome;
+    its background subagents go on and the session's follower reads them (as claude-agent-acp
+    hands a held turn over to the next prompt)."""
+    hold = session.hold
+    if hold is not None:
+        hold.handed_over = True
+        if hold.scope is not None:
+            hold.scope.cancel()
 
 
 def follow_after(session: ClaudeSession, task_group: anyio.abc.TaskGroup) -> None:

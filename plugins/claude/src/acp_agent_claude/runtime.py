@@ -36,7 +36,7 @@ from acp_agent.provider import (
     fork_at,
     gateway_route,
 )
-from acp_agent_claude import content, settings
+from acp_agent_claude import background, content, settings
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.gateway import SLOT, route_env
 from acp_agent_claude.prestart import BYPASS_REFUSED, bypass_allowed, environment
@@ -283,6 +283,11 @@ class ClaudeRuntime(ProviderRuntime):
     async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
         session = self.sessions.get(session_id)
         return session is not None and await self.turns.steer(session, prompt, turn)
+
+    async def prompt_waiting(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            background.hand_over(session)
 
     async def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)

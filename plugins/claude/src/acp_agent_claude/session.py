@@ -41,6 +41,8 @@ class Hold:
     outcome: TurnEnd
     results: int = 0
     scope: anyio.CancelScope | None = None
+    handed_over: bool = False
+    """A prompt waits behind it: it answers now, with its own outcome (`background.hand_over`)."""
 MODES: tuple[tuple[str, str, str], ...] = (
     ("default", "Default", "Ask before running commands and editing files"),
     ("acceptEdits", "Accept edits", "Edit files without asking; still ask before commands"),

@@ -139,9 +139,9 @@ class Turns:
             if not self._turn_ended(session, fold, turn):
                 async with clock.phase(Phase.RUNNING, label="claude"):
                     while not self._turn_ended(session, fold, turn):
-                        message = await background.next_line(session, cli)
+                        message = await background.next_line(session, fold, cli)
                         if message is None:
-                            break  # cancelled while held for its background subagents
+                            break  # a held turn, cancelled or handed over to the next prompt
                         await self._handle(session, fold, message, turn)
         except anyio.EndOfStream:
             pass
@@ -219,8 +219,8 @@ class Turns:
         if session.fold is None or session.turn is None:
             return
         session.fold.cancel_requested = True
-        if session.hold is not None and session.hold.scope is not None:
-            session.hold.scope.cancel()  # held for background subagents: answered now, they go on
+        if session.hold is not None:
+            background.hand_over(session)  # held for background subagents: cancelled now, they go on
             return
         if session.cli is not None and not session.dead:
             try:
