@@ -58,6 +58,7 @@ PLAN_CONTENT_DELTA = "planContentDelta"
 PLAN_CONTENT_DELTA_META = "contentDelta"
 """The key of a streamed plan's new text in `plan_update`'s `_meta.jetbrains.air`."""
 NATIVE_SUBAGENT_SESSIONS = "nativeSubagentSessions"
+BACKGROUND_SUBAGENTS = "backgroundSubagents"
 TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
 """A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
 
@@ -96,6 +97,13 @@ class ClientFeatures:
         if self.air_client and (NATIVE_SUBAGENT_SESSIONS in self.air or self.subagents):
             return "air"
         return "rfd" if self.subagents else None
+
+    @property
+    def background_subagents(self) -> bool:
+        """AIR's `backgroundSubagents`: a turn answers at its result while subagents it started
+        in the background still run; they stream on after the answer. Otherwise the runtime
+        holds the answer until they end (`backends.contract.background_subagents`)."""
+        return BACKGROUND_SUBAGENTS in self.air
 
     @property
     def plan_file(self) -> bool:

@@ -289,6 +289,10 @@ class _OfSession:
     def recommended_values(self) -> bool:
         return self.session.outbox.features.recommended_value
 
+    @property
+    def background_subagents(self) -> bool:
+        return self.session.outbox.features.background_subagents
+
 
 @define(eq=False)
 class Turn(_OfSession):
