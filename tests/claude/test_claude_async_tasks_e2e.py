@@ -16,7 +16,7 @@ import anyio
 import pytest
 from acp import RequestError
 
-from tests.claude.e2e_support import claude_agent, text
+from tests.claude.e2e_support import claude_agent, text, wait_for_requests
 from tests.e2e.harness import AgentProcess
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
@@ -205,6 +205,9 @@ async def test_the_client_stops_the_clis_own_turn(tmp_path: Path) -> None:
                 return [u for u in _tasks(_updates(agent, sid)) if u["asyncTaskId"].startswith("autonomous-turn-")]
 
             await _until(agent, lambda: bool(own()))
+            # the turn's answer is held at the fake: its request came (before it, the interrupt can
+            # keep the CLI from sending it, and the next prompt's request takes the held answer)
+            await wait_for_requests(api, 3)
             stopped = await agent.conn._conn.send_request(
                 "_session/async_task/stop", {"sessionId": sid, "asyncTaskId": own()[0]["asyncTaskId"]})
             await _until(agent, lambda: len(own()) == 2)
@@ -214,4 +217,6 @@ async def test_the_client_stops_the_clis_own_turn(tmp_path: Path) -> None:
                         "state": "stopped"}
     assert second.stop_reason == "end_turn"
     assert _said(_updates(agent, sid)).endswith("second answer")
+    assert [(request.step or {}).get("reply") for request in api.turn_requests[2:]] == ["the task finished",
+                                                                                        "second answer"]
     assert agent.frames.problems == []
