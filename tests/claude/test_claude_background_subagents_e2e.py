@@ -291,3 +291,34 @@ async def test_a_prompt_sent_while_a_turn_is_held_takes_it_over(tmp_path: Path) 
     updates = _updates(agent)
     assert _said(updates, parent, before=first_answer) == "main answer"
     assert _said(updates, parent, after=first_answer, before=second_answer) == "echo: Again"
+
+
+async def test_the_clis_own_cycle_after_the_answer_is_an_async_task(tmp_path: Path) -> None:
+    """`backgroundSubagents` with `asyncTasks`: the one reader of the CLI between prompts takes the
+    subagent's work and end after the answer, and the CLI's own cycle on its notification is the
+    task "Claude is working" (as after a background command), its text inside that task."""
+    with FakeAnthropicAPI(SCRIPT) as api:
+        async with claude_agent(api, tmp_path, capable=False, meta=_air([*BACKGROUND, "asyncTasks"])) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            parent = session.session_id
+            with anyio.fail_after(30):
+                await agent.conn.prompt(session_id=parent, prompt=text("Delegate"))
+            [first_answer] = _answers(agent)
+            api.release()
+            await _until(agent, lambda: any(u.get("asyncTaskId", "").startswith("autonomous-turn-")
+                                            and u["sessionUpdate"] == "async_task_state_update"
+                                            for _, _, u in _updates(agent)))
+            second = await agent.conn.prompt(session_id=parent, prompt=text("Again"))
+    assert second.stop_reason == "end_turn"
+    assert agent.frames.problems == []
+    updates = _updates(agent)
+    own = [(i, u) for i, _, u in updates if u.get("asyncTaskId", "").startswith("autonomous-turn-")]
+    [(began, spawned), (ended_at, ended)] = own
+    assert (spawned["sessionUpdate"], spawned["name"], spawned["taskType"]) == ("async_task_spawned",
+                                                                               "Claude is working", "turn")
+    assert ended["state"] == "completed"
+    [(child_end, _, _)] = [(i, sid, u) for i, sid, u in updates if u["sessionUpdate"] == "subagent_state_update"]
+    _, second_answer = _answers(agent)
+    assert first_answer < child_end < ended_at < second_answer
+    assert _said(updates, parent, after=began, before=ended_at) == "after notification"
+    assert _said(updates, parent, after=ended_at) == "echo: Again"
