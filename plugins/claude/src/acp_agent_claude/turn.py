@@ -60,7 +60,7 @@ class Turns:
                         mcp=classify.McpWatch(tuple(session.mcp_servers), session.mcp_reported))
         previous = session.fold
         if previous is not None and session.children.background:
-            # the calls of a subagent still running in the background end in this turn
+            # a subagent still running in the background: its calls end in this fold (a prompt, between prompts)
             fold.tools, fold.inputs, fold.answered_tools = previous.tools, previous.inputs, previous.answered_tools
             fold.subagent_tools, fold.subagent_texts = previous.subagent_tools, previous.subagent_texts
         return fold
