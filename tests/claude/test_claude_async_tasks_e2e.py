@@ -16,7 +16,7 @@ import anyio
 import pytest
 from acp import RequestError
 
-from tests.claude.e2e_support import claude_agent, text
+from tests.claude.e2e_support import claude_agent, text, wait_for_requests
 from tests.e2e.harness import AgentProcess
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 
@@ -205,6 +205,9 @@ async def test_the_client_stops_the_clis_own_turn(tmp_path: Path) -> None:
                 return [u for u in _tasks(_updates(agent, sid)) if u["asyncTaskId"].startswith("autonomous-turn-")]
 
             await _until(agent, lambda: bool(own()))
+            # the turn's answer is held at the fake: its request came (before it, the interrupt can
+            # keep the CLI from sending it, and the next prompt's request takes the held answer)
+            await wait_for_requests(api, 3)
             stopped = await agent.conn._conn.send_request(
                 "_session/async_task/stop", {"sessionId": sid, "asyncTaskId": own()[0]["asyncTaskId"]})
             await _until(agent, lambda: len(own()) == 2)
@@ -214,4 +217,31 @@ async def test_the_client_stops_the_clis_own_turn(tmp_path: Path) -> None:
                         "state": "stopped"}
     assert second.stop_reason == "end_turn"
     assert _said(_updates(agent, sid)).endswith("second answer")
+    assert [(request.step or {}).get("reply") for request in api.turn_requests[2:]] == ["the task finished",
+                                                                                        "second answer"]
+    assert agent.frames.problems == []
+
+
+async def test_the_clis_own_turn_asks_its_permission_requests_on_the_session(tmp_path: Path) -> None:
+    """The CLI's own turn runs a command that needs the user's permission: no prompt is open, so
+    the request is asked on the session (as the reader between prompts asks for a background
+    subagent's); allowed, the command runs and the turn goes on."""
+    script = _script("sleep 0.5; echo done")
+    script[2:3] = [{"tool_use": {"name": "Bash", "id": "toolu_own1",
+                                 "input": {"command": "echo own-marker > own.txt", "description": "Mark"}}},
+                   {"reply": "the task finished"}]
+    with FakeAnthropicAPI(script) as api:
+        async with claude_agent(api, tmp_path, capable=False, meta=AIR_TASKS) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path))
+            sid = session.session_id
+            await agent.conn.prompt(session_id=sid, prompt=text("Run it in the background"))
+            answered = len(agent.frames.incoming)
+            await _until(agent, lambda: _own_turn_over(agent, sid))
+            second = await agent.conn.prompt(session_id=sid, prompt=text("And now?"))
+    assert second.stop_reason == "end_turn"
+    assert (tmp_path / "own.txt").read_text().strip() == "own-marker"
+    [(asked_at, asked)] = [(i, frame["params"]) for i, frame in enumerate(agent.frames.incoming)
+                           if frame.get("method") == "session/request_permission"]
+    assert asked_at > answered and asked["sessionId"] == sid and asked["toolCall"]["toolCallId"] == "toolu_own1"
+    assert _said(_updates(agent, sid)).endswith("the task finishedsecond answer")
     assert agent.frames.problems == []

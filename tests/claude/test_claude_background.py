@@ -1,4 +1,4 @@
-"""`background.BashTasks`: Claude Code's task lines as AIR's `asyncTasks` updates, in the cases the
+"""`bash_tasks.BashTasks`: Claude Code's task lines as AIR's `asyncTasks` updates, in the cases the
 e2e tests do not drive (a subagent's task, a task without its tool call, a stop that races the
 CLI's own report)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_agent.provider import UNSET, AsyncTask, Notice
-from acp_agent_claude.background import BashTasks
+from acp_agent_claude.bash_tasks import BashTasks
 
 
 def _wire(events: list[Any]) -> list[tuple[str, str, Any]]:

@@ -220,6 +220,9 @@ class AgentBase:
             v2 = self.surface is not None
         if v2:  # a v2 diff carries its own git patch (`acp_agent.wire.v2`)
             features = attrs.evolve(features, air=features.air - {"diffPatch"})
+        if v2 or not (self.capable and self.provider.capabilities.background_subagents):
+            # not advertised (ACP v2 keeps the hold, as claude-agent-acp): the turns are held
+            features = attrs.evolve(features, air=features.air - {"backgroundSubagents"})
         outbox.features = features
 
     @property

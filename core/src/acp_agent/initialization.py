@@ -184,6 +184,8 @@ def air_capabilities(caps: RuntimeCapabilities, declared: frozenset[str] = froze
         served.append("nativeSubagentSessions")
     if caps.async_tasks and "asyncTasks" in declared and not v2:  # (claude-agent-acp's v2 drops it too)
         served.append("asyncTasks")
+    if caps.background_subagents and "backgroundSubagents" in declared and not v2:
+        served.append("backgroundSubagents")
     if caps.codex_hooks:
         served.append("codexHooks")
     if goal_advertised(caps, declared):

@@ -83,6 +83,8 @@ class PromptMethods(SessionMethods):
         """
         line = self.turns.line(session)
         queued = line.busy
+        if queued:
+            await self.turns.prompt_waiting(session)
         if not await line.enter():
             await self._report_not_run(session, file_report)
             return self._dump(acp.PromptResponse(stop_reason="cancelled"))

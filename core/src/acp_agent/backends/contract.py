@@ -136,6 +136,10 @@ class RuntimeCapabilities:
     shows as child sessions to a client that takes them (AIR's `nativeSubagentSessions`, ACP's
     `subagents`); `takes_subagents(channel)` says whether this client does (a replay need not
     read stored subagent histories for one that does not)."""
+    background_subagents: bool = False
+    """A turn's subagents may run in the background past the turn's end (Claude's Agent tool
+    with `run_in_background`): the runtime holds a turn's answer until they end, unless the
+    client takes them after it (`background_subagents(channel)`): AIR's `backgroundSubagents`."""
     custom_instructions: bool = False
     """The runtime hands `custom_instructions(channel)` to the model through the backend's own
     instruction mechanism (an appended system prompt, developer instructions) whenever it starts
@@ -317,6 +321,14 @@ def takes_subagents(channel: SessionChannel) -> bool:
     return getattr(channel, "subagent_sessions", False) is True
 
 
+def background_subagents(channel: SessionChannel) -> bool:
+    """Whether the client takes a turn's background subagents after the turn's answer (AIR's
+    `backgroundSubagents`, with `RuntimeCapabilities.background_subagents`): the turn answers at
+    its own end and their updates follow on the session. False: the runtime holds the answer
+    until they end, so nothing of the turn comes after it."""
+    return getattr(channel, "background_subagents", False) is True
+
+
 class TurnChannel(SessionChannel, Protocol):
     """The core's side of one turn."""
 
@@ -373,6 +385,12 @@ class ProviderRuntime(abc.ABC):
     @abc.abstractmethod
     async def cancel(self, session_id: str) -> None:
         """Ask the backend to stop the running turn; `prompt` then returns `cancelled`."""
+
+    async def prompt_waiting(self, session_id: str) -> None:
+        """A prompt waits behind the session's running turn: a turn that goes on only for
+        background work (subagents it started, `RuntimeCapabilities.background_subagents`) may
+        answer now with its own outcome. By default nothing happens."""
+        return None
 
     async def steer(self, session_id: str, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
         """Add input to the running turn `turn` (the backend takes input mid-turn); its output

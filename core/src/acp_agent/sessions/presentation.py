@@ -61,6 +61,7 @@ PLAN_RESEND_S = 0.15
 """A client sent a streaming plan whole again gets it at most this often (codex-acp's throttle),
 and its final text always."""
 NATIVE_SUBAGENT_SESSIONS = "nativeSubagentSessions"
+BACKGROUND_SUBAGENTS = "backgroundSubagents"
 TRIGGERS = {"auto": "automatic", "automatic": "automatic", "manual": "manual", "idle": "idle"}
 """A backend's compaction trigger as AIR's `contextCompaction.trigger` names it."""
 
@@ -99,6 +100,13 @@ class ClientFeatures:
         if self.air_client and (NATIVE_SUBAGENT_SESSIONS in self.air or self.subagents):
             return "air"
         return "rfd" if self.subagents else None
+
+    @property
+    def background_subagents(self) -> bool:
+        """AIR's `backgroundSubagents`: a turn answers at its result while subagents it started
+        in the background still run; they stream on after the answer. Otherwise the runtime
+        holds the answer until they end (`backends.contract.background_subagents`)."""
+        return BACKGROUND_SUBAGENTS in self.air
 
     @property
     def plan_file(self) -> bool:

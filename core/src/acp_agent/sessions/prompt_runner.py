@@ -151,6 +151,16 @@ class TurnRunner:
                     grace_s = self.input_gone_cancel_grace_s if self.input_ended else self.cancel_grace_s
                     await self.cancel_turn(turn, grace_s)
 
+    async def prompt_waiting(self, session: Session) -> None:
+        """A prompt joined the line behind the running turn: the provider hears of it (a turn held
+        only for background work then answers, as claude-agent-acp hands it over); never raises."""
+        runtime = self.running_runtime()
+        try:
+            if runtime is not None and session.turn is not None:
+                await runtime.prompt_waiting(session.session_id)
+        except Exception:
+            log.exception("prompt_waiting failed in provider %s", self.provider_name)
+
     async def cancel(self, session: Session) -> None:
         """`session/cancel`: the prompts queued before it and the running turn are cancelled."""
         # As both reference adapters do; a prompt sent after the cancel runs.

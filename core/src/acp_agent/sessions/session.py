@@ -293,6 +293,10 @@ class _OfSession:
     def subagent_sessions(self) -> bool:
         return self.session.outbox.features.subagent_form is not None
 
+    @property
+    def background_subagents(self) -> bool:
+        return self.session.outbox.features.background_subagents
+
 
 @define(eq=False)
 class Turn(_OfSession):

@@ -156,9 +156,10 @@ def provider_spec() -> ProviderSpec:
                                          raw_input=True,  # no display copy of a tool's input
                                          plan_file=True,
                                          subagents=True,
+                                         background_subagents=True,  # Agent's run_in_background
                                          custom_instructions=True,
                                          recommended_values=True,  # the default model, medium effort
-                                         async_tasks=True,  # background commands (`background`)
+                                         async_tasks=True,  # background commands (`bash_tasks`)
                                          # Claude Code's `/goal` (a session Stop hook): no pause
                                          goal_actions=("set", "clear"), goal_if_declared=True),
         gateways=(GATEWAY,),

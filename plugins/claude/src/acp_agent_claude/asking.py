@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from acp_agent.provider import (
@@ -22,6 +22,7 @@ from acp_agent.provider import (
     PermissionOption,
     Question,
     QuestionField,
+    SessionChannel,
     ToolCallUpdate,
     TurnChannel,
     UrlQuestion,
@@ -188,31 +189,46 @@ async def _can_use_tool(session: ClaudeSession, environ: Mapping[str, str],
     raw_input = request.get("input")
     tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
     turn = session.turn
+    if turn is None and session.listening is not None and session.channel is not None and tool_name not in (
+            ASK_TOOL, EXIT_PLAN_TOOL):
+        # read between prompts (a background subagent after the answer, the CLI's own turn): asked on the session
+        return await _permission(session.channel, request, tool_name, tool_input, session.cwd)
     if turn is None or session.cancelling():
         return _deny("The turn was cancelled.", interrupt=True)
     if tool_name == ASK_TOOL:
         tool_use_id = request.get("tool_use_id")
         return await _ask_user(session, turn, tool_input, tool_use_id if isinstance(tool_use_id, str) else None)
-    call = content.tool_call(request.get("tool_use_id") or f"permission-{uuid.uuid4()}", tool_name, tool_input,
-                             session.cwd)
-    exit_plan = tool_name == EXIT_PLAN_TOOL
-    update = ToolCallUpdate(tool_call_id=call.tool_call_id,
-                            title=EXIT_PLAN_TITLE if exit_plan else request.get("title") or call.title,
-                            kind=call.kind, status="pending", content=call.content, locations=call.locations,
-                            raw_input=dict(tool_input))
-    if exit_plan:
+    if tool_name == EXIT_PLAN_TOOL:
+        update = _asked(request, tool_name, tool_input, session.cwd)
         modes = [mode[0] for mode in available_modes(environ)]
         return await _leave_plan_mode(session, turn, update, tool_input, modes)
-    choice = await turn.request_permission(update, PERMISSION_OPTIONS)
+    return await _permission(turn, request, tool_name, tool_input, session.cwd, session.cancelling)
+
+
+def _asked(request: dict[str, Any], tool_name: str, tool_input: dict[str, Any], cwd: str) -> ToolCallUpdate:
+    """The call a permission request asks about."""
+    call = content.tool_call(request.get("tool_use_id") or f"permission-{uuid.uuid4()}", tool_name, tool_input, cwd)
+    return ToolCallUpdate(tool_call_id=call.tool_call_id,
+                          title=EXIT_PLAN_TITLE if tool_name == EXIT_PLAN_TOOL else request.get("title") or call.title,
+                          kind=call.kind, status="pending", content=call.content, locations=call.locations,
+                          raw_input=dict(tool_input))
+
+
+async def _permission(asker: SessionChannel, request: dict[str, Any], tool_name: str, tool_input: dict[str, Any],
+                      cwd: str, cancelling: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+    """Allow or deny a tool call as the user chooses (`asker`: the turn, or the session between
+    turns); no answer while the turn is `cancelling` stops the turn too."""
+    update = _asked(request, tool_name, tool_input, cwd)
+    choice = await asker.request_permission(update, PERMISSION_OPTIONS)
     if choice in ("allow", "allow_always"):
         # Allowed: the CLI runs the tool now; its result completes or fails the call.
-        await turn.emit(ToolCallUpdate(tool_call_id=call.tool_call_id, status="in_progress"))
+        await asker.emit(ToolCallUpdate(tool_call_id=update.tool_call_id, status="in_progress"))
         allowed: dict[str, Any] = {"behavior": "allow", "updatedInput": tool_input}
         suggestions = request.get("permission_suggestions")
         if choice == "allow_always" and isinstance(suggestions, list) and suggestions:
             allowed["updatedPermissions"] = suggestions
         return allowed
-    return _deny("The user rejected this tool call.", interrupt=choice is None and session.cancelling())
+    return _deny("The user rejected this tool call.", interrupt=choice is None and cancelling())
 
 
 async def _ask_user(session: ClaudeSession, turn: TurnChannel, tool_input: dict[str, Any],

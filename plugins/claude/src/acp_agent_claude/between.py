@@ -1,12 +1,16 @@
 """What a session's Claude Code CLI writes while no prompt runs, and the stop of its background tasks.
 
 Between prompts the CLI may still write: a background command's end (`task_updated`,
-`task_notification`), then a turn it starts on its own to tell the model. A reader per session
-takes those lines while no prompt runs (`listen`; a prompt stops it first, `quiet`) and folds
-them into session updates through the core's router; a prompt whose message the CLI queued behind
-such a turn (`command_lifecycle queued`, until `started`) hands that turn's lines here too
-(`outside`), so they never end the prompt. For a client of AIR's `asyncTasks` the CLI's own turn
-is a task ("Claude is working") from its first line to its result.
+`task_notification`), the work and end of a subagent it runs in the background after the answer
+(for a client of AIR's `backgroundSubagents`, or a held turn handed over or cancelled:
+`holding`), then a turn it starts on its own to tell the model. One reader per session takes
+those lines while no prompt runs (`listen`; a prompt stops it first, `quiet`) and folds them into
+session updates through the core's router (a subagent's calls with the session's folds, which
+share them: `Turns._fold`); the permission requests of what it reads are asked on the session
+(`asking`). A prompt whose message the CLI queued behind such a turn (`command_lifecycle queued`,
+until `started`) hands that turn's lines here too (`outside`), so they never end the prompt. For
+a client of AIR's `asyncTasks` the CLI's own turn is a task ("Claude is working") from its first
+line to its result.
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ class BetweenPrompts:
             if not scope.cancel_called:  # the CLI is gone, and what it ran in the background with it
                 with anyio.CancelScope(shield=True):
                     session.own_turn = None
-                    await self.publish(session, session.background.finish_all())
+                    await self.publish(session, session.bash_tasks.finish_all())
         finally:
             done.set()
             if session.listening is not None and session.listening[1] is done:
@@ -89,14 +93,14 @@ class BetweenPrompts:
         opens = kind in _OPENS_TURN or (kind == "system" and message.get("subtype") == "init")
         if fold is None and opens and message.get("parent_tool_use_id") is None:
             fold = session.own_turn = self._fold(session)
-            events.extend(session.background.own_turn_started())
+            events.extend(session.bash_tasks.own_turn_started())
         try:
             events.extend((fold or self._fold(session)).feed(message))
         except Exception as exc:  # a line the fold cannot take must not end the reader
             log.warning("claude CLI line between prompts not folded: %s", type(exc).__name__)
         if fold is not None and fold is session.own_turn and fold.finished:
             session.own_turn = None
-            events.extend(session.background.own_turn_ended(failed=not isinstance(fold.outcome, TurnEnd)))
+            events.extend(session.bash_tasks.own_turn_ended(failed=not isinstance(fold.outcome, TurnEnd)))
         await self.publish(session, events)
 
     async def publish(self, session: ClaudeSession, events: Sequence[Event]) -> None:
@@ -108,7 +112,7 @@ class BetweenPrompts:
     async def stop_task(self, session: ClaudeSession, task_id: str) -> bool | None:
         """AIR's `_session/async_task/stop`: the CLI's `stop_task` (as claude-agent-sdk's
         `stop_task`), or, for the CLI's own turn, its interrupt."""
-        tasks = session.background
+        tasks = session.bash_tasks
         if not tasks.known(task_id):
             return None
         task = tasks.claim_stop(task_id)

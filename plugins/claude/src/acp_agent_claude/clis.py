@@ -267,7 +267,8 @@ class LiveCLIs:
         session.version = version if isinstance(version, str) else None
         session.cli = cli
         session.own_turn, session.queued_behind = None, False  # (what the last CLI ran on its own is over)
-        for event in session.background.finish_all():  # the last CLI's background commands died with it
+        session.children.background.clear()  # the last CLI's background subagents died with it
+        for event in session.bash_tasks.finish_all():  # and its background commands
             await self.context.router.emit(session.session_id, event)
         session.dead = session.released = False
         session.prompted = session.prompted or resume
@@ -335,8 +336,10 @@ class LiveCLIs:
 
     @staticmethod
     def _idle(session: ClaudeSession) -> bool:
-        """A CLI between prompts, with no background command (which would die with it) running."""
-        return session.live and session.turn is None and not session.lock.locked() and not session.background.running()
+        """A CLI between prompts, with no background command or subagent (which would die with
+        it) running."""
+        return (session.live and session.turn is None and not session.lock.locked()
+                and not session.bash_tasks.running() and not session.children.background)
 
     def _idle_since(self) -> Iterator[tuple[ClaudeSession, float]]:
         return ((s, s.last_used) for s in self._sessions.values() if self._idle(s))

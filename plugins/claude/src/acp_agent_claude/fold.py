@@ -30,7 +30,7 @@ from acp_agent.provider import (
     thought_text,
 )
 from acp_agent_claude import classify, content, subagents
-from acp_agent_claude.background import BashTasks
+from acp_agent_claude.bash_tasks import BashTasks
 from acp_agent_claude.compacting import CompactionFold
 from acp_agent_claude.subagents import LAUNCH_TOOLS, Children, Launch
 from acp_agent_claude.tasks import TASK_TOOLS, TaskPlan
@@ -60,22 +60,20 @@ class TurnFold:
     tools: dict[str, str] = field(factory=dict)
     inputs: dict[str, Mapping[str, Any]] = field(factory=dict)
     answered_tools: set[str] = field(factory=set)
-    tasks: TaskPlan = field(factory=TaskPlan)
-    """The session's task list (TaskCreate and friends): the runtime passes the session's own."""
+    tasks: TaskPlan = field(factory=TaskPlan)  # the session's task list (TaskCreate and friends; the runtime's own)
     compaction: CompactionFold = field(factory=CompactionFold)
-    window: content.ContextWindow = field(factory=content.ContextWindow)
-    """The session's context window (the runtime passes the session's own)."""
+    window: content.ContextWindow = field(factory=content.ContextWindow)  # the session's (the runtime's own)
     compacted_used: int | None = None
     """The tokens a compaction kept, while no model answer since says more."""
     subagent_texts: dict[str, list[str]] = field(factory=dict)
     subagent_tools: set[str] = field(factory=set)
-    children: Children = field(factory=Children)
-    """The session's subagents (the runtime passes the session's own)."""
-    background: BashTasks = field(factory=BashTasks)  # the session's background tasks (the runtime's own)
+    children: Children = field(factory=Children)  # the session's subagents (the runtime's own)
+    bash_tasks: BashTasks = field(factory=BashTasks)  # the session's background commands (the runtime's own)
     mcp: classify.McpWatch = field(factory=classify.McpWatch)
     """The client's MCP servers and which were told of (the runtime passes the session's own)."""
     usage: TurnUsage | None = None
     """The turn's tokens so far: its results' `usage` summed (steered messages end in results too)."""
+    prompts: set[str] = field(factory=set)  # its user messages' uuids (none: the CLI's own turn)
     _parent: str | None = None
 
     @property
@@ -91,8 +89,11 @@ class TurnFold:
         return fold(self, message) if fold is not None else []
 
     def _end(self, message: Mapping[str, Any]) -> list[Event]:
+        events = self.bash_tasks.turn_result()  # (at every result, as claude-agent-acp's releaseHeld)
+        if self.prompts and subagents.autonomous(message, self.prompts):  # a cycle the CLI ran itself:
+            return events + self._usage(message, turn=False)  # not a prompt's end (its own turn's is)
         self.outcome = self._result(message)
-        events = [*self.background.turn_result(), *self._usage(message)]
+        events.extend(self._usage(message))
         if self.outcome == TurnEnd("refusal") and self.refusal_text:
             events.insert(0, agent_text(self.refusal_text, self.refusal_id))
         if isinstance(self.outcome, TurnEnd) and not message.get("is_error"):
@@ -183,7 +184,7 @@ class TurnFold:
         if name == "Bash":  # (its background task's updates on the session itself)
             exited = TerminalExited(tool_id, update, content.exit_code(body, is_error),
                                     content.shell_output(body, is_error, result))
-            tasks, shown = self.background.bash_result(exited, body, result, self.inputs.get(tool_id, {}), is_error)
+            tasks, shown = self.bash_tasks.bash_result(exited, body, result, self.inputs.get(tool_id, {}), is_error)
             return tasks + self.children.own([shown], tool_id)
         if name == content.EXIT_PLAN_TOOL:
             return self.children.own(list(content.plan_reviewed(update, self.inputs.get(tool_id, {}), result,
@@ -276,9 +277,8 @@ class TurnFold:
             return self.compaction.status(data)
         if subtype == "compact_boundary":
             return self._compact_boundary(data)
-        if subtype == "task_started" and (started := self.children.started(data)) is not None:
-            return [started, *self.background.line(data)]  # (a task's lines: also a background command's)
-        return (self.children.ended(data) if subtype == "task_notification" else []) + self.background.line(data)
+        # a task's lines: a subagent's (and the CLI's state), also a background command's
+        return [*self.children.system(data), *self.bash_tasks.line(data)]
 
     def _compact_boundary(self, data: Mapping[str, Any]) -> list[Event]:
         """The boundary's completed compaction, and the context's new size at once where the
@@ -293,11 +293,11 @@ class TurnFold:
                 events.append(UsageUpdate(used=kept, size=self.window.size))
         return events
 
-    def _usage(self, result: Mapping[str, Any]) -> list[Event]:
+    def _usage(self, result: Mapping[str, Any], *, turn: bool = True) -> list[Event]:
         update = content.usage_update(result.get("usage"), result.get("modelUsage"), self.window,
                                       used=self.compacted_used, cost_usd=result.get("total_cost_usd"))
         events: list[Event] = [update] if update is not None else []
-        usage = content.add_turn_usage(self.usage, result.get("usage"))
+        usage = content.add_turn_usage(self.usage, result.get("usage")) if turn else None  # not a cycle's
         if usage is not None and usage != self.usage:
             self.usage = usage
             events.append(usage)

@@ -110,6 +110,9 @@ def environment(base: Mapping[str, str], extra: Mapping[str, str], cwd: str) -> 
     """The CLI's environment as the SDK composes it (its own process's, without CLAUDECODE)."""
     env = {key: value for key, value in os.environ.items() if key != "CLAUDECODE"}
     env["CLAUDE_CODE_ENTRYPOINT"] = "sdk-py"
+    # `session_state_changed` lines (as claude-agent-acp starts it): `idle` once nothing runs,
+    # background subagents and the cycles their notifications start included
+    env["CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS"] = "1"
     env.update(base)
     env.update(extra)
     env["PWD"] = cwd

@@ -37,7 +37,7 @@ from acp_agent.provider import (
     gateway_route,
     recommends_values,
 )
-from acp_agent_claude import content, settings
+from acp_agent_claude import content, holding, settings
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.gateway import SLOT, route_env
 from acp_agent_claude.prestart import BYPASS_REFUSED, bypass_allowed, environment
@@ -82,6 +82,7 @@ class ClaudeRuntime(ProviderRuntime):
         return await self._opened(session, channel)
 
     async def _opened(self, session: ClaudeSession, channel: SessionChannel) -> SessionStart:
+        session.channel = channel  # what the CLI asks between prompts goes here
         if session.recommending and session.effort is None and not session.released:
             level = settings.recommended_effort(session.models, session.model)
             if level is not None:  # shown as the session's level, so the CLI runs it
@@ -296,6 +297,11 @@ class ClaudeRuntime(ProviderRuntime):
         (`stop_task`), or the turn the CLI runs on its own interrupted; a running prompt goes on."""
         session = self.sessions.get(session_id)
         return await self.turns.between.stop_task(session, task_id) if session is not None else None
+
+    async def prompt_waiting(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            holding.hand_over(session)
 
     async def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)

@@ -20,9 +20,10 @@ from acp_agent.provider import (
     SessionMode,
     SessionModeState,
     TurnChannel,
+    TurnEnd,
 )
 from acp_agent_claude import content, settings
-from acp_agent_claude.background import BashTasks
+from acp_agent_claude.bash_tasks import BashTasks
 from acp_agent_claude.fold import TurnFold
 from acp_agent_claude.goals import Goals
 from acp_agent_claude.prestart import bypass_allowed, environment
@@ -31,6 +32,21 @@ from acp_agent_claude.tasks import TaskPlan
 from acp_agent_claude.transport import ClaudeCLI
 
 PROVIDER = "claude"
+
+
+@define
+class Hold:
+    """A turn held for the subagents it started in the background: its own outcome, the results
+    read since (of cycles the CLI ran on their notifications), and the scope of the read a cancel
+    ends."""
+
+    outcome: TurnEnd
+    results: int = 0
+    scope: anyio.CancelScope | None = None
+    handed_over: bool = False
+    """A prompt waits behind it: it answers now, with its own outcome (`holding.hand_over`)."""
+
+
 MODES: tuple[tuple[str, str, str], ...] = (
     ("default", "Default", "Ask before running commands and editing files"),
     ("acceptEdits", "Accept edits", "Edit files without asking; still ask before commands"),
@@ -89,9 +105,10 @@ class ClaudeSession:
     asking: int = 0  # permission requests and questions open: a steer waits for them
     tasks: TaskPlan = field(factory=TaskPlan)  # the task tools' plan, across turns
     children: Children = field(factory=Children)  # its subagents, across turns
-    background: BashTasks = field(factory=BashTasks)  # its background commands, across turns
+    bash_tasks: BashTasks = field(factory=BashTasks)  # its background commands, across turns
     own_turn: TurnFold | None = None
-    """The turn the CLI runs on its own (after a background task ended), read between prompts."""
+    """The turn the CLI runs on its own (after a background task or subagent ended), read
+    between prompts."""
     queued_behind: bool = False  # the prompt's message waits in the CLI behind a turn of its own
     listening: tuple[anyio.CancelScope, anyio.Event] | None = None  # the reader between prompts
     goals: Goals = field(factory=Goals)  # its goal (`/goal`), as published
@@ -101,6 +118,8 @@ class ClaudeSession:
     renamed: bool = False  # the client set the title: no generated one is published
     untitled: bool = False  # a new session yet to show a title: its first turn's prompt is one
     renew: bool = False  # the agent's environment changed: its next prompt runs on a new CLI
+    channel: SessionChannel | None = None  # the core's side of it: asks between prompts
+    hold: Hold | None = None  # its turn's result is in, the answer waits for its background subagents
 
 
     def overrides(self) -> dict[str, str]:

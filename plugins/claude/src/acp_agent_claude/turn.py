@@ -1,7 +1,9 @@
 """A Claude turn: the user message submitted to the session's CLI, its lines folded into events
 (`TurnFold`) until the result that ends it, messages steered into it, its interrupt, the
-locally answered commands (`/mcp`, `/status`), and the title asked for after it. What the CLI
-writes between prompts is `between`'s."""
+locally answered commands (`/mcp`, `/status`), and the title asked for after it. A turn that
+started subagents in the background is held past its result until they end, unless the client
+takes them after the answer (`holding`). What the CLI writes between prompts is `between`'s.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from acp_agent.provider import (
     TurnEnd,
     bound,
 )
-from acp_agent_claude import classify, commands, content, settings, titles
+from acp_agent_claude import classify, commands, content, holding, settings, subagents, titles
 from acp_agent_claude.between import INTERRUPT_BUDGET_S, BetweenPrompts
 from acp_agent_claude.clis import LiveCLIs
 from acp_agent_claude.fold import TurnFold
@@ -53,9 +55,15 @@ class Turns:
         self.between = BetweenPrompts(lambda: clis.context, task_group, self._fold)
 
     def _fold(self, session: ClaudeSession) -> TurnFold:
-        return TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
-                        children=session.children, window=session.window, background=session.background,
+        fold = TurnFold(cwd=session.cwd, observe=bound(self._clis.context.hooks, PROVIDER), tasks=session.tasks,
+                        children=session.children, window=session.window, bash_tasks=session.bash_tasks,
                         mcp=classify.McpWatch(tuple(session.mcp_servers), session.mcp_reported))
+        previous = session.fold
+        if previous is not None and session.children.background:
+            # a subagent still running in the background: its calls end in this fold (a prompt, between prompts)
+            fold.tools, fold.inputs, fold.answered_tools = previous.tools, previous.inputs, previous.answered_tools
+            fold.subagent_tools, fold.subagent_texts = previous.subagent_tools, previous.subagent_texts
+        return fold
 
     def _user_message(self, session: ClaudeSession, prompt: Sequence[ContentBlock], message_id: str) -> dict[str, Any]:
         return {"type": "user", "message": {"role": "user", "content": content.prompt_blocks(prompt)},
@@ -90,6 +98,7 @@ class Turns:
             return TurnEnd("end_turn")
         session.fold, session.turn = self._fold(session), turn
         session.queued_behind = False
+        session.children.spawned.clear()  # the subagents this turn starts in the background
         session.steers.clear()
         session.steer_running = session.turn_over = False
         try:
@@ -109,6 +118,7 @@ class Turns:
         finally:
             session.turn = None
             session.turn_over = True
+            session.hold = None
             if session.steers:
                 # A steered message the CLI never started (the turn was cancelled or cut
                 # off): it could still run and answer into the next prompt. Replaced first.
@@ -121,6 +131,7 @@ class Turns:
         assert fold is not None and cli is not None
         try:
             async with clock.phase(Phase.SUBMITTING, label="claude"):
+                fold.prompts.add(turn.turn_id)
                 try:
                     await cli.write(self._user_message(session, prompt, turn.turn_id))
                 except ChildGone:
@@ -130,11 +141,17 @@ class Turns:
                 for event in session.goals.submitted(prompt, turn.turn_id):
                     await turn.emit(event)
                 first = await cli.receive()
+                while _idle_line(first):  # the end of what ran before: no answer to this prompt yet
+                    await self._handle(session, fold, first, turn)
+                    first = await cli.receive()
             await self._handle(session, fold, first, turn)
-            if not self._turn_ended(session, fold):
+            if not self._turn_ended(session, fold, turn):
                 async with clock.phase(Phase.RUNNING, label="claude"):
-                    while not self._turn_ended(session, fold):
-                        await self._handle(session, fold, await cli.receive(), turn)
+                    while not self._turn_ended(session, fold, turn):
+                        message = await holding.next_line(session, fold, cli)
+                        if message is None:
+                            break  # a held turn, cancelled or handed over to the next prompt
+                        await self._handle(session, fold, message, turn)
         except anyio.EndOfStream:
             pass
         except PhaseDeadlineExceeded as exc:
@@ -161,7 +178,7 @@ class Turns:
                 fold.outcome = TurnEnd("cancelled" if fold.cancel_requested else "end_turn")  # never started
             if state == "started" and session.own_turn is not None:  # the CLI's own turn is over
                 session.own_turn = None
-                await self.between.publish(session, session.background.own_turn_ended(failed=False))
+                await self.between.publish(session, session.bash_tasks.own_turn_ended(failed=False))
             session.queued_behind = state == "queued"
             return
         if session.queued_behind or session.own_turn is not None:
@@ -173,21 +190,28 @@ class Turns:
                 session.steers.discard(steered)
                 session.steer_running = session.steer_running or message.get("state") == "started"
         elif message.get("type") == "result":
-            session.steer_running = False
+            if session.hold is not None:
+                session.hold.results += 1
+            if not subagents.autonomous(message, fold.prompts):
+                session.steer_running = False
         for event in [*session.goals.line(message), *fold.feed(message)]:
             await turn.emit(event)
 
     @staticmethod
-    def _turn_ended(session: ClaudeSession, fold: TurnFold) -> bool:
+    def _turn_ended(session: ClaudeSession, fold: TurnFold, turn: TurnChannel) -> bool:
         """Whether the turn is over: its result is in and no steered message is queued or running
-        (the aborted cycle's result comes before the steer's own). A cancel ends it at once."""
+        (the aborted cycle's result comes before the steer's own). A cancel ends it at once. A
+        turn that started subagents in the background is held past its result (`holding`)."""
+        hold = session.hold
+        if hold is not None:
+            return holding.held_ended(session, fold, hold)
         if not fold.finished:
             return False
         if (session.steers or session.steer_running) and not fold.cancel_requested:
             fold.outcome = None  # the aborted cycle's result: the turn goes on with the steer
             return False
-        session.turn_over = True
-        return True
+        session.turn_over = True  # (a held turn takes no steer either)
+        return not holding.hold_at_result(session, fold, turn)
 
     async def steer(self, session: ClaudeSession, prompt: Sequence[ContentBlock], turn: TurnChannel) -> bool:
         """A user message into the running turn: priority `now` (the CLI aborts the current cycle
@@ -200,6 +224,7 @@ class Turns:
         steer_id = str(uuid.uuid4())
         message = {**self._user_message(session, prompt, steer_id), "priority": "later" if session.asking else "now"}
         session.steers.add(steer_id)  # before the write: the turn must not end without it
+        session.fold.prompts.add(steer_id)
         try:
             async with self._clis.context.clock.phase(Phase.SUBMITTING, label="claude steer"):
                 await session.cli.write(message)
@@ -216,6 +241,9 @@ class Turns:
         if session.fold is None or session.turn is None:
             return
         session.fold.cancel_requested = True
+        if session.hold is not None:
+            holding.hand_over(session)  # held for background subagents: cancelled now, they go on
+            return
         if session.cli is not None and not session.dead:
             try:
                 await session.cli.request("interrupt", timeout_s=INTERRUPT_BUDGET_S)
@@ -291,3 +319,9 @@ class Turns:
             session.titled = await titles.publish(cli, text, emit)
 
         self._tg.start_soon(ask, session.cli)
+
+
+def _idle_line(message: dict[str, Any]) -> bool:
+    """The CLI's `session_state_changed` to `idle`."""
+    return (message.get("type") == "system" and message.get("subtype") == "session_state_changed"
+            and message.get("state") == "idle")
