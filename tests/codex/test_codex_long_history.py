@@ -22,7 +22,7 @@ from acp_agent.backends.plugins import installed_hooks
 from acp_agent.failures.redaction import Redactor
 from acp_agent.wire.acp import UserMessageChunk
 from acp_agent_codex.runtime import CodexRuntime, rollout_size
-from acp_agent_codex.sessions import Sessions
+from acp_agent_codex.sessions import replay_turns
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -65,7 +65,7 @@ class Channel:
 
 
 def runtime(read_ms: int) -> Any:
-    """What `Sessions._replay` uses of a runtime (its clock, hooks, redaction, page reader)."""
+    """What `sessions.replay_turns` uses of a runtime (its clock, hooks, redaction, page reader)."""
     environ: dict[str, str] = {}
     context = RuntimeContext(hooks=installed_hooks(), environ=environ, clock=PhaseClock(Deadlines(read_ms=read_ms), "Codex"),
                              redact=Redactor.from_environment(environ))
@@ -83,7 +83,8 @@ async def test_a_thread_read_slower_than_the_budget_but_steadily_is_opened() -> 
     thread's last turn's failure is active (an earlier page's last turn is not the thread's)."""
     turns = [turn(n, failed=n in (10, 120)) for n in range(1, 121)]
     server, channel = PagedServer(turns, page=10, pause_s=0.1), Channel()
-    await Sessions._replay(runtime(300), server, "thread", channel)  # type: ignore[arg-type]
+    rt = runtime(300)
+    await replay_turns(server, rt.clock, rt.context, "thread", channel)  # type: ignore[arg-type]
     assert prompts(channel.events) == [f"prompt {n}" for n in range(1, 121)]
     assert [f.active for f in channel.events if isinstance(f, HistoryFailure)] == [False, True]
     assert server.calls == 12
@@ -92,7 +93,8 @@ async def test_a_thread_read_slower_than_the_budget_but_steadily_is_opened() -> 
 async def test_a_stalled_read_meets_the_deadline_after_replaying_what_came() -> None:
     server, channel = PagedServer([turn(n) for n in range(1, 41)], page=10, pause_s=0.0, stall_after=2), Channel()
     with pytest.raises(PhaseDeadlineExceeded) as caught:
-        await Sessions._replay(runtime(300), server, "thread", channel)  # type: ignore[arg-type]
+        rt = runtime(300)
+    await replay_turns(server, rt.clock, rt.context, "thread", channel)  # type: ignore[arg-type]
     assert "within 300 ms" in str(caught.value)
     assert prompts(channel.events) == [f"prompt {n}" for n in range(1, 21)]
 

@@ -243,7 +243,7 @@ class Sessions:
             thread = self._thread(server, session_id, cwd, config, result, roots, codex_id=codex_id,
                                   instructions=instructions)
             if replay:
-                await self._replay(server, codex_id, channel)
+                await replay_turns(server, self.clock, self.context, codex_id, channel)
         self._table[session_id] = thread
         named = result.get("thread")
         info = session_info(named) if isinstance(named, Mapping) else None
@@ -252,21 +252,6 @@ class Sessions:
             updated = info.updated_at if isinstance(info.updated_at, str) else None
             await channel.emit(SessionTitle(named["name"], updated))
         return await self._opened(server, thread, channel)
-
-    async def _replay(self, server: AppServer, session_id: str, channel: SessionChannel) -> None:
-        """Send the stored turns on page by page, as they come: each page within the read budget
-        of the one before (a deadline on progress: a long thread is never cut off). A client of
-        child sessions gets each spawned child thread's history in its place (`child_history`)."""
-        recogniser = functools.partial(self.context.hooks.recognise_history, PROVIDER)
-        children = (ChildHistory(server, self.clock, self.context.redact, session_id)
-                    if takes_subagents(channel) else None)
-        pages = self.clock.paced(Phase.READING, threads.pages(server, session_id), label="thread/turns/list")
-        async with aclosing(pages):
-            async for turns, last in pages:
-                replayed = (await children.page(turns, last, recogniser) if children is not None
-                            else items.history_events(turns, self.context.redact, recogniser, last=last))
-                for event in replayed:
-                    await channel.emit(event)
 
     async def fork(self, session_id: str, cwd: str, mcp_servers: Sequence[McpServer],
                    channel: SessionChannel) -> SessionStart:
@@ -365,3 +350,19 @@ class Sessions:
             return
         await self._servers.within_grace(server, "thread/unsubscribe", self._servers.ask(
             server, "thread/unsubscribe", {"threadId": thread.codex_id}))
+
+
+async def replay_turns(server: AppServer, clock: PhaseClock, context: RuntimeContext, session_id: str,
+                       channel: SessionChannel) -> None:
+    """Send a thread's stored turns on page by page, as they come: each page within the read
+    budget of the one before (a deadline on progress: a long thread is never cut off). A client of
+    child sessions gets each spawned child thread's history in its place (`child_history`)."""
+    recogniser = functools.partial(context.hooks.recognise_history, PROVIDER)
+    children = ChildHistory(server, clock, context.redact, session_id) if takes_subagents(channel) else None
+    pages = clock.paced(Phase.READING, threads.pages(server, session_id), label="thread/turns/list")
+    async with aclosing(pages):
+        async for turns, last in pages:
+            replayed = (await children.page(turns, last, recogniser) if children is not None
+                        else items.history_events(turns, context.redact, recogniser, last=last))
+            for event in replayed:
+                await channel.emit(event)
