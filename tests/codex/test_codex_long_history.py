@@ -92,8 +92,8 @@ async def test_a_thread_read_slower_than_the_budget_but_steadily_is_opened() -> 
 
 async def test_a_stalled_read_meets_the_deadline_after_replaying_what_came() -> None:
     server, channel = PagedServer([turn(n) for n in range(1, 41)], page=10, pause_s=0.0, stall_after=2), Channel()
+    rt = runtime(300)
     with pytest.raises(PhaseDeadlineExceeded) as caught:
-        rt = runtime(300)
         await replay_turns(server, rt.clock, rt.context, "thread", channel)  # type: ignore[arg-type]
     assert "within 300 ms" in str(caught.value)
     assert prompts(channel.events) == [f"prompt {n}" for n in range(1, 21)]
